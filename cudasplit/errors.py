@@ -1,0 +1,89 @@
+"""The one exception tree of cudasplit.
+
+Every error the public API raises derives from :class:`CudasplitError`. Foreign errors
+(``tarfile``, ``lzma``, ``zstandard``, ``ELFError``, LIEF, ``OSError``) are translated where
+they enter, so callers never need to know which library failed::
+
+    CudasplitError
+    ├── SourceError            the archive or directory cannot be read
+    │   ├── CorruptArchiveError    truncated/corrupt compressed data or tar headers
+    │   ├── UnsafeMemberError      a member that would escape the output roots
+    │   └── LimitExceededError     decompression bomb guard
+    ├── RulesError             a rule file is invalid (message names ``file:rule``)
+    ├── ElfError               an ELF file cannot be parsed
+    ├── PatchError             a RUNPATH could not be written (the file was restored)
+    ├── OutputError            a sink cannot write (exists, permission, disk full)
+    ├── NixEnvironmentError    the Nix builder variables are missing or inconsistent
+    ├── ManifestError          an NVIDIA manifest cannot be read
+    └── ProblemsFound          ``strict`` mode found problems (report attached)
+
+Messages are one line and name the file (and member, where there is one).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CudasplitError(Exception):
+    """Root of every error cudasplit raises."""
+
+    exit_code = 2
+
+
+class SourceError(CudasplitError):
+    """A source (archive or directory) cannot be read."""
+
+    def __init__(self, message: str, *, source: str = "", member: str | None = None) -> None:
+        self.source = source
+        self.member = member
+        where = source
+        if member is not None:
+            where = f"{source}: member {member!r}" if source else f"member {member!r}"
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class CorruptArchiveError(SourceError):
+    """Compressed data or tar structure is damaged or truncated."""
+
+
+class UnsafeMemberError(SourceError):
+    """A member whose path or link would reach outside the output roots."""
+
+
+class LimitExceededError(SourceError):
+    """The archive expands beyond the configured size limits (decompression bomb guard)."""
+
+
+class RulesError(CudasplitError):
+    """A rule file is invalid; the message names ``file:rule``."""
+
+
+class ElfError(CudasplitError):
+    """An ELF file cannot be parsed (truncated, bogus offsets, ...)."""
+
+
+class PatchError(CudasplitError):
+    """Writing a RUNPATH failed; the file was left as it was."""
+
+
+class OutputError(CudasplitError):
+    """An output cannot be written (exists, permission denied, disk full, ...)."""
+
+
+class NixEnvironmentError(CudasplitError):
+    """The Nix builder environment lacks or contradicts output variables."""
+
+
+class ManifestError(CudasplitError):
+    """An NVIDIA redistrib/feature manifest cannot be read."""
+
+
+class ProblemsFound(CudasplitError):
+    """Strict mode found problems; ``report`` holds the full report."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, report: Any = None) -> None:
+        self.report = report
+        super().__init__(message)
