@@ -1,0 +1,71 @@
+"""cudasplit: split NVIDIA CUDA redistributable tarballs into outputs and rewrite RUNPATHs.
+
+The public API never prints and never exits; every error derives from :class:`CudasplitError`.
+"""
+
+from __future__ import annotations
+
+from .api import explain, inspect, split, split_nix, split_to_dir
+from .errors import (
+    CorruptArchiveError,
+    CudasplitError,
+    ElfError,
+    LimitExceededError,
+    ManifestError,
+    NixEnvironmentError,
+    OutputError,
+    PatchError,
+    ProblemsFound,
+    RulesError,
+    SourceError,
+    UnsafeMemberError,
+)
+from .model import OUTPUT_NAMES, Kind, Member, MemberType, PackageId
+from .pipeline import SplitOptions
+from .report import MemberRecord, OutputRecord, Problem, Report
+from .rules import RuleSet, load_ruleset
+from .runpath import RunpathPlan, RunpathPolicy, plan_runpath
+from .sinks import DirectorySink, MemorySink, Sink
+from .sources import open_source
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "OUTPUT_NAMES",
+    "CorruptArchiveError",
+    "CudasplitError",
+    "DirectorySink",
+    "ElfError",
+    "Kind",
+    "LimitExceededError",
+    "ManifestError",
+    "Member",
+    "MemberRecord",
+    "MemberType",
+    "MemorySink",
+    "NixEnvironmentError",
+    "OutputError",
+    "OutputRecord",
+    "PackageId",
+    "PatchError",
+    "Problem",
+    "ProblemsFound",
+    "Report",
+    "RuleSet",
+    "RulesError",
+    "RunpathPlan",
+    "RunpathPolicy",
+    "Sink",
+    "SourceError",
+    "SplitOptions",
+    "UnsafeMemberError",
+    "__version__",
+    "explain",
+    "inspect",
+    "load_ruleset",
+    "open_source",
+    "plan_runpath",
+    "split",
+    "split_nix",
+    "split_to_dir",
+]

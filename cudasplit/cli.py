@@ -1,0 +1,258 @@
+"""The ``cudasplit`` command: a thin click layer over the public API.
+
+All decisions live in the library; this module parses options, renders reports and turns
+:class:`CudasplitError` into one-line messages and stable exit codes (see README).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from . import api
+from .errors import CudasplitError, ProblemsFound
+from .model import OUTPUT_NAMES, PackageId
+from .pipeline import SplitOptions
+from .report import Report
+from .rules import load_ruleset, read_rule_file, build_ruleset
+from .runpath import DEFAULT_DRIVER_LINK, RunpathPolicy
+from .sources import parse_top_dir
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def _fail(exc: CudasplitError) -> NoReturn:
+    message = str(exc).replace("\n", " ")
+    click.echo(f"cudasplit: error: {message}", err=True)
+    sys.exit(exc.exit_code)
+
+
+def _package(value: str | None) -> PackageId | None:
+    if value is None:
+        return None
+    return parse_top_dir(value) or parse_top_dir(value + "-archive") or PackageId(value)
+
+
+def _outputs(value: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    names = tuple(n.strip() for n in value.split(",") if n.strip())
+    unknown = [n for n in names if n not in OUTPUT_NAMES]
+    if unknown:
+        raise click.BadParameter(f"unknown output(s) {', '.join(unknown)}; "
+                                 f"known: {', '.join(OUTPUT_NAMES)}", param_hint="--outputs")
+    return names
+
+
+def common_options(func: F) -> F:
+    """Options that decide classification (shared by split, inspect and explain)."""
+    for decorator in reversed([
+        click.option("--rules", "rules_files", multiple=True, type=click.Path(dir_okay=False),
+                     help="Extra rule file; takes precedence over the shipped rules (repeatable)."),
+        click.option("--package", help="Override the package identity (name, or "
+                     "<pname>-<platform>-<version>)."),
+        click.option("--outputs", help="Comma-separated outputs to produce; the others fall back "
+                     "(include -> dev -> out, others -> out)."),
+    ]):
+        func = decorator(func)
+    return func
+
+
+def patch_options(func: F) -> F:
+    for decorator in reversed([
+        click.option("--no-patch", is_flag=True, help="Do not rewrite RUNPATHs."),
+        click.option("--driver-link", default=DEFAULT_DRIVER_LINK, show_default=True,
+                     help="Driver link directory; <DIR>/lib is added to every RUNPATH."),
+        click.option("--no-driver-link", is_flag=True, help="Do not add the driver link."),
+        click.option("--cuda-compat", metavar="DIR", help="cuda_compat's libcuda directory; "
+                     "goes first in every RUNPATH (not for cuda_compat itself)."),
+        click.option("--library-path", multiple=True, metavar="DIR",
+                     help="Where to resolve DT_NEEDED names the package does not provide."),
+        click.option("--append-runpath", multiple=True, metavar="DIR",
+                     help="Extra RUNPATH entry at the end (repeatable)."),
+        click.option("--keep-runpath", is_flag=True,
+                     help="Keep existing absolute RUNPATH entries (stubs entries still go)."),
+        click.option("--rpath", is_flag=True, help="Write DT_RPATH instead of DT_RUNPATH."),
+        click.option("--patcher", type=click.Choice(["auto", "lief"]), default="auto",
+                     show_default=True, help="ELF writer: fast tiers with LIEF fallback, or LIEF."),
+    ]):
+        func = decorator(func)
+    return func
+
+
+def _options(kw: dict[str, Any], *, dry_run: bool = False) -> SplitOptions:
+    policy = RunpathPolicy(
+        driver_link=None if kw.get("no_driver_link") else kw.get("driver_link", DEFAULT_DRIVER_LINK),
+        cuda_compat=kw.get("cuda_compat"),
+        library_paths=tuple(kw.get("library_path", ())),
+        append=tuple(kw.get("append_runpath", ())),
+        keep_absolute=bool(kw.get("keep_runpath")),
+        tag="RPATH" if kw.get("rpath") else "RUNPATH",
+    ) if "driver_link" in kw else RunpathPolicy()
+    return SplitOptions(
+        outputs=_outputs(kw.get("outputs")),
+        patch=not kw.get("no_patch", False),
+        runpath=policy,
+        patcher=kw.get("patcher", "auto"),
+        strict=bool(kw.get("strict")),
+        dry_run=dry_run or bool(kw.get("dry_run")),
+        package=_package(kw.get("package")),
+        rules_files=tuple(kw.get("rules_files", ())),
+        jobs=int(kw.get("jobs") or 0),
+        overwrite=bool(kw.get("overwrite")),
+    )
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="cudasplit")
+def main() -> None:
+    """Split NVIDIA CUDA redistributable tarballs into outputs and rewrite RUNPATHs."""
+
+
+@main.command("split")
+@click.argument("source", type=click.Path(exists=False))
+@click.option("-o", "--output-dir", type=click.Path(file_okay=False),
+              help="Write DIR/<output>/... (staged, moved into place at the end).")
+@click.option("--nix", is_flag=True, help="Take the outputs from the Nix builder environment.")
+@common_options
+@patch_options
+@click.option("--report", "report_file", type=click.Path(dir_okay=False),
+              help="Write the JSON report here.")
+@click.option("--strict", is_flag=True, help="Fail (exit 1) on empty requested outputs, "
+              "unclaimed members, dangling links or failed patches.")
+@click.option("--dry-run", is_flag=True, help="Plan and report; write nothing.")
+@click.option("--overwrite", is_flag=True, help="Replace existing output directories.")
+@click.option("-j", "--jobs", type=int, default=0, help="Parallelism (default: available CPUs).")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@click.option("-v", "--verbose", is_flag=True, help="Log what happens.")
+def split_command(source: str, output_dir: str | None, nix: bool, report_file: str | None,
+                  quiet: bool, verbose: bool, **kw: Any) -> None:
+    """Split SOURCE (tarball or unpacked directory) into outputs."""
+    _logging(quiet, verbose)
+    if bool(output_dir) == nix:
+        raise click.UsageError("give exactly one of --output-dir DIR or --nix")
+    try:
+        options = _options(kw)
+        report = _run_split(source, output_dir, nix, options, report_file)
+    except CudasplitError as exc:
+        _fail(exc)
+    if not quiet:
+        for line in report.summary_lines():
+            click.echo(line)
+        for problem in report.problems:
+            click.echo(f"problem: {problem}", err=True)
+
+
+def _run_split(source: str, output_dir: str | None, nix: bool, options: SplitOptions,
+               report_file: str | None) -> Report:
+    try:
+        if nix:
+            report = api.split_nix(source, options=options)
+        else:
+            assert output_dir is not None
+            report = api.split_to_dir(source, output_dir, options)
+    except ProblemsFound as exc:
+        if report_file and isinstance(exc.report, Report):
+            _write_report(exc.report, report_file)
+        raise
+    if report_file:
+        _write_report(report, report_file)
+    return report
+
+
+def _write_report(report: Report, path: str) -> None:
+    Path(path).write_text(report.to_json())
+
+
+def _logging(quiet: bool, verbose: bool) -> None:
+    level = logging.ERROR if quiet else logging.DEBUG if verbose else logging.WARNING
+    logging.basicConfig(level=level, format="cudasplit: %(message)s", stream=sys.stderr)
+
+
+@main.command("inspect")
+@click.argument("source", type=click.Path(exists=False))
+@common_options
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON report.")
+def inspect_command(source: str, as_json: bool, **kw: Any) -> None:
+    """List every member with kind, size, output and rule; write nothing."""
+    try:
+        report = api.inspect(source, _options(kw, dry_run=True))
+    except CudasplitError as exc:
+        _fail(exc)
+    if as_json:
+        click.echo(report.to_json(), nl=False)
+        return
+    for m in report.members:
+        where = f"{m.output}:{m.dest}" if m.output else "-"
+        link = f" -> {m.link}" if m.link else ""
+        click.echo(f"{m.kind:10} {m.size:>12} {where:50} {m.rule}  {m.path}{link}")
+
+
+@main.command("explain")
+@click.argument("source", type=click.Path(exists=False))
+@click.argument("path")
+@common_options
+@click.option("--json", "as_json", is_flag=True)
+def explain_command(source: str, path: str, as_json: bool, **kw: Any) -> None:
+    """Say which rule placed PATH and which rules it passed over."""
+    try:
+        result = api.explain(source, path, _options(kw, dry_run=True))
+    except CudasplitError as exc:
+        _fail(exc)
+    if as_json:
+        click.echo(json.dumps(asdict(result), indent=2))
+        return
+    click.echo(f"{result.path} ({result.kind})")
+    if result.rename:
+        click.echo(f"  renamed by {result.rename} -> {result.dest}")
+    for trial in result.tried:
+        mark = "MATCH" if trial.matched else "pass "
+        click.echo(f"  {mark} {trial.rule:40} {', '.join(trial.globs)}"
+                   + (f" kind={','.join(trial.kinds)}" if trial.kinds else ""))
+    click.echo(f"  => output: {result.output or '(not placed)'}"
+               + (f"  ({result.note})" if result.note else ""))
+
+
+@main.group("rules")
+def rules_group() -> None:
+    """Show or check rule files."""
+
+
+@rules_group.command("show")
+@click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
+@click.option("--package", help="Include rules/packages/<NAME>.toml.")
+def rules_show(files: Sequence[str], package: str | None) -> None:
+    """Print the effective rules in precedence order (FILES first, then the shipped ones)."""
+    try:
+        ruleset = load_ruleset(package, files)
+    except CudasplitError as exc:
+        _fail(exc)
+    click.echo("# files, highest precedence first: " + ", ".join(ruleset.files))
+    for rename in ruleset.renames:
+        click.echo(f"rename {rename.ref}: {rename.source} -> {rename.target}")
+    for index, rule in enumerate(ruleset.rules, 1):
+        target = "DROP" if rule.action == "drop" else rule.output
+        kinds = f" kind={','.join(sorted(rule.kinds))}" if rule.kinds else ""
+        click.echo(f"{index:3}. {str(rule.ref):40} -> {target:8} "
+                   f"{', '.join(g.pattern for g in rule.globs)}{kinds}")
+
+
+@rules_group.command("check")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+def rules_check(files: Sequence[str]) -> None:
+    """Validate rule files (each on its own); exit 2 with file:rule on the first error."""
+    try:
+        for name in files:
+            build_ruleset([(name, read_rule_file(Path(name)))])
+            click.echo(f"{name}: ok")
+    except CudasplitError as exc:
+        _fail(exc)

@@ -1,0 +1,516 @@
+"""The split loop: source -> classify -> place -> (links, pkg-config, RUNPATH) -> sink -> report.
+
+One direction only: the loop pulls members from the source, asks the rule set (pure) where each
+goes, hands bytes to the sink and records what happened. Work that needs the whole archive
+(symlinks whose targets come later, RUNPATH resolution against every library of the package)
+runs once the stream has ended.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import posixpath
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import BinaryIO
+
+from .elf import kind_from_head, read_elf_info
+from .errors import CudasplitError, ElfError, PatchError, ProblemsFound, SourceError
+from .model import OUTPUT_NAMES, Kind, Member, MemberType, PackageId
+from .patch import set_runpath
+from .pkgconfig import MAX_PC_SIZE, PcRoots, rewrite_pc, unversioned_alias
+from .report import MemberRecord, OutputRecord, Problem, Report
+from .rules import Decision, Rename, Rule, RuleRef, RuleSet, load_ruleset
+from .runpath import RunpathPolicy, index_library_paths, plan_runpath
+from .sinks.base import Sink
+from .sources import Source, member_parent, open_source
+
+log = logging.getLogger(__name__)
+
+AR_MAGIC = b"!<arch>\n"
+BUILTIN = "<builtin>"
+
+
+@dataclass(frozen=True, slots=True)
+class SplitOptions:
+    """Everything that changes what a split does. Frozen: one value serves a whole run."""
+
+    outputs: tuple[str, ...] | None = None      # limit the outputs (others fall back)
+    patch: bool = True                          # rewrite RUNPATHs
+    runpath: RunpathPolicy = field(default_factory=RunpathPolicy)
+    patcher: str = "auto"                       # auto | lief
+    strict: bool = False                        # problems fail the run
+    dry_run: bool = False                       # plan, write nothing
+    package: PackageId | None = None            # override the parsed identity
+    rules_files: tuple[str, ...] = ()           # extra rule files, highest precedence
+    rules_dir: Path | None = None               # replaces the shipped rules/
+    jobs: int = 0                               # 0: the CPUs available to the process
+    overwrite: bool = False
+
+    def effective_jobs(self) -> int:
+        if self.jobs > 0:
+            return self.jobs
+        return max(1, len(os.sched_getaffinity(0)))
+
+
+def member_kind(member: Member) -> Kind:
+    """Content-aware kind: ELF files and ``ar`` archives are recognised by magic bytes."""
+    if member.type is MemberType.DIR:
+        return Kind.DIR
+    if member.type is MemberType.SYMLINK:
+        return Kind.SYMLINK
+    if member.type is MemberType.HARDLINK:
+        return Kind.HARDLINK
+    elf_kind = kind_from_head(member.head)
+    if elf_kind is not None:
+        return elf_kind
+    if member.head.startswith(AR_MAGIC) or member.path.endswith(".a"):
+        return Kind.STATIC
+    return Kind.FILE
+
+
+def fallback_output(output: str, allowed: frozenset[str] | None) -> str:
+    """Nixpkgs' fallback when an output does not exist: include -> dev -> out, others -> out."""
+    if allowed is None or output in allowed:
+        return output
+    if output == "include" and "dev" in allowed:
+        return "dev"
+    return "out"
+
+
+@dataclass(slots=True)
+class _Placed:
+    output: str
+    dest: str
+    kind: Kind
+    local: Path | None
+
+
+@dataclass(slots=True)
+class _ElfJob:
+    record: MemberRecord
+    output: str
+    dest: str
+    local: Path
+    rule: Rule | None
+
+
+class SplitRun:
+    """State of one split. Use :func:`split`; this class is the loop's working memory."""
+
+    def __init__(self, source: Source, sink: Sink | None, options: SplitOptions) -> None:
+        self.source = source
+        self.sink = sink
+        self.options = options
+        self.ruleset: RuleSet | None = None
+        self.allowed: frozenset[str] | None = None
+        self.report = Report(source=source.description, package={}, dry_run=sink is None)
+        self.placed: dict[str, _Placed] = {}           # archive path -> where it went
+        self.dir_outputs: dict[str, set[str]] = {}     # archive dir -> outputs with content
+        self.occupied: dict[tuple[str, str], str] = {}  # (output, dest) -> archive path
+        self.symlinks: list[tuple[Member, MemberRecord]] = []
+        self.hardlinks: list[tuple[Member, MemberRecord]] = []
+        self.elf_jobs: list[_ElfJob] = []
+        self.link_backs: set[tuple[str, Rename]] = set()
+        self.pc_aliases: list[tuple[str, str]] = []
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def run(self) -> Report:
+        try:
+            for member, stream in self.source.members():
+                self._take(member, stream)
+            self._ensure_rules()
+            self._finish_links()
+            self._patch_all()
+            self._check()
+        except BaseException:
+            if self.sink is not None:
+                self.sink.abort()
+            raise
+        self._complete()
+        return self.report
+
+    def _ensure_rules(self) -> RuleSet:
+        if self.ruleset is None:
+            package = self.options.package or self.source.package
+            self.report.package = package.as_dict()
+            self.ruleset = load_ruleset(package.name, self.options.rules_files,
+                                        self.options.rules_dir)
+            self.report.rules_files = list(self.ruleset.files)
+            declared = self.options.outputs or self.ruleset.package.outputs
+            self.allowed = None if declared is None else frozenset(declared) | {"out"}
+            self._create_declared_outputs(declared)
+        return self.ruleset
+
+    def _create_declared_outputs(self, declared: tuple[str, ...] | None) -> None:
+        if self.sink is None or declared is None:
+            return
+        for name in ("out", *declared):
+            self.sink.ensure_output(name)
+            self._output_record(name)
+
+    def _take(self, member: Member, stream: BinaryIO | None) -> None:
+        ruleset = self._ensure_rules()
+        kind = member_kind(member)
+        dest, rename = ruleset.normalise(member.path)
+        decision = ruleset.classify(dest, kind)
+        record = MemberRecord(member.path, kind.value, None, dest, str(decision.rule),
+                              member.size, member.link)
+        self.report.members.append(record)
+        if member.type is MemberType.DIR:
+            record.rule, record.dest = f"{BUILTIN}:directory", None
+            record.note = "directories are created where their content lands"
+        elif member.type is MemberType.SYMLINK:
+            self.symlinks.append((member, record))
+        elif member.type is MemberType.HARDLINK:
+            self.hardlinks.append((member, record))
+        elif decision.output is None:
+            record.dest, record.note = None, "dropped by rule"
+        else:
+            assert stream is not None
+            self._place_file(member, stream, kind, decision, record, rename)
+
+    def _place_file(self, member: Member, stream: BinaryIO, kind: Kind, decision: Decision,
+                    record: MemberRecord, rename: Rename | None) -> None:
+        assert decision.output is not None and record.dest is not None
+        output = fallback_output(decision.output, self.allowed)
+        record.output = output
+        rule = decision.rule_obj
+        local: Path | None = None
+        if self.sink is not None:
+            if rule is not None and rule.transform == "pkgconfig":
+                local = self._write_pkgconfig(member, stream, output, record.dest)
+            else:
+                local = self.sink.write_file(output, record.dest, stream, member.mode)
+        self._remember(member.path, _Placed(output, record.dest, kind, local))
+        self._count(output, member.size)
+        if rename is not None and rename.link_back:
+            self.link_backs.add((output, rename))
+        if kind.value.startswith("elf-") and local is not None:
+            self.elf_jobs.append(_ElfJob(record, output, record.dest, local, rule))
+
+    def _remember(self, path: str, placed: _Placed) -> None:
+        self.placed[path] = placed
+        self.occupied[(placed.output, placed.dest)] = path
+        parent = member_parent(path)
+        while parent:
+            self.dir_outputs.setdefault(parent, set()).add(placed.output)
+            parent = member_parent(parent)
+        self.dir_outputs.setdefault("", set()).add(placed.output)
+
+    def _count(self, output: str, size: int) -> None:
+        record = self._output_record(output)
+        record.files += 1
+        record.bytes += size
+
+    def _output_record(self, output: str) -> OutputRecord:
+        if output not in self.report.outputs:
+            root = self.sink.output_root(output) if self.sink is not None else ""
+            self.report.outputs[output] = OutputRecord(root)
+        return self.report.outputs[output]
+
+    # -- pkg-config -------------------------------------------------------------------------
+
+    def _write_pkgconfig(self, member: Member, stream: BinaryIO, output: str,
+                         dest: str) -> Path | None:
+        assert self.sink is not None
+        data = stream.read(MAX_PC_SIZE + 1)
+        if len(data) > MAX_PC_SIZE:
+            raise SourceError("pkg-config file larger than 1 MiB", source=self.source.description,
+                              member=member.path)
+        text = rewrite_pc(data.decode("utf-8", "surrogateescape"), self._pc_roots())
+        alias = unversioned_alias(posixpath.basename(dest))
+        if alias is not None:
+            self.pc_aliases.append((output, dest))
+        return self.sink.write_bytes(output, dest, text.encode("utf-8", "surrogateescape"),
+                                     member.mode)
+
+    def _pc_roots(self) -> PcRoots:
+        assert self.sink is not None
+        def root(name: str) -> str:
+            return self.sink.output_root(fallback_output(name, self.allowed))  # type: ignore[union-attr]
+        return PcRoots(cudaroot=root("dev"), libdir=root("lib") + "/lib",
+                       includedir=root("include") + "/include")
+
+    # -- links ------------------------------------------------------------------------------
+
+    def _finish_links(self) -> None:
+        for member, record in self.hardlinks:
+            self._place_hardlink(member, record)
+        for member, record in self.symlinks:
+            self._place_symlink(member, record)
+        self._place_link_backs()
+        self._place_pc_aliases()
+
+    def _place_hardlink(self, member: Member, record: MemberRecord) -> None:
+        assert self.ruleset is not None and member.link is not None
+        source = self.placed.get(member.link)
+        if source is None:
+            record.dest = None
+            self._warn("dangling-hardlink", member.path,
+                       f"hard link to {member.link!r}, which was not placed")
+            return
+        decision = self.ruleset.classify(record.dest or member.path, source.kind)
+        if decision.output is None:
+            record.dest, record.note, record.rule = None, "dropped by rule", str(decision.rule)
+            return
+        output = fallback_output(decision.output, self.allowed)
+        record.output, record.rule = output, str(decision.rule)
+        assert record.dest is not None
+        if self.sink is not None:
+            self.sink.make_hardlink(output, record.dest, source.output, source.dest)
+        local = self._local(output, record.dest)
+        self._remember(member.path, _Placed(output, record.dest, source.kind, local))
+        if output != source.output and source.kind.value.startswith("elf-") and local is not None:
+            self.elf_jobs.append(_ElfJob(record, output, record.dest, local, decision.rule_obj))
+
+    def _local(self, output: str, dest: str) -> Path | None:
+        local_path = getattr(self.sink, "local_path", None)
+        return local_path(output, dest) if local_path is not None else None
+
+    def _place_symlink(self, member: Member, record: MemberRecord) -> None:
+        assert member.link is not None and record.dest is not None
+        target = self._resolve(member.path, set())
+        if target is None:
+            record.dest = None
+            self._problem("dangling-symlink", member.path,
+                          f"symlink target {member.link!r} is not in the archive "
+                          "(or was dropped); link skipped")
+            return
+        immediate = _join_link(member.path, member.link)
+        assert immediate is not None
+        outputs = [target.output] if isinstance(target, _Placed) else sorted(target)
+        text = self._link_text(member.link, record.dest, immediate)
+        record.output, record.link = outputs[0], text
+        own = record.rule
+        record.rule = f"{BUILTIN}:follow-target"
+        record.note = f"placed with its target (own rule {own})" + (
+            f"; also in {', '.join(outputs[1:])}" if len(outputs) > 1 else "")
+        for output in outputs:
+            if (output, record.dest) in self.occupied:
+                continue
+            if self.sink is not None:
+                self.sink.make_symlink(output, record.dest, text)
+            self.occupied[(output, record.dest)] = member.path
+        if isinstance(target, _Placed):
+            self.placed[member.path] = _Placed(target.output, record.dest, Kind.SYMLINK, None)
+
+    def _link_text(self, original: str, link_dest: str, immediate: str) -> str:
+        """Keep the archive's relative text unless normalisation moved one side."""
+        assert self.ruleset is not None
+        immediate_dest, _ = self.ruleset.normalise(immediate)
+        link_dir = member_parent(link_dest)
+        if posixpath.normpath(posixpath.join(link_dir, original)) == immediate_dest:
+            return original
+        return posixpath.relpath(immediate_dest, link_dir or ".")
+
+    def _resolve(self, path: str, seen: set[str]) -> _Placed | set[str] | None:
+        """Follow symlinks inside the archive namespace: a placed file, a dir's outputs, or None."""
+        if path in seen or len(seen) > 40:
+            return None
+        seen.add(path)
+        if path in self.placed and self.placed[path].kind is not Kind.SYMLINK:
+            return self.placed[path]
+        link = self._symlink_target(path)
+        if link is not None:
+            joined = _join_link(path, link)
+            return None if joined is None else self._resolve(joined, seen)
+        if path in self.dir_outputs:
+            return set(self.dir_outputs[path])
+        return self._resolve_through_parent(path, seen)
+
+    def _resolve_through_parent(self, path: str, seen: set[str]) -> _Placed | set[str] | None:
+        """``a/b/c`` where ``a/b`` is itself a symlink: substitute the parent's target."""
+        parent = member_parent(path)
+        while parent:
+            link = self._symlink_target(parent)
+            if link is not None:
+                joined = _join_link(parent, link)
+                if joined is None:
+                    return None
+                rest = path[len(parent) + 1:]
+                return self._resolve(posixpath.join(joined, rest) if joined else rest, seen)
+            parent = member_parent(parent)
+        return None
+
+    def _symlink_target(self, path: str) -> str | None:
+        if not hasattr(self, "_symlink_index"):
+            self._symlink_index = {m.path: m.link for m, _ in self.symlinks}
+        return self._symlink_index.get(path)
+
+    def _place_link_backs(self) -> None:
+        for output, rename in sorted(self.link_backs, key=lambda x: (x[0], x[1].source)):
+            dest = rename.source.rstrip("/")
+            if (output, dest) in self.occupied:
+                continue
+            text = posixpath.relpath(rename.target.rstrip("/"), member_parent(dest) or ".")
+            if self.sink is not None:
+                self.sink.make_symlink(output, dest, text)
+            self.occupied[(output, dest)] = f"{BUILTIN}:{rename.ref}"
+
+    def _place_pc_aliases(self) -> None:
+        for output, dest in self.pc_aliases:
+            name = posixpath.basename(dest)
+            alias = unversioned_alias(name)
+            assert alias is not None
+            alias_dest = posixpath.join(member_parent(dest), alias)
+            if (output, alias_dest) in self.occupied:
+                continue
+            if self.sink is not None:
+                self.sink.make_symlink(output, alias_dest, name)
+            self.occupied[(output, alias_dest)] = f"{BUILTIN}:pkgconfig-alias"
+
+    # -- RUNPATH ----------------------------------------------------------------------------
+
+    def _patch_all(self) -> None:
+        if not self.elf_jobs:
+            return
+        if not self.options.patch:
+            for job in self.elf_jobs:
+                self._read_only(job, "skipped")
+            return
+        context = self._runpath_context()
+        with ThreadPoolExecutor(max_workers=self.options.effective_jobs()) as pool:
+            list(pool.map(lambda job: self._patch_one(job, context), self.elf_jobs))
+
+    def _read_only(self, job: _ElfJob, patch: str) -> None:
+        try:
+            info = read_elf_info(job.local)
+        except ElfError as exc:
+            self._warn("elf-unreadable", job.record.path, str(exc))
+            job.record.patch = "skipped"
+            return
+        if info is not None:
+            job.record.runpath_before = info.runpath or info.rpath
+            job.record.runpath_tag = "RUNPATH" if info.runpath is not None else (
+                "RPATH" if info.rpath is not None else None)
+        job.record.patch = patch
+
+    def _runpath_context(self) -> _RunpathContext:
+        assert self.sink is not None and self.ruleset is not None
+        stub_dirs = tuple(sorted({
+            posixpath.join(self.sink.output_root(o), member_parent(d))
+            for (o, d) in self.occupied if o == "stubs" or "stubs" in d.split("/")
+        }))
+        policy = replace(self.options.runpath,
+                         stub_dirs=self.options.runpath.stub_dirs + stub_dirs,
+                         append=self.options.runpath.append + self.ruleset.package.runpath_append)
+        names: dict[tuple[str, str], set[str]] = {}
+        package_dirs: dict[str, str] = {}
+        for (output, dest) in sorted(self.occupied):
+            parent, name = member_parent(dest), posixpath.basename(dest)
+            names.setdefault((output, parent), set()).add(name)
+            if output not in ("stubs", "static") and "stubs" not in dest.split("/"):
+                package_dirs.setdefault(name, posixpath.join(self.sink.output_root(output), parent))
+        return _RunpathContext(policy, names, package_dirs,
+                               index_library_paths(policy.library_paths),
+                               self.ruleset.package.cuda_compat)
+
+    def _patch_one(self, job: _ElfJob, ctx: _RunpathContext) -> None:
+        rule = job.rule
+        if rule is not None and rule.patch is False:
+            self._read_only(job, "skipped")
+            job.record.note = f"patching turned off by rule {rule.ref}"
+            return
+        try:
+            self._patch_checked(job, ctx)
+        except (ElfError, PatchError) as exc:
+            job.record.patch = "skipped"
+            self._problem("patch-failed", job.record.path, str(exc))
+
+    def _patch_checked(self, job: _ElfJob, ctx: _RunpathContext) -> None:
+        info = read_elf_info(job.local)
+        if info is None or not info.has_dynamic:
+            job.record.patch = "skipped"
+            return
+        policy = ctx.policy
+        if job.rule is not None and (job.rule.runpath_append or job.rule.keep_runpath):
+            policy = replace(policy, append=policy.append + job.rule.runpath_append,
+                             keep_absolute=bool(job.rule.keep_runpath) or policy.keep_absolute)
+        plan = plan_runpath(
+            existing=info.runpath if info.runpath is not None else info.rpath,
+            needed=info.needed,
+            own_dir_names=ctx.names.get((job.output, member_parent(job.dest)), set()),
+            package_dirs=ctx.package_dirs, library_index=ctx.library_index,
+            policy=policy, is_compat_package=ctx.is_compat_package)
+        result = set_runpath(job.local, plan.value, tag=policy.tag, patcher=self.options.patcher)
+        record = job.record
+        record.runpath_before, record.runpath_after = result.before, result.after
+        record.runpath_tag, record.patch = result.tag, result.method
+        record.needed_unresolved = list(plan.needed_unresolved)
+
+    # -- checks and completion --------------------------------------------------------------
+
+    def _check(self) -> None:
+        if self.options.outputs is not None:
+            for name in self.options.outputs:
+                rec = self.report.outputs.get(name)
+                if rec is None or rec.files == 0:
+                    self._problem("empty-output", None,
+                                  f"requested output {name!r} received no files")
+        for record in self.report.members:
+            if record.rule == f"{BUILTIN}:unclaimed":
+                self._problem("unclaimed", record.path, "no rule claimed this member (it went to out)")
+        if self.options.strict and self.report.problems:
+            raise ProblemsFound(
+                f"{self.source.description}: {len(self.report.problems)} problem(s) under --strict; "
+                f"first: {self.report.problems[0]}", self.report)
+
+    def _complete(self) -> None:
+        if self.sink is not None:
+            for name in self.sink.outputs():
+                self._output_record(name)
+            self.sink.finish()
+
+    def _problem(self, code: str, path: str | None, message: str) -> None:
+        self.report.problems.append(Problem(code, path, message))
+
+    def _warn(self, code: str, path: str | None, message: str) -> None:
+        self.report.warnings.append(Problem(code, path, message))
+
+
+@dataclass(frozen=True, slots=True)
+class _RunpathContext:
+    policy: RunpathPolicy
+    names: dict[tuple[str, str], set[str]]
+    package_dirs: dict[str, str]
+    library_index: dict[str, str]
+    is_compat_package: bool
+
+
+def _join_link(link_path: str, target: str) -> str | None:
+    """Archive path a relative link points at; None when it is absolute or climbs out."""
+    if target.startswith("/") or not target:
+        return None
+    joined = posixpath.normpath(posixpath.join(member_parent(link_path), target))
+    if joined == ".":
+        return ""
+    if joined.startswith("../") or joined == "..":
+        return None
+    return joined
+
+
+# -- public entry points ---------------------------------------------------------------------
+
+
+def split(source: str | os.PathLike[str] | Source, sink: Sink | None, *,
+          options: SplitOptions | None = None) -> Report:
+    """Split ``source`` into ``sink`` (``None``: plan only, write nothing)."""
+    opts = options or SplitOptions()
+    if isinstance(source, (str, os.PathLike)):
+        source = open_source(source, package=opts.package, jobs=opts.effective_jobs())
+    if opts.dry_run:
+        sink = None
+    return SplitRun(source, sink, opts).run()
+
+
+def known_outputs() -> Iterable[str]:
+    return OUTPUT_NAMES
+
+
+__all__ = ["CudasplitError", "SplitOptions", "SplitRun", "fallback_output", "member_kind",
+           "split", "RuleRef"]

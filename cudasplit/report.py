@@ -1,0 +1,95 @@
+"""The report: what happened to every member, as data, rendered as JSON or text."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(slots=True)
+class MemberRecord:
+    path: str                 # inside the archive, top directory stripped
+    kind: str                 # file|dir|symlink|hardlink|elf-shared|elf-exec|elf-other|static
+    output: str | None        # None: dropped or not placed (directories, skipped members)
+    dest: str | None          # path inside the output after normalisation
+    rule: str                 # file:rule that decided, or <builtin>:reason
+    size: int = 0
+    link: str | None = None   # symlink target as written (or hardlink source path)
+    note: str | None = None
+    runpath_before: str | None = None
+    runpath_after: str | None = None
+    runpath_tag: str | None = None
+    patch: str | None = None  # in-place|append|lief|unchanged|skipped
+    needed_unresolved: list[str] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        if self.kind not in ("elf-shared", "elf-exec", "elf-other"):
+            for key in ("runpath_before", "runpath_after", "runpath_tag", "patch",
+                        "needed_unresolved"):
+                data.pop(key)
+        return data
+
+
+@dataclass(slots=True)
+class OutputRecord:
+    directory: str
+    files: int = 0
+    bytes: int = 0
+
+
+@dataclass(slots=True)
+class Problem:
+    code: str       # empty-output|unclaimed|dangling-symlink|unsafe-member|patch-failed|...
+    path: str | None
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+@dataclass(slots=True)
+class Report:
+    source: str
+    package: dict[str, str | None]
+    outputs: dict[str, OutputRecord] = field(default_factory=dict)
+    members: list[MemberRecord] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    dry_run: bool = False
+    rules_files: list[str] = field(default_factory=list)
+    schema: int = SCHEMA_VERSION
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "schema": self.schema,
+            "source": self.source,
+            "package": self.package,
+            "dry_run": self.dry_run,
+            "rules_files": self.rules_files,
+            "outputs": {name: asdict(rec) for name, rec in sorted(self.outputs.items())},
+            "members": [m.as_dict() for m in self.members],
+            "problems": [asdict(p) for p in self.problems],
+            "warnings": [asdict(p) for p in self.warnings],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_dict(), indent=2, sort_keys=False) + "\n"
+
+    def member(self, path: str) -> MemberRecord:
+        for record in self.members:
+            if record.path == path:
+                return record
+        raise KeyError(path)
+
+    def summary_lines(self) -> list[str]:
+        lines = []
+        for name, rec in sorted(self.outputs.items()):
+            lines.append(f"{name:8} {rec.files:6} files {rec.bytes:>14,} bytes  {rec.directory}")
+        patched = sum(1 for m in self.members if m.patch in ("in-place", "append", "lief"))
+        if patched:
+            lines.append(f"RUNPATH rewritten in {patched} ELF files")
+        return lines

@@ -1,0 +1,357 @@
+"""The declarative rule engine: TOML rule files -> frozen :class:`RuleSet` -> decisions.
+
+Precedence (first matching rule wins), highest first:
+
+1. files given with ``--rules FILE`` (in the order given);
+2. ``rules/packages/<pname>.toml`` for the package being split, when present;
+3. ``rules/default.toml``, the default profile.
+
+Inside one file, rules are tried top to bottom. Renames (path normalisation such as
+``pkg-config/`` -> ``share/pkgconfig/``) follow the same precedence and are applied before
+classification, so rules match the normalised path. Every decision names the rule that made it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .errors import RulesError
+from .globs import Glob, GlobError, compile_glob
+from .model import OUTPUT_NAMES, Kind
+
+RULE_KEYS = frozenset(
+    {"name", "match", "kind", "output", "action", "patch", "keep_runpath", "runpath_append",
+     "transform", "description"}
+)
+RENAME_KEYS = frozenset({"name", "from", "to", "link_back", "description"})
+PACKAGE_KEYS = frozenset(
+    {"outputs", "cuda_compat", "runpath_append", "lift", "description", "stub_links"}
+)
+TOP_KEYS = frozenset({"schema", "profile", "package", "rule", "rename"})
+PROFILE_KEYS = frozenset({"name", "description", "outputs"})
+ACTIONS = frozenset({"place", "drop"})
+TRANSFORMS = frozenset({"pkgconfig"})
+# "file" matches every regular file whatever its content; "elf" every ELF kind.
+KIND_NAMES = frozenset({k.value for k in Kind} | {"elf"})
+
+
+@dataclass(frozen=True, slots=True)
+class RuleRef:
+    file: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    ref: RuleRef
+    globs: tuple[Glob, ...]
+    kinds: frozenset[str] | None
+    output: str | None
+    action: str = "place"
+    patch: bool | None = None
+    keep_runpath: bool | None = None
+    runpath_append: tuple[str, ...] = ()
+    transform: str | None = None
+    description: str = ""
+
+    def matches(self, path: str, kind: Kind) -> bool:
+        if self.kinds is not None and not kind_matches(self.kinds, kind):
+            return False
+        return any(g.matches(path) for g in self.globs)
+
+
+@dataclass(frozen=True, slots=True)
+class Rename:
+    ref: RuleRef
+    source: str  # prefix, always ending in "/"
+    target: str  # prefix, always ending in "/"
+    link_back: bool = False
+
+    def apply(self, path: str) -> str | None:
+        # Only paths strictly below the prefix move: a member named exactly like the prefix
+        # (``lib64`` as a symlink to ``lib``) keeps its name.
+        if path.startswith(self.source):
+            return self.target + path[len(self.source):]
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class PackageSettings:
+    """Per-package facts from ``[package]`` tables (first file that sets a key wins)."""
+
+    outputs: tuple[str, ...] | None = None
+    cuda_compat: bool = False
+    runpath_append: tuple[str, ...] = ()
+    lift: tuple[Glob, ...] = ()
+    stub_links: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Where one member goes and why. ``output`` is None for dropped members."""
+
+    output: str | None
+    rule: RuleRef
+    rule_obj: Rule | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSet:
+    rules: tuple[Rule, ...]
+    renames: tuple[Rename, ...]
+    package: PackageSettings
+    files: tuple[str, ...]
+    known_outputs: tuple[str, ...] = OUTPUT_NAMES
+
+    def normalise(self, path: str) -> tuple[str, Rename | None]:
+        for rename in self.renames:
+            new = rename.apply(path)
+            if new is not None:
+                return new, rename
+        return path, None
+
+    def classify(self, path: str, kind: Kind) -> Decision:
+        """Pure: the first rule matching ``path`` (already normalised) and ``kind``."""
+        for rule in self.rules:
+            if rule.matches(path, kind):
+                output = None if rule.action == "drop" else rule.output
+                return Decision(output, rule.ref, rule)
+        return Decision("out", RuleRef("<builtin>", "unclaimed"), None)
+
+    def explain(self, path: str, kind: Kind) -> list[tuple[Rule, bool]]:
+        """Each rule tried, in order, with whether it matched; stops at the first match."""
+        tried: list[tuple[Rule, bool]] = []
+        for rule in self.rules:
+            hit = rule.matches(path, kind)
+            tried.append((rule, hit))
+            if hit:
+                break
+        return tried
+
+
+def kind_matches(kinds: frozenset[str], kind: Kind) -> bool:
+    if kind.value in kinds:
+        return True
+    regular = kind in (Kind.FILE, Kind.ELF_SHARED, Kind.ELF_EXEC, Kind.ELF_OTHER, Kind.STATIC)
+    if "file" in kinds and regular:
+        return True
+    return "elf" in kinds and kind.value.startswith("elf-")
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+def default_rules_dir() -> Path:
+    """``rules/`` inside the installed wheel, else the source checkout's top-level ``rules/``."""
+    packaged = resources.files("cudasplit") / "rules"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parent.parent / "rules"
+
+
+def load_ruleset(
+    package_name: str | None = None,
+    extra_files: Sequence[str | Path] = (),
+    rules_dir: Path | None = None,
+) -> RuleSet:
+    base = rules_dir or default_rules_dir()
+    files: list[Path] = [Path(f) for f in extra_files]
+    if package_name:
+        pkg_file = base / "packages" / f"{package_name}.toml"
+        if pkg_file.is_file():
+            files.append(pkg_file)
+    files.append(base / "default.toml")
+    return build_ruleset([(str(f), read_rule_file(f)) for f in files])
+
+
+def read_rule_file(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except OSError as exc:
+        raise RulesError(f"{path}: cannot read rule file ({exc.strerror})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise RulesError(f"{path}: invalid TOML ({exc})") from exc
+
+
+def build_ruleset(documents: Iterable[tuple[str, Mapping[str, Any]]]) -> RuleSet:
+    rules: list[Rule] = []
+    renames: list[Rename] = []
+    package_tables: list[tuple[str, Mapping[str, Any]]] = []
+    names: list[str] = []
+    for filename, doc in documents:
+        label = Path(filename).name
+        _check_keys(doc, TOP_KEYS, f"{filename}", "top level")
+        if doc.get("schema", 1) != 1:
+            raise RulesError(f"{filename}: unsupported schema {doc.get('schema')!r} (expected 1)")
+        if "profile" in doc:
+            _check_keys(_table(doc["profile"], filename, "profile"), PROFILE_KEYS, filename,
+                        "[profile]")
+        rules.extend(_load_rules(doc.get("rule", []), filename, label))
+        renames.extend(_load_renames(doc.get("rename", []), filename, label))
+        if "package" in doc:
+            package_tables.append((filename, _table(doc["package"], filename, "package")))
+        names.append(filename)
+    return RuleSet(tuple(rules), tuple(renames), _load_package(package_tables), tuple(names))
+
+
+def _table(value: Any, filename: str, what: str) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise RulesError(f"{filename}:{what}: must be a table")
+    return value
+
+
+def _check_keys(table: Mapping[str, Any], allowed: frozenset[str], filename: str, where: str) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise RulesError(
+            f"{filename}:{where}: unknown key(s) {', '.join(unknown)} "
+            f"(allowed: {', '.join(sorted(allowed))})"
+        )
+
+
+def _load_rules(entries: Any, filename: str, label: str) -> list[Rule]:
+    if not isinstance(entries, list):
+        raise RulesError(f"{filename}: 'rule' must be an array of tables ([[rule]])")
+    seen: set[str] = set()
+    rules = []
+    for index, entry in enumerate(entries):
+        where = f"rule #{index + 1}"
+        table = _table(entry, filename, where)
+        name = table.get("name")
+        if not isinstance(name, str) or not name:
+            raise RulesError(f"{filename}:{where}: 'name' (a non-empty string) is required")
+        if name in seen:
+            raise RulesError(f"{filename}:{name}: duplicate rule name")
+        seen.add(name)
+        rules.append(_load_rule(table, filename, label, name))
+    return rules
+
+
+def _load_rule(table: Mapping[str, Any], filename: str, label: str, name: str) -> Rule:
+    where = f"{filename}:{name}"
+    _check_keys(table, RULE_KEYS, filename, name)
+    action = table.get("action", "place")
+    if action not in ACTIONS:
+        raise RulesError(f"{where}: unknown action {action!r} (use place or drop)")
+    output = table.get("output")
+    if action == "place":
+        if output not in OUTPUT_NAMES:
+            raise RulesError(
+                f"{where}: unknown or missing output {output!r} "
+                f"(known: {', '.join(OUTPUT_NAMES)})"
+            )
+    elif output is not None:
+        raise RulesError(f"{where}: a 'drop' rule takes no output")
+    transform = table.get("transform")
+    if transform is not None and transform not in TRANSFORMS:
+        raise RulesError(f"{where}: unknown transform {transform!r}")
+    return Rule(
+        ref=RuleRef(label, name),
+        globs=_globs(table.get("match"), where),
+        kinds=_kinds(table.get("kind"), where),
+        output=output,
+        action=action,
+        patch=_opt_bool(table, "patch", where),
+        keep_runpath=_opt_bool(table, "keep_runpath", where),
+        runpath_append=_str_list(table.get("runpath_append", []), where, "runpath_append"),
+        transform=transform,
+        description=str(table.get("description", "")),
+    )
+
+
+def _globs(value: Any, where: str) -> tuple[Glob, ...]:
+    patterns = _str_list(value, where, "match")
+    if not patterns:
+        raise RulesError(f"{where}: 'match' needs at least one glob")
+    try:
+        return tuple(compile_glob(p) for p in patterns)
+    except GlobError as exc:
+        raise RulesError(f"{where}: {exc}") from exc
+
+
+def _kinds(value: Any, where: str) -> frozenset[str] | None:
+    if value is None:
+        return None
+    kinds = _str_list(value, where, "kind")
+    bad = sorted(set(kinds) - KIND_NAMES)
+    if bad:
+        raise RulesError(f"{where}: unknown kind(s) {', '.join(bad)} "
+                         f"(known: {', '.join(sorted(KIND_NAMES))})")
+    return frozenset(kinds)
+
+
+def _str_list(value: Any, where: str, key: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise RulesError(f"{where}: '{key}' must be a string or a list of strings")
+
+
+def _opt_bool(table: Mapping[str, Any], key: str, where: str) -> bool | None:
+    value = table.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise RulesError(f"{where}: '{key}' must be true or false")
+    return value
+
+
+def _load_renames(entries: Any, filename: str, label: str) -> list[Rename]:
+    if not isinstance(entries, list):
+        raise RulesError(f"{filename}: 'rename' must be an array of tables ([[rename]])")
+    renames = []
+    for index, entry in enumerate(entries):
+        table = _table(entry, filename, f"rename #{index + 1}")
+        name = table.get("name") or f"rename #{index + 1}"
+        where = f"{filename}:{name}"
+        _check_keys(table, RENAME_KEYS, filename, str(name))
+        source, target = table.get("from"), table.get("to")
+        if not isinstance(source, str) or not isinstance(target, str) or not source or not target:
+            raise RulesError(f"{where}: 'from' and 'to' (directory prefixes) are required")
+        if source.startswith("/") or target.startswith("/") or ".." in (source + "/" + target).split("/"):
+            raise RulesError(f"{where}: 'from' and 'to' must be relative paths without '..'")
+        renames.append(Rename(RuleRef(label, str(name)), source.rstrip("/") + "/",
+                              target.rstrip("/") + "/", bool(table.get("link_back", False))))
+    return renames
+
+
+def _load_package(tables: Sequence[tuple[str, Mapping[str, Any]]]) -> PackageSettings:
+    merged: dict[str, Any] = {}
+    for filename, table in tables:
+        _check_keys(table, PACKAGE_KEYS, filename, "[package]")
+        for key, value in table.items():
+            merged.setdefault(key, (filename, value))
+    outputs = None
+    if "outputs" in merged:
+        filename, value = merged["outputs"]
+        outputs = _str_list(value, f"{filename}:[package]", "outputs")
+        bad = sorted(set(outputs) - set(OUTPUT_NAMES))
+        if bad:
+            raise RulesError(f"{filename}:[package]: unknown output(s) {', '.join(bad)}")
+    lift: tuple[Glob, ...] = ()
+    if "lift" in merged:
+        filename, value = merged["lift"]
+        lift = _globs(value, f"{filename}:[package].lift")
+    stub_links: dict[str, str] = {}
+    if "stub_links" in merged:
+        filename, value = merged["stub_links"]
+        stub_links = {str(k): str(v) for k, v in _table(value, filename, "stub_links").items()}
+    return PackageSettings(
+        outputs=outputs,
+        cuda_compat=bool(merged.get("cuda_compat", (None, False))[1]),
+        runpath_append=_str_list(merged.get("runpath_append", (None, []))[1], "[package]",
+                                 "runpath_append"),
+        lift=lift,
+        stub_links=stub_links,
+    )

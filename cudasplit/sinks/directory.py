@@ -1,0 +1,194 @@
+"""Directory sinks: ``--output-dir DIR`` (staged, moved into place at the end) and Nix outputs."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import BinaryIO
+
+from ..errors import OutputError
+from .base import safe_join
+
+COPY_CHUNK = 1 << 20
+# Modes are normalised: setuid/setgid/sticky never survive (cudasplit may run as root on
+# archives from the internet), and group/other write bits are dropped like Nix does.
+MODE_MASK = 0o755
+
+
+class DirectorySink:
+    """Writes each output into its own directory.
+
+    ``staging=True`` (``--output-dir`` mode): members go to ``<parent>/.cudasplit-staging-*/``
+    and each output directory is renamed into place by :meth:`finish`, so a killed run leaves
+    nothing that looks finished. ``staging=False`` (Nix mode): the roots are written directly;
+    Nix discards the outputs of a failed build itself.
+    """
+
+    def __init__(self, roots: Mapping[str, Path], *, staging_parent: Path | None = None,
+                 overwrite: bool = False) -> None:
+        self._final = {name: Path(os.path.abspath(path)) for name, path in roots.items()}
+        self._overwrite = overwrite
+        self._staging: Path | None = None
+        if staging_parent is not None:
+            self._staging = _make_staging(staging_parent)
+        self._created: list[str] = []
+        self._check_roots()
+
+    @classmethod
+    def for_output_dir(cls, directory: Path, outputs: list[str], *,
+                       overwrite: bool = False) -> DirectorySink:
+        directory = Path(os.path.abspath(directory))
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(f"{directory}: cannot create output directory ({exc.strerror})") from exc
+        roots = {name: directory / name for name in outputs}
+        return cls(roots, staging_parent=directory, overwrite=overwrite)
+
+    # -- protocol -------------------------------------------------------------------------
+
+    def output_root(self, output: str) -> str:
+        return str(self._final_root(output))
+
+    def ensure_output(self, output: str) -> None:
+        root = self._work_root(output)
+        if output not in self._created:
+            with _translate(root):
+                root.mkdir(parents=True, exist_ok=True)
+                os.chmod(root, 0o755)
+            self._created.append(output)
+
+    def write_file(self, output: str, dest: str, stream: BinaryIO, mode: int) -> Path | None:
+        path = self._prepare(output, dest)
+        with _translate(path):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                shutil.copyfileobj(stream, fh, COPY_CHUNK)  # type: ignore[misc]
+            os.chmod(path, mode & MODE_MASK)
+        return path
+
+    def write_bytes(self, output: str, dest: str, data: bytes, mode: int) -> Path | None:
+        path = self._prepare(output, dest)
+        with _translate(path):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.chmod(path, mode & MODE_MASK)
+        return path
+
+    def make_dir(self, output: str, dest: str, mode: int) -> None:
+        self.ensure_output(output)
+        path = safe_join(self._work_root(output), dest)
+        with _translate(path):
+            path.mkdir(parents=True, exist_ok=True)
+            os.chmod(path, (mode & MODE_MASK) | 0o700)
+
+    def make_symlink(self, output: str, dest: str, target: str) -> None:
+        path = self._prepare(output, dest)
+        with _translate(path):
+            os.symlink(target, path)
+
+    def make_hardlink(self, output: str, dest: str, src_output: str, src_dest: str) -> None:
+        source = safe_join(self._work_root(src_output), src_dest)
+        path = self._prepare(output, dest)
+        with _translate(path):
+            if output == src_output:
+                os.link(source, path, follow_symlinks=False)
+            else:
+                # Hard links between outputs would tie store paths together: copy instead.
+                shutil.copy2(source, path, follow_symlinks=False)
+
+    def outputs(self) -> list[str]:
+        return list(self._created)
+
+    def local_path(self, output: str, dest: str) -> Path:
+        return safe_join(self._work_root(output), dest)
+
+    def finish(self) -> None:
+        if self._staging is None:
+            return
+        self._check_roots()
+        for output in self._created:
+            final = self._final_root(output)
+            if final.exists() and self._overwrite:
+                _remove(final)
+            with _translate(final):
+                os.rename(self._work_root(output), final)
+        shutil.rmtree(self._staging, ignore_errors=True)
+        self._staging = None
+
+    def abort(self) -> None:
+        if self._staging is not None:
+            shutil.rmtree(self._staging, ignore_errors=True)
+            self._staging = None
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _final_root(self, output: str) -> Path:
+        try:
+            return self._final[output]
+        except KeyError:
+            raise OutputError(f"no directory configured for output {output!r}") from None
+
+    def _work_root(self, output: str) -> Path:
+        final = self._final_root(output)
+        return final if self._staging is None else self._staging / output
+
+    def _prepare(self, output: str, dest: str) -> Path:
+        self.ensure_output(output)
+        path = safe_join(self._work_root(output), dest)
+        with _translate(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if os.path.lexists(path):
+                # A later member of the same name replaces the earlier one (tar semantics);
+                # unlinking first means we never write through a symlink.
+                _remove(path)
+        return path
+
+    def _check_roots(self) -> None:
+        if self._overwrite:
+            return
+        for name, root in self._final.items():
+            if self._staging is None and name not in self._created and _non_empty(root):
+                raise OutputError(f"{root}: output directory for {name!r} already contains files "
+                                  "(use --overwrite to replace it)")
+            if self._staging is not None and _non_empty(root):
+                raise OutputError(f"{root}: output directory for {name!r} already exists "
+                                  "(use --overwrite to replace it)")
+
+
+def _make_staging(parent: Path) -> Path:
+    try:
+        return Path(tempfile.mkdtemp(prefix=".cudasplit-staging-", dir=parent))
+    except OSError as exc:
+        raise OutputError(f"{parent}: cannot create staging directory ({exc.strerror})") from exc
+
+
+def _non_empty(path: Path) -> bool:
+    if path.is_symlink() or path.is_file():
+        return True
+    try:
+        return path.is_dir() and any(path.iterdir())
+    except OSError:
+        return True
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+
+
+@contextlib.contextmanager
+def _translate(path: Path) -> Iterator[None]:
+    try:
+        yield
+    except OSError as exc:
+        reason = "disk full" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
+        raise OutputError(f"{path}: cannot write ({reason})") from exc

@@ -1,0 +1,320 @@
+"""Sources: archives and unpacked directories -> immutable member records plus content streams.
+
+A source is read once, front to back. ``Source.members()`` yields ``(Member, stream)`` pairs;
+the stream (regular files only, else ``None``) is valid until the next pair is requested and
+replays ``Member.head`` first, so the consumer copies it from the start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import stat
+import tarfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO, Protocol
+
+from .codecs import open_decompressed
+from .errors import CorruptArchiveError, SourceError, UnsafeMemberError
+from .model import Member, MemberType, PackageId
+
+HEAD_SIZE = 4096
+
+PLATFORMS = (
+    "linux-x86_64", "linux-sbsa", "linux-aarch64", "linux-ppc64le", "windows-x86_64",
+    "linux-all", "source",
+)
+_TOP_DIR = re.compile(
+    r"^(?P<name>.+?)-(?P<platform>" + "|".join(re.escape(p) for p in PLATFORMS) + r")"
+    r"-(?P<version>[0-9][^-/]*?)(?:_cuda(?P<cuda>\d+(?:\.\d+)?))?-archive$"
+)
+
+
+def parse_top_dir(name: str) -> PackageId | None:
+    """``cuda_cudart-linux-x86_64-12.9.79-archive`` -> PackageId; None when it does not fit."""
+    match = _TOP_DIR.match(name)
+    if match is None:
+        return None
+    return PackageId(match["name"], match["platform"], match["version"], match["cuda"])
+
+
+def package_from_filename(path: Path) -> PackageId:
+    """Fallback identity for archives without an NVIDIA-style top directory."""
+    name = path.name
+    for suffix in (".tar.xz", ".tar.gz", ".tgz", ".tar.bz2", ".tar.zst", ".tar", ".txz"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return parse_top_dir(name) or PackageId(name)
+
+
+def normalise_member_path(raw: str, *, source: str) -> str:
+    """Archive path -> safe relative POSIX path, or UnsafeMemberError.
+
+    Absolute paths and ``..`` components are refused rather than "fixed": an archive that
+    contains them is not a genuine NVIDIA redistributable, and guessing would hide an attack.
+    """
+    if "\x00" in raw:
+        raise UnsafeMemberError("name contains a NUL byte", source=source, member=raw)
+    if raw.startswith("/"):
+        raise UnsafeMemberError("absolute path", source=source, member=raw)
+    parts = [p for p in raw.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise UnsafeMemberError("path climbs with '..'", source=source, member=raw)
+    return "/".join(parts)
+
+
+class Source(Protocol):
+    """What the pipeline reads from."""
+
+    description: str
+
+    @property
+    def package(self) -> PackageId: ...
+
+    def members(self) -> Iterator[tuple[Member, BinaryIO | None]]: ...
+
+
+class _Replay:
+    """A stream that returns ``head`` and then the rest of ``raw`` (the head was peeked)."""
+
+    def __init__(self, head: bytes, raw: BinaryIO) -> None:
+        self._head = memoryview(head)
+        self._raw = raw
+
+    def read(self, n: int = -1) -> bytes:
+        if self._head:
+            if n < 0 or n >= len(self._head):
+                out = bytes(self._head)
+                self._head = memoryview(b"")
+                rest = self._raw.read(-1 if n < 0 else n - len(out))
+                return out + rest
+            out = bytes(self._head[:n])
+            self._head = self._head[n:]
+            return out
+        return self._raw.read(n)
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+@dataclass
+class _TopDir:
+    """Top-directory stripping state, decided by the first member."""
+
+    name: str | None = None
+    decided: bool = False
+
+    def strip(self, path: str, *, source: str) -> str | None:
+        """The path below the top dir; None for the top dir itself."""
+        if self.name is None:
+            return path
+        if path == self.name:
+            return None
+        prefix = self.name + "/"
+        if not path.startswith(prefix):
+            raise SourceError(f"member outside the top directory {self.name!r}",
+                              source=source, member=path)
+        return path[len(prefix):]
+
+
+class TarSource:
+    """A (compressed) tarball, streamed in one pass."""
+
+    def __init__(self, path: Path, *, package: PackageId | None = None, jobs: int = 1) -> None:
+        self.path = path
+        self.description = str(path)
+        self.jobs = jobs
+        self._override = package
+        self._package: PackageId | None = package
+        self.last_good_member: str | None = None
+
+    @property
+    def package(self) -> PackageId:
+        """Known once the first member was read (or from the file name / override)."""
+        if self._package is None:
+            return package_from_filename(self.path)
+        return self._package
+
+    def members(self) -> Iterator[tuple[Member, BinaryIO | None]]:
+        with open_decompressed(self.path, jobs=self.jobs) as stream:
+            try:
+                archive = tarfile.open(fileobj=stream, mode="r|", errorlevel=2)
+            except tarfile.TarError as exc:
+                raise CorruptArchiveError(f"not a readable tar stream ({exc})",
+                                          source=self.description) from exc
+            with archive:
+                yield from self._iterate(archive)
+
+    def _iterate(self, archive: tarfile.TarFile) -> Iterator[tuple[Member, BinaryIO | None]]:
+        top = _TopDir()
+        while True:
+            info = self._next(archive)
+            if info is None:
+                return
+            raw_path = normalise_member_path(info.name, source=self.description)
+            if not top.decided:
+                self._decide_top(top, raw_path)
+            path = top.strip(raw_path, source=self.description)
+            if path:
+                yield self._member(archive, info, path, top)
+            self.last_good_member = info.name
+
+    def _next(self, archive: tarfile.TarFile) -> tarfile.TarInfo | None:
+        try:
+            return archive.next()
+        except (tarfile.TarError, EOFError, OSError) as exc:
+            after = (f" after member {self.last_good_member!r}" if self.last_good_member
+                     else " before the first member")
+            raise CorruptArchiveError(f"corrupt or truncated tar data{after} ({exc})",
+                                      source=self.description) from exc
+
+    def _decide_top(self, top: _TopDir, first: str) -> None:
+        top.decided = True
+        first_component = first.split("/", 1)[0]
+        parsed = parse_top_dir(first_component)
+        if parsed is not None:
+            top.name = first_component
+            if self._override is None:
+                self._package = parsed
+
+    def _member(
+        self, archive: tarfile.TarFile, info: tarfile.TarInfo, path: str, top: _TopDir
+    ) -> tuple[Member, BinaryIO | None]:
+        mode = info.mode & 0o7777
+        if info.isreg():
+            raw = archive.extractfile(info)
+            assert raw is not None  # regular members always have a file object
+            head = self._read_head(raw, info.name)
+            member = Member(path, MemberType.FILE, mode, info.size, None, int(info.mtime), head)
+            return member, _Replay(head, _Guarded(raw, self, info.name))  # type: ignore[return-value]
+        if info.isdir():
+            return Member(path, MemberType.DIR, mode, 0, None, int(info.mtime)), None
+        if info.issym():
+            return Member(path, MemberType.SYMLINK, mode, 0, info.linkname, int(info.mtime)), None
+        if info.islnk():
+            target = normalise_member_path(info.linkname, source=self.description)
+            stripped = top.strip(target, source=self.description) or ""
+            return Member(path, MemberType.HARDLINK, mode, 0, stripped, int(info.mtime)), None
+        raise UnsafeMemberError("device node, FIFO or other special file", source=self.description,
+                                member=info.name)
+
+    def _read_head(self, raw: BinaryIO, name: str) -> bytes:
+        try:
+            return raw.read(HEAD_SIZE)
+        except (tarfile.TarError, EOFError, OSError) as exc:
+            raise CorruptArchiveError(f"truncated member data ({exc})", source=self.description,
+                                      member=name) from exc
+
+
+class _Guarded:
+    """Member stream that turns truncation into CorruptArchiveError naming the member."""
+
+    def __init__(self, raw: BinaryIO, source: TarSource, name: str) -> None:
+        self._raw = raw
+        self._source = source
+        self._name = name
+
+    def read(self, n: int = -1) -> bytes:
+        try:
+            return self._raw.read(n)
+        except (tarfile.TarError, EOFError, OSError) as exc:
+            raise CorruptArchiveError(f"truncated member data ({exc})",
+                                      source=self._source.description, member=self._name) from exc
+
+
+class DirectorySource:
+    """An unpacked redistributable (the ``*-archive`` dir itself, or a dir holding only it)."""
+
+    def __init__(self, path: Path, *, package: PackageId | None = None) -> None:
+        self.root = _find_top(path)
+        self.description = str(path)
+        self._package = package or parse_top_dir(self.root.name) or PackageId(self.root.name)
+
+    @property
+    def package(self) -> PackageId:
+        return self._package
+
+    def members(self) -> Iterator[tuple[Member, BinaryIO | None]]:
+        inodes: dict[tuple[int, int], str] = {}
+        for rel in self._walk(self.root, ""):
+            yield from self._member(rel, inodes)
+
+    def _walk(self, directory: Path, prefix: str) -> Iterator[str]:
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError as exc:
+            raise SourceError(f"cannot list directory ({exc.strerror})",
+                              source=self.description, member=prefix or ".") from exc
+        for entry in entries:
+            rel = prefix + entry.name
+            yield rel
+            if entry.is_dir(follow_symlinks=False):
+                yield from self._walk(Path(entry.path), rel + "/")
+
+    def _member(
+        self, rel: str, inodes: dict[tuple[int, int], str]
+    ) -> Iterator[tuple[Member, BinaryIO | None]]:
+        full = self.root / rel
+        st = full.lstat()
+        mode, mtime = stat.S_IMODE(st.st_mode), int(st.st_mtime)
+        if stat.S_ISLNK(st.st_mode):
+            yield Member(rel, MemberType.SYMLINK, mode, 0, os.readlink(full), mtime), None
+        elif stat.S_ISDIR(st.st_mode):
+            yield Member(rel, MemberType.DIR, mode, 0, None, mtime), None
+        elif stat.S_ISREG(st.st_mode):
+            key = (st.st_dev, st.st_ino)
+            if st.st_nlink > 1 and key in inodes:
+                yield Member(rel, MemberType.HARDLINK, mode, 0, inodes[key], mtime), None
+                return
+            inodes[key] = rel
+            with self._open(full, rel) as fh:
+                head = fh.read(HEAD_SIZE)
+                fh.seek(0)
+                yield Member(rel, MemberType.FILE, mode, st.st_size, None, mtime, head), fh
+        else:
+            raise UnsafeMemberError("device node, FIFO or other special file",
+                                    source=self.description, member=rel)
+
+    @contextlib.contextmanager
+    def _open(self, full: Path, rel: str) -> Iterator[BinaryIO]:
+        try:
+            fh = open(full, "rb")  # noqa: SIM115 - closed by the with below
+        except OSError as exc:
+            raise SourceError(f"cannot read ({exc.strerror})", source=self.description,
+                              member=rel) from exc
+        with fh:
+            yield fh
+
+
+def _find_top(path: Path) -> Path:
+    if parse_top_dir(path.name) is not None:
+        return path
+    try:
+        children = [c for c in path.iterdir() if not c.name.startswith(".")]
+    except OSError as exc:
+        raise SourceError(f"cannot list directory ({exc.strerror})", source=str(path)) from exc
+    if len(children) == 1 and children[0].is_dir() and parse_top_dir(children[0].name):
+        return children[0]
+    return path
+
+
+def open_source(path: str | os.PathLike[str], *, package: PackageId | None = None,
+                jobs: int = 1) -> Source:
+    """A tarball (recognised by magic bytes in the codec layer) or an unpacked directory."""
+    p = Path(path)
+    if p.is_dir():
+        return DirectorySource(p, package=package)
+    if not p.exists():
+        raise SourceError("no such file or directory", source=str(p))
+    return TarSource(p, package=package, jobs=jobs)
+
+
+def member_parent(path: str) -> str:
+    parent = str(PurePosixPath(path).parent)
+    return "" if parent == "." else parent
