@@ -34,10 +34,10 @@ class DirectorySink:
         self._final = {name: Path(os.path.abspath(path)) for name, path in roots.items()}
         self._overwrite = overwrite
         self._staging: Path | None = None
+        self._created: list[str] = []
+        self._check_roots(staged=staging_parent is not None)
         if staging_parent is not None:
             self._staging = _make_staging(staging_parent)
-        self._created: list[str] = []
-        self._check_roots()
 
     @classmethod
     def for_output_dir(cls, directory: Path, outputs: list[str], *,
@@ -112,7 +112,7 @@ class DirectorySink:
     def finish(self) -> None:
         if self._staging is None:
             return
-        self._check_roots()
+        self._check_roots(staged=True)
         for output in self._created:
             final = self._final_root(output)
             if final.exists() and self._overwrite:
@@ -150,14 +150,14 @@ class DirectorySink:
                 _remove(path)
         return path
 
-    def _check_roots(self) -> None:
+    def _check_roots(self, *, staged: bool) -> None:
         if self._overwrite:
             return
         for name, root in self._final.items():
-            if self._staging is None and name not in self._created and _non_empty(root):
+            if not staged and name not in self._created and _non_empty(root):
                 raise OutputError(f"{root}: output directory for {name!r} already contains files "
                                   "(use --overwrite to replace it)")
-            if self._staging is not None and _non_empty(root):
+            if staged and _non_empty(root):
                 raise OutputError(f"{root}: output directory for {name!r} already exists "
                                   "(use --overwrite to replace it)")
 

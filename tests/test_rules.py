@@ -1,0 +1,142 @@
+from pathlib import Path
+
+import pytest
+
+from cudasplit.errors import RulesError
+from cudasplit.model import Kind
+from cudasplit.rules import build_ruleset, load_ruleset, read_rule_file
+
+
+def ruleset_from(tmp_path: Path, text: str, name: str = "extra.toml"):  # type: ignore[no-untyped-def]
+    path = tmp_path / name
+    path.write_text(text)
+    return build_ruleset([(str(path), read_rule_file(path))])
+
+
+DEFAULT_EXPECTATIONS = {
+    "LICENSE": "out",
+    "bin/nvcc": "bin",
+    "bin/nvcc.profile": "bin",
+    "include/cuda.h": "include",
+    "include/crt/host_defines.h": "include",
+    "include/cooperative_groups/details/async.h": "include",
+    "lib/libcudart.so.12.9.79": "lib",
+    "lib/libcudart_static.a": "static",
+    "lib/stubs/libcuda.so": "stubs",
+    "lib/stubs/libcuda_extra.a": "static",
+    "lib/x64/libnested.a": "static",
+    "stubs/libnvidia-ml.so": "stubs",
+    "lib/cmake/cudart/cudart-config.cmake": "dev",
+    "share/pkgconfig/cuda-12.9.pc": "dev",
+    "lib/pkgconfig/cuda.pc": "dev",
+    "samples/foo/main.cu": "samples",
+    "python/cuda-12.9-py3-none-any.whl": "python",
+    "doc/html/index.html": "doc",
+    "share/doc/x/README": "doc",
+    "share/man/man1/nvcc.1": "doc",
+    "host-linux-x64/libQt6Core.so.6": "bin",
+    "host-linux-x64/lib/libfoo.a": "bin",
+    "target-linux-x64/nsys": "bin",
+    "host/linux-desktop-glibc_2_11_3-x64/ncu-ui.bin": "bin",
+    "nvvm/lib64/libnvvm.so": "out",
+    "extras/CUPTI/lib64/libcupti.so": "out",
+    "src/fortran.c": "out",
+}
+
+
+@pytest.mark.parametrize(("path", "output"), sorted(DEFAULT_EXPECTATIONS.items()))
+def test_default_profile(path: str, output: str) -> None:
+    rules = load_ruleset("some_package")
+    decision = rules.classify(rules.normalise(path)[0], Kind.FILE)
+    assert decision.output == output, decision.rule
+
+
+def test_renames_normalise_pkgconfig_and_lib64() -> None:
+    rules = load_ruleset("x")
+    assert rules.normalise("pkg-config/cuda-12.9.pc")[0] == "share/pkgconfig/cuda-12.9.pc"
+    assert rules.normalise("pkgconfig/cuda-12.9.pc")[0] == "share/pkgconfig/cuda-12.9.pc"
+    assert rules.normalise("lib64/libfoo.so")[0] == "lib/libfoo.so"
+    assert rules.normalise("lib64")[0] == "lib64"  # the prefix itself (a symlink) keeps its name
+
+
+def test_decision_records_the_rule() -> None:
+    rules = load_ruleset("x")
+    decision = rules.classify("lib/stubs/libcuda.so", Kind.ELF_SHARED)
+    assert str(decision.rule) == "default.toml:stubs"
+
+
+def test_extra_rules_take_precedence(tmp_path: Path) -> None:
+    extra = tmp_path / "mine.toml"
+    extra.write_text('[[rule]]\nname = "keep-stubs-in-lib"\nmatch = "lib/stubs/**"\noutput = "lib"\n')
+    rules = load_ruleset("x", [extra])
+    decision = rules.classify("lib/stubs/libcuda.so", Kind.ELF_SHARED)
+    assert (decision.output, str(decision.rule)) == ("lib", "mine.toml:keep-stubs-in-lib")
+    assert rules.classify("lib/libcudart.so", Kind.FILE).output == "lib"
+
+
+def test_package_rules_take_precedence_over_default(tmp_path: Path) -> None:
+    (tmp_path / "packages").mkdir()
+    default = Path(load_ruleset("x").files[-1]).read_text()
+    (tmp_path / "default.toml").write_text(default)
+    (tmp_path / "packages" / "cuda_demo.toml").write_text(
+        '[package]\noutputs = ["out"]\n[[rule]]\nname = "drop-src"\nmatch = "src/**"\naction = "drop"\n'
+    )
+    rules = load_ruleset("cuda_demo", rules_dir=tmp_path)
+    assert rules.classify("src/a.c", Kind.FILE).output is None
+    assert rules.package.outputs == ("out",)
+    other = load_ruleset("other", rules_dir=tmp_path)
+    assert other.classify("src/a.c", Kind.FILE).output == "out"
+
+
+def test_kind_filters(tmp_path: Path) -> None:
+    rules = ruleset_from(tmp_path, """
+[[rule]]
+name = "elf-only"
+match = "**"
+kind = "elf"
+output = "lib"
+[[rule]]
+name = "rest"
+match = "**"
+output = "out"
+""")
+    assert rules.classify("x/y", Kind.ELF_EXEC).output == "lib"
+    assert rules.classify("x/y", Kind.FILE).output == "out"
+    trials = rules.explain("x/y", Kind.FILE)
+    assert [(str(r.ref), hit) for r, hit in trials] == [("extra.toml:elf-only", False),
+                                                         ("extra.toml:rest", True)]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[[rule]]\nname = "a"\nmatch = "x"\noutput = "nope"\n', "extra.toml:a: unknown or missing output 'nope'"),
+        ('[[rule]]\nname = "a"\nmatch = "x/**y"\noutput = "lib"\n', "extra.toml:a: invalid glob"),
+        ('[[rule]]\nname = "a"\nmatch = "x"\noutput = "lib"\ncolour = 1\n', "extra.toml:a: unknown key(s) colour"),
+        ('[[rule]]\nname = "a"\nmatch = "x"\noutput = "lib"\nkind = "weird"\n', "extra.toml:a: unknown kind(s) weird"),
+        ('[[rule]]\nmatch = "x"\noutput = "lib"\n', "extra.toml:rule #1: 'name'"),
+        ('[[rule]]\nname = "a"\nmatch = "x"\noutput = "lib"\n[[rule]]\nname = "a"\nmatch = "y"\noutput = "lib"\n', "extra.toml:a: duplicate rule name"),
+        ('[[rule]]\nname = "a"\nmatch = "x"\naction = "drop"\noutput = "lib"\n', "extra.toml:a: a 'drop' rule takes no output"),
+        ('[[rule]]\nname = "a"\noutput = "lib"\n', "extra.toml:a: 'match' needs at least one glob"),
+        ('[[rename]]\nname = "r"\nfrom = "../x"\nto = "y"\n', "extra.toml:r: 'from' and 'to' must be relative"),
+        ('bogus = 1\n', "extra.toml:top level: unknown key(s) bogus"),
+        ('[[rule]]\nname = "a"\nmatch = "x"\noutput = "lib"\npatch = "yes"\n', "extra.toml:a: 'patch' must be true or false"),
+        ('[package]\noutputs = ["lib", "weird"]\n', "unknown output(s) weird"),
+    ],
+)
+def test_validation_names_file_and_rule(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(RulesError) as info:
+        ruleset_from(tmp_path, text)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_invalid_toml_is_a_rules_error(tmp_path: Path) -> None:
+    with pytest.raises(RulesError, match="invalid TOML"):
+        ruleset_from(tmp_path, "[[rule]\nname=")
+
+
+def test_shipped_rule_files_are_valid() -> None:
+    rules_dir = Path(load_ruleset("x").files[-1]).parent
+    for path in [rules_dir / "default.toml", *sorted((rules_dir / "packages").glob("*.toml"))]:
+        build_ruleset([(str(path), read_rule_file(path))])
