@@ -1,0 +1,5 @@
+"""``python -m cudasplit``."""
+
+from .cli import main
+
+main()
