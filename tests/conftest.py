@@ -1,0 +1,63 @@
+"""Session-wide test inputs built in code by :mod:`tests.builders` (no network).
+
+The session fixtures are shared by every test: treat what they return as read-only. A test
+that modifies a tree asks for ``fresh_redist_tree`` (its own copy; compiled artifacts come
+from the builders' session cache, so this costs only file copies).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.builders import (
+    COMPRESSIONS,
+    REFERENCE_DATA_DIR,
+    Compression,
+    build_redist_tree,
+    tree_from_reference,
+    write_tarball,
+)
+
+
+@pytest.fixture(scope="session")
+def redist_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The default demo tree: ``.../cuda_demo-linux-x86_64-12.9.79-archive`` (read-only)."""
+    return build_redist_tree(tmp_path_factory.mktemp("redist"))
+
+
+@pytest.fixture
+def fresh_redist_tree(tmp_path: Path) -> Path:
+    """A private default demo tree that the test may modify."""
+    return build_redist_tree(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def redist_tarballs(
+    tmp_path_factory: pytest.TempPathFactory, redist_tree: Path
+) -> dict[Compression, Path]:
+    """The default tree as a tarball per compression (``xz``, ``xz-multiblock``, ``gz``,
+    ``bz2``, ``zst``, ``none``), each named like NVIDIA's (``<top>.tar.xz`` ...) in its own
+    directory."""
+    root = tmp_path_factory.mktemp("tarballs")
+    tarballs: dict[Compression, Path] = {}
+    for compression in COMPRESSIONS:
+        (root / compression).mkdir()
+        tarballs[compression] = write_tarball(redist_tree, root / compression, compression)
+    return tarballs
+
+
+@pytest.fixture(scope="session")
+def reference_tree_lists() -> dict[str, Path]:
+    """The reference member lists (``tests/data/trees/*.txt``) by package name."""
+    return {path.stem: path for path in sorted(REFERENCE_DATA_DIR.glob("*.txt"))}
+
+
+@pytest.fixture(scope="session")
+def reference_trees(
+    tmp_path_factory: pytest.TempPathFactory, reference_tree_lists: dict[str, Path]
+) -> dict[str, Path]:
+    """Each reference list built into a tree (top directory path, read-only)."""
+    root = tmp_path_factory.mktemp("reference")
+    return {name: tree_from_reference(path, root) for name, path in reference_tree_lists.items()}
