@@ -398,7 +398,8 @@ class RedistVariant:
     with_nvvm: bool = True  # nvvm/lib64/libnvvm.so chain, nvvm/include/nvvm.h
     with_lib64: bool = True  # a real lib64/libextra.so
     with_cross_symlinks: bool = False  # bin/demo-lib -> ../lib/..., lib/libcuda.so -> stubs/...
-    strip: bool = False  # strip ELF files (gcc -s) and pack segments tightly
+    strip: bool = False  # strip ELF files (gcc -s)
+    compact: bool = False  # -z noseparate-code: 2 PT_LOADs, no page padding (older toolchains)
 
 
 DEFAULT_VARIANT: Final = RedistVariant()
@@ -445,8 +446,9 @@ class _Ctx:
 
     @property
     def extra(self) -> tuple[str, ...]:
+        flags = ("-s",) if self.variant.strip else ()
         # noseparate-code drops the page-aligned padding that makes tiny ELF files 15 KiB.
-        return ("-s", "-Wl,-z,noseparate-code") if self.variant.strip else ()
+        return flags + (("-Wl,-z,noseparate-code",) if self.variant.compact else ())
 
     def text(self, rel: str, content: str, mode: int = 0o644) -> Path:
         path = self.top / rel

@@ -374,3 +374,16 @@ def test_reference_elf_facts(reference_trees: dict[str, Path]) -> None:
     assert "libcublasLt.so.12" in cublas["NEEDED"]
     qtiff = reference_trees["nsight_systems"] / "host-linux-x64/Plugins/imageformats/libqtiff.so"
     assert "libtiff.so.5" in dynamic_entries(qtiff)["NEEDED"]
+
+
+def test_bundled_sample_has_the_documented_layout() -> None:
+    sample = (
+        Path(__file__).parent.parent / "fixtures/cuda_sample-linux-x86_64-12.9.79-archive.tar.xz"
+    )
+    members = {m.name.split("/", 1)[-1]: m for m in tar_members(sample)[1:]}
+    assert sample.stat().st_size < 100 * 1024
+    # Same paths below the top directory as the demo tree the expected table describes.
+    files = {name for name, m in members.items() if not m.isdir()}
+    assert files == set(EXPECTED_DEFAULT)
+    assert members["lib/libdemo.so.12"].linkname == "libdemo.so.12.9.79"
+    assert members["bin/demo-query-12.9"].islnk()
