@@ -14,7 +14,8 @@ Main entry points:
 * :func:`build_redist_tree` with a :class:`RedistVariant` (or keyword overrides of its flags)
 * :data:`DEFAULT_RULES`, :func:`classify_default`, :func:`expected_outputs`,
   :data:`EXPECTED_DEFAULT`: which output the default profile must give each member
-* :func:`write_tarball` (xz, multi-block xz, gz, bz2, zst, plain tar)
+* :func:`write_tarball` (xz, multi-block xz, gz, bz2, zst, plain tar), :func:`open_tarball`,
+  :func:`tar_members`, :func:`xz_block_count` to read them back
 * :func:`tree_from_reference`: turn ``tests/data/trees/*.txt`` member lists into trees
 * :func:`build_large_tarball`: a few hundred MB of cheap, barely compressible members
 * :func:`dynamic_entries`: ``readelf -d`` as a dict, for assertions
