@@ -1,5 +1,5 @@
 """``python -m cudasplit``."""
 
-from .cli import main
+from .cli import run
 
-main()
+run()

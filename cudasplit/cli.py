@@ -256,3 +256,17 @@ def rules_check(files: Sequence[str]) -> None:
             click.echo(f"{name}: ok")
     except CudasplitError as exc:
         _fail(exc)
+
+
+def run() -> None:
+    """Console entry point: click's standalone mode, but Ctrl-C exits 130 (documented)."""
+    try:
+        main.main(prog_name="cudasplit", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("cudasplit: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
