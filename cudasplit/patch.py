@@ -101,8 +101,9 @@ class PatchResult:
 _EHDR = {32: "16sHHIIIIIHHHHHH", 64: "16sHHIQQQIHHHHHH"}
 _PHDR_FIELDS = ("p_type", "p_flags", "p_offset", "p_vaddr", "p_paddr", "p_filesz", "p_memsz",
                 "p_align")
-# ELF32 stores p_flags after p_memsz; ELF64 right after p_type (for alignment).
-_PHDR = {32: ("IIIIIIII", (0, 6, 1, 2, 3, 4, 5, 7)), 64: ("IIQQQQQQ", (0, 1, 2, 3, 4, 5, 6, 7))}
+# Field (index into _PHDR_FIELDS) at each stored position: ELF32 stores p_flags after p_memsz,
+# ELF64 right after p_type (for alignment).
+_PHDR = {32: ("IIIIIIII", (0, 2, 3, 4, 5, 6, 1, 7)), 64: ("IIQQQQQQ", (0, 1, 2, 3, 4, 5, 6, 7))}
 _SHDR = {32: "IIIIIIIIII", 64: "IIQQQQIIQQ"}
 _DYN = {32: "iI", 64: "qQ"}
 
@@ -557,7 +558,29 @@ def _append_writes(elf: RawElf, room: tuple[str, int | None], phdrs: list[Phdr],
     if sec is not None:  # keep section-based tools (strip, readelf -p) looking at the live copy
         plan.writes.append(_shdr_write(elf, sec, str_vaddr, load.p_offset + len(body),
                                        len(new_str)))
+        plan.writes.extend(_section_symbol_writes(elf, sec, str_vaddr))
     return plan
+
+
+def _section_symbol_writes(elf: RawElf, sec: Shdr, addr: int) -> list[tuple[int, bytes]]:
+    """Move the STT_SECTION symbol of .dynstr in .symtab along with the section.
+
+    Section symbols come first among the locals (ld emits one per section right after the null
+    symbol), so only the first shnum + 1 entries are read, whatever the size of .symtab.
+    """
+    writes = []
+    is64 = elf.bits == 64
+    fmt = elf.bo + ("IBBHQQ" if is64 else "IIIBBH")
+    for tab in (s for s in elf.shdrs if s.sh_type == SHT_SYMTAB and
+                s.sh_entsize == struct.calcsize(fmt)):
+        count = min(tab.sh_size // tab.sh_entsize, len(elf.shdrs) + 1)
+        data = elf.pread(count * tab.sh_entsize, tab.sh_offset)
+        for i, rec in enumerate(struct.iter_unpack(fmt, data)):
+            info, shndx, value = (rec[1], rec[3], rec[4]) if is64 else (rec[3], rec[5], rec[1])
+            if info & 0xF == 3 and shndx == sec.index and value == sec.sh_addr:  # STT_SECTION
+                pos = tab.sh_offset + i * tab.sh_entsize + (8 if is64 else 4)
+                writes.append((pos, struct.pack(elf.bo + ("Q" if is64 else "I"), addr)))
+    return writes
 
 
 def _header_writes(elf: RawElf, phoff: int, phnum: int) -> list[tuple[int, bytes]]:
