@@ -34,8 +34,9 @@ Tiers, tried in order by ``patcher="auto"``:
 Every written file is re-read and verified (the tag holds the value, the other tag is gone,
 program headers are sane); a file that fails is restored byte-identically from an undo log
 (the overwritten bytes plus the original length), and :class:`PatchError` is raised. Tiers 1-2
-write at most the headers, the dynamic array and one copy of ``.dynstr``, never read a whole file, so they cost well under a
-millisecond even on the 749 MB libcublasLt, and are safe to run in threads on different files.
+write at most the headers, the dynamic array and one copy of ``.dynstr``, never read a whole
+file, so they cost well under a millisecond even on the 749 MB libcublasLt, and are safe to run
+in threads on different files.
 """
 
 from __future__ import annotations
