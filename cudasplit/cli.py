@@ -21,7 +21,7 @@ from .errors import CudasplitError, ProblemsFound
 from .model import OUTPUT_NAMES, PackageId
 from .pipeline import SplitOptions
 from .report import Report
-from .rules import load_ruleset, read_rule_file, build_ruleset
+from .rules import build_ruleset, load_ruleset, read_rule_file
 from .runpath import DEFAULT_DRIVER_LINK, RunpathPolicy
 from .sources import parse_top_dir
 
@@ -91,7 +91,8 @@ def patch_options(func: F) -> F:
 
 def _options(kw: dict[str, Any], *, dry_run: bool = False) -> SplitOptions:
     policy = RunpathPolicy(
-        driver_link=None if kw.get("no_driver_link") else kw.get("driver_link", DEFAULT_DRIVER_LINK),
+        driver_link=None if kw.get("no_driver_link")
+        else kw.get("driver_link", DEFAULT_DRIVER_LINK),
         cuda_compat=kw.get("cuda_compat"),
         library_paths=tuple(kw.get("library_path", ())),
         append=tuple(kw.get("append_runpath", ())),
@@ -109,6 +110,8 @@ def _options(kw: dict[str, Any], *, dry_run: bool = False) -> SplitOptions:
         rules_files=tuple(kw.get("rules_files", ())),
         jobs=int(kw.get("jobs") or 0),
         overwrite=bool(kw.get("overwrite")),
+        nix_markers=bool(kw.get("nix_support")),
+        cuda_major=kw.get("cuda_major"),
     )
 
 
@@ -123,6 +126,8 @@ def main() -> None:
 @click.option("-o", "--output-dir", type=click.Path(file_okay=False),
               help="Write DIR/<output>/... (staged, moved into place at the end).")
 @click.option("--nix", is_flag=True, help="Take the outputs from the Nix builder environment.")
+@click.option("--nix-support", is_flag=True, help="Write nix-support/include-in-cudatoolkit-root "
+              "in every output and nix-support/propagated-build-inputs (the others) in out.")
 @common_options
 @patch_options
 @click.option("--report", "report_file", type=click.Path(dir_okay=False),
@@ -242,7 +247,7 @@ def rules_show(files: Sequence[str], package: str | None) -> None:
     for index, rule in enumerate(ruleset.rules, 1):
         target = "DROP" if rule.action == "drop" else rule.output
         kinds = f" kind={','.join(sorted(rule.kinds))}" if rule.kinds else ""
-        click.echo(f"{index:3}. {str(rule.ref):40} -> {target:8} "
+        click.echo(f"{index:3}. {rule.ref!s:40} -> {target:8} "
                    f"{', '.join(g.pattern for g in rule.globs)}{kinds}")
 
 
@@ -270,3 +275,174 @@ def run() -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
+
+
+# -- repack and nix (issue 7) ------------------------------------------------------------------
+
+
+@main.command("repack")
+@click.argument("source", type=click.Path(exists=False))
+@click.option("-o", "--output-dir", required=True, type=click.Path(file_okay=False),
+              help="Write DIR/<pname>-<platform>-<version>-<output>.tar.zst per output.")
+@click.option("--prefix", metavar="DIR", help="Where the outputs will be unpacked (output "
+              "<o> at DIR/<o>); RUNPATHs and .pc files name it. Default: /<pname>-<platform>-"
+              "<version>.")
+@click.option("--format", "fmt", type=click.Choice(["zst", "xz", "gz"]), default="zst",
+              show_default=True, help="Compression of the archives.")
+@click.option("--level", type=int, default=10, show_default=True, help="Compression level.")
+@click.option("--threads", type=int, default=0, show_default=True,
+              help="zstd worker threads (0: single-threaded, -1: all CPUs); the bytes are "
+              "the same for any value >= 1.")
+@common_options
+@patch_options
+@click.option("--nix-support", is_flag=True, help="Also write the nix-support/ files.")
+@click.option("--report", "report_file", type=click.Path(dir_okay=False),
+              help="Write the JSON report here.")
+@click.option("--strict", is_flag=True, help="Fail (exit 1) on problems, as in split.")
+@click.option("--overwrite", is_flag=True, help="Replace existing archives.")
+@click.option("-j", "--jobs", type=int, default=0, help="Parallelism (default: available CPUs).")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@click.option("-v", "--verbose", is_flag=True, help="Log what happens.")
+def repack_command(source: str, output_dir: str, prefix: str | None, fmt: str, level: int,
+                   threads: int, report_file: str | None, quiet: bool, verbose: bool,
+                   **kw: Any) -> None:
+    """Split SOURCE and write one reproducible tarball per output (mtime: SOURCE_DATE_EPOCH)."""
+    from .repack import RepackOptions, repack_to_dir
+
+    _logging(quiet, verbose)
+    try:
+        options = _options(kw)
+        packing = RepackOptions(prefix=prefix, fmt=fmt, level=level, threads=threads)
+        try:
+            result = repack_to_dir(source, output_dir, options, packing)
+        except ProblemsFound as exc:
+            if report_file and isinstance(exc.report, Report):
+                _write_report(exc.report, report_file)
+            raise
+        if report_file:
+            _write_report(result.report, report_file)
+    except CudasplitError as exc:
+        _fail(exc)
+    if not quiet:
+        for path in result.archives:
+            click.echo(str(path))
+        for problem in result.report.problems:
+            click.echo(f"problem: {problem}", err=True)
+
+
+@main.group("nix")
+def nix_group() -> None:
+    """Helpers for Nix builds."""
+
+
+@nix_group.command("setup-hook")
+def nix_setup_hook() -> None:
+    """Print the path of the setup hook (defines cudasplitInstallPhase)."""
+    from importlib.resources import as_file, files
+
+    # The package is installed as files (wheel or editable), so the path is stable.
+    with as_file(files("cudasplit") / "nix" / "setup-hook.sh") as path:
+        click.echo(str(path))
+
+
+# ---------------------------------------------------------------------------------------------
+# Manifests: verify downloads, compute feature manifests (see docs-manifests.md)
+
+
+def manifest_options(func: F) -> F:
+    """Options shared by ``verify`` and ``features``: where the tarballs are and which."""
+    for decorator in reversed([
+        click.option("--tarballs", "tarball_dir", required=True,
+                     type=click.Path(file_okay=False, exists=True),
+                     help="Directory holding the tarballs (flat, or NVIDIA's relative paths)."),
+        click.option("--platform", "platforms", multiple=True, metavar="NAME",
+                     help="linux-x86_64, linux-sbsa, linux-aarch64, linux-ppc64le, "
+                     "windows-x86_64, linux-all (NVIDIA's arch-independent tarballs), source; "
+                     "or all, linux (every linux-*), host. Repeatable; default: all."),
+        click.option("--cuda-variant", "cuda_variants", multiple=True, metavar="N",
+                     help="Keep only these CUDA majors of cuda_variant packages (12 or cuda12; "
+                     "repeatable; default: all)."),
+        click.option("--package", "package_names", multiple=True, metavar="PNAME",
+                     help="Only these packages (repeatable; default: all)."),
+        click.option("-j", "--jobs", type=int, default=0,
+                     help="Tarballs processed at once (default: available CPUs)."),
+    ]):
+        func = decorator(func)
+    return func
+
+
+@main.command("verify")
+@click.argument("manifest", type=click.Path(dir_okay=False))
+@manifest_options
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON report.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the files that are not ok.")
+def verify_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...],
+                   cuda_variants: tuple[str, ...], package_names: tuple[str, ...], jobs: int,
+                   as_json: bool, quiet: bool) -> None:
+    """Check size and sha256 of the tarballs MANIFEST (redistrib_*.json) names.
+
+    Exit 0 when every selected tarball is present and intact, 1 when one is missing or
+    differs, 2 when the manifest or an option is bad.
+    """
+    from .manifest import load_manifest, verify
+
+    try:
+        report = verify(load_manifest(manifest), tarball_dir, platforms=platforms,
+                        cuda_variants=cuda_variants or None, packages=package_names or None,
+                        jobs=jobs)
+    except CudasplitError as exc:
+        _fail(exc)
+    if as_json:
+        click.echo(report.to_json(), nl=False)
+    else:
+        for result in report.results:
+            if not (quiet and result.status == "ok"):
+                click.echo(result.line())
+        counts = ", ".join(f"{n} {status}" for status, n in report.counts().items() if n)
+        click.echo(f"{len(report.results)} tarball(s): {counts or 'none selected'}", err=True)
+    sys.exit(EXIT_OK if report.ok else EXIT_PROBLEMS)
+
+
+@main.command("features")
+@click.argument("manifest", type=click.Path(dir_okay=False))
+@manifest_options
+@click.option("-o", "--output", "output_file", type=click.Path(dir_okay=False),
+              help="Write the JSON here (default: standard output).")
+@click.option("--extended", is_flag=True, help="Also include, python, stubs flags and the "
+              "SONAMEs provided and needed (reads every ELF member's dynamic section).")
+def features_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...],
+                     cuda_variants: tuple[str, ...], package_names: tuple[str, ...], jobs: int,
+                     output_file: str | None, extended: bool) -> None:
+    """Write the feature manifest (feature_*.json schema) of the tarballs MANIFEST names.
+
+    Each tarball is streamed once. Missing or unreadable tarballs are listed on standard error
+    and left out of the JSON (never guessed); the exit status is then 1.
+    """
+    from .errors import OutputError
+    from .features import FeatureStatus, features_for_manifest
+    from .manifest import load_manifest
+
+    try:
+        report = features_for_manifest(
+            load_manifest(manifest), tarball_dir, platforms=platforms,
+            cuda_variants=cuda_variants or None, packages=package_names or None, jobs=jobs,
+            extended=extended)
+        text = report.to_feature_json()
+        if output_file:
+            try:
+                Path(output_file).write_text(text)
+            except OSError as exc:
+                raise OutputError(f"{output_file}: cannot write ({exc.strerror})") from exc
+        else:
+            click.echo(text, nl=False)
+    except CudasplitError as exc:
+        _fail(exc)
+    for result in report.results:
+        if result.status is FeatureStatus.MISSING:
+            click.echo(f"missing: {result.artifact.label}  {result.artifact.filename}", err=True)
+        elif result.status is FeatureStatus.ERROR:
+            click.echo(f"error: {result.artifact.label}  {result.detail}", err=True)
+        elif result.features is not None:
+            for problem in result.features.problems:
+                click.echo(f"problem: {problem}", err=True)
+    sys.exit(EXIT_OK if report.complete else EXIT_PROBLEMS)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import posixpath
+import re
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -20,6 +21,8 @@ from typing import BinaryIO
 from .elf import kind_from_head, read_elf_info
 from .errors import CudasplitError, ElfError, PatchError, ProblemsFound, SourceError
 from .model import OUTPUT_NAMES, Kind, Member, MemberType, PackageId
+from .nixsupport import write_nix_support
+from .nvccprofile import rewrite_nvcc_profile
 from .patch import set_runpath
 from .pkgconfig import MAX_PC_SIZE, PcRoots, rewrite_pc, unversioned_alias
 from .report import MemberRecord, OutputRecord, Problem, Report
@@ -31,6 +34,7 @@ from .sources import Source, member_parent, open_source
 log = logging.getLogger(__name__)
 
 AR_MAGIC = b"!<arch>\n"
+_CUDA_MAJOR_DIR = re.compile(r"^lib/(\d{2})/")
 BUILTIN = "<builtin>"
 
 
@@ -49,6 +53,8 @@ class SplitOptions:
     rules_dir: Path | None = None               # replaces the shipped rules/
     jobs: int = 0                               # 0: the CPUs available to the process
     overwrite: bool = False
+    cuda_major: str | None = None               # lift lib/<major>/; default: the _cudaNN suffix
+    nix_markers: bool = False                   # write nix-support/ files (see nixsupport.py)
 
     def effective_jobs(self) -> int:
         if self.jobs > 0:
@@ -116,6 +122,7 @@ class SplitRun:
         self.elf_jobs: list[_ElfJob] = []
         self.link_backs: set[tuple[str, Rename]] = set()
         self.pc_aliases: list[tuple[str, str]] = []
+        self.cuda_major: str | None = options.cuda_major
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -127,6 +134,8 @@ class SplitRun:
             self._finish_links()
             self._patch_all()
             self._check()
+            if self.options.nix_markers and self.sink is not None:
+                write_nix_support(self.sink)
         except BaseException:
             if self.sink is not None:
                 self.sink.abort()
@@ -141,6 +150,7 @@ class SplitRun:
             self.ruleset = load_ruleset(package.name, self.options.rules_files,
                                         self.options.rules_dir)
             self.report.rules_files = list(self.ruleset.files)
+            self.cuda_major = self.options.cuda_major or package.cuda_variant
             declared = self.options.outputs or self.ruleset.package.outputs
             self.allowed = None if declared is None else frozenset(declared) | {"out"}
             self._create_declared_outputs(declared)
@@ -156,12 +166,14 @@ class SplitRun:
     def _take(self, member: Member, stream: BinaryIO | None) -> None:
         ruleset = self._ensure_rules()
         kind = member_kind(member)
-        dest, rename = ruleset.normalise(member.path)
-        decision = ruleset.classify(dest, kind)
+        dest, rename, dropped = self._normalise(member.path)
+        decision = ruleset.classify(dest or member.path, kind)
         record = MemberRecord(member.path, kind.value, None, dest, str(decision.rule),
                               member.size, member.link)
         self.report.members.append(record)
-        if member.type is MemberType.DIR:
+        if dropped is not None:
+            record.dest, record.rule, record.note = None, f"{BUILTIN}:cuda-major", dropped
+        elif member.type is MemberType.DIR or dest is None:
             record.rule, record.dest = f"{BUILTIN}:directory", None
             record.note = "directories are created where their content lands"
         elif member.type is MemberType.SYMLINK:
@@ -174,6 +186,24 @@ class SplitRun:
             assert stream is not None
             self._place_file(member, stream, kind, decision, record, rename)
 
+    def _normalise(self, path: str) -> tuple[str | None, Rename | None, str | None]:
+        """Archive path -> (dest, rename used, reason to drop). ``dest`` None: a lifted directory.
+
+        Order: package lift (``nsight-systems/<ver>/``), then ``lib/<cudaMajor>/`` lifting
+        (multi-CUDA packages; other majors are dropped, as Nixpkgs does), then renames.
+        """
+        assert self.ruleset is not None
+        lifted = self.ruleset.package.lift_path(path)
+        if lifted is None:
+            return None, None, None
+        match = _CUDA_MAJOR_DIR.match(lifted)
+        if match is not None and self.cuda_major is not None:
+            if match[1] != self.cuda_major.split(".")[0]:
+                return None, None, f"built for CUDA {match[1]}, not {self.cuda_major}"
+            lifted = "lib/" + lifted[match.end():]
+        dest, rename = self.ruleset.normalise(lifted)
+        return dest, rename, None
+
     def _place_file(self, member: Member, stream: BinaryIO, kind: Kind, decision: Decision,
                     record: MemberRecord, rename: Rename | None) -> None:
         assert decision.output is not None and record.dest is not None
@@ -184,6 +214,8 @@ class SplitRun:
         if self.sink is not None:
             if rule is not None and rule.transform == "pkgconfig":
                 local = self._write_pkgconfig(member, stream, output, record.dest)
+            elif rule is not None and rule.transform == "nvcc-profile":
+                local = self._write_nvcc_profile(member, stream, output, record.dest)
             else:
                 local = self.sink.write_file(output, record.dest, stream, member.mode)
         self._remember(member.path, _Placed(output, record.dest, kind, local))
@@ -218,23 +250,51 @@ class SplitRun:
     def _write_pkgconfig(self, member: Member, stream: BinaryIO, output: str,
                          dest: str) -> Path | None:
         assert self.sink is not None
-        data = stream.read(MAX_PC_SIZE + 1)
-        if len(data) > MAX_PC_SIZE:
-            raise SourceError("pkg-config file larger than 1 MiB", source=self.source.description,
-                              member=member.path)
-        text = rewrite_pc(data.decode("utf-8", "surrogateescape"), self._pc_roots())
+        text = rewrite_pc(self._small_text(member, stream), self._pc_roots(dest))
         alias = unversioned_alias(posixpath.basename(dest))
         if alias is not None:
             self.pc_aliases.append((output, dest))
         return self.sink.write_bytes(output, dest, text.encode("utf-8", "surrogateescape"),
                                      member.mode)
 
-    def _pc_roots(self) -> PcRoots:
+    def _small_text(self, member: Member, stream: BinaryIO) -> str:
+        """Text members we rewrite are small; refuse a huge one rather than buffer it."""
+        data = stream.read(MAX_PC_SIZE + 1)
+        if len(data) > MAX_PC_SIZE:
+            raise SourceError("text file to rewrite is larger than 1 MiB",
+                              source=self.source.description, member=member.path)
+        return data.decode("utf-8", "surrogateescape")
+
+    def _root(self, output: str) -> str:
         assert self.sink is not None
-        def root(name: str) -> str:
-            return self.sink.output_root(fallback_output(name, self.allowed))  # type: ignore[union-attr]
-        return PcRoots(cudaroot=root("dev"), libdir=root("lib") + "/lib",
-                       includedir=root("include") + "/include")
+        return self.sink.output_root(fallback_output(output, self.allowed))
+
+    def _pc_roots(self, dest: str) -> PcRoots:
+        assert self.ruleset is not None
+        package = self.ruleset.package
+        name = posixpath.basename(dest)
+        stubs_libdir = any(glob.matches(name) for glob in package.pkgconfig_stubs_libdir)
+        driver = self.options.runpath.driver_lib_dir()
+        extra = f"-Wl,-rpath,{driver}" if package.pkgconfig_driver_rpath and driver else ""
+        return PcRoots(
+            cudaroot=self._root("dev"),
+            libdir=(self._root("stubs") + "/lib/stubs") if stubs_libdir
+            else self._root("lib") + "/lib",
+            includedir=self._root("include") + "/include",
+            extra_libs=extra)
+
+    def _write_nvcc_profile(self, member: Member, stream: BinaryIO, output: str,
+                            dest: str) -> Path | None:
+        """nvcc finds headers, libraries and NVVM through ``$(TOP)``: point each at its output."""
+        assert self.sink is not None and self.ruleset is not None
+        nvvm = self.ruleset.classify(self._normalise("nvvm/bin/cicc")[0] or "nvvm/bin/cicc",
+                                     Kind.ELF_EXEC).output or "out"
+        roots = {"include": self._root("include"), "lib": self._root("lib"),
+                 "stubs": self._root("stubs"), "nvvm": self._root(nvvm),
+                 "bin": self._root(output)}
+        text = rewrite_nvcc_profile(self._small_text(member, stream), roots)
+        return self.sink.write_bytes(output, dest, text.encode("utf-8", "surrogateescape"),
+                                     member.mode)
 
     # -- links ------------------------------------------------------------------------------
 
@@ -245,6 +305,7 @@ class SplitRun:
             self._place_symlink(member, record)
         self._place_link_backs()
         self._place_pc_aliases()
+        self._place_extra_links()
 
     def _place_hardlink(self, member: Member, record: MemberRecord) -> None:
         assert self.ruleset is not None and member.link is not None
@@ -302,7 +363,7 @@ class SplitRun:
     def _link_text(self, original: str, link_dest: str, immediate: str) -> str:
         """Keep the archive's relative text unless normalisation moved one side."""
         assert self.ruleset is not None
-        immediate_dest, _ = self.ruleset.normalise(immediate)
+        immediate_dest = self._normalise(immediate)[0] or immediate
         link_dir = member_parent(link_dest)
         if posixpath.normpath(posixpath.join(link_dir, original)) == immediate_dest:
             return original
@@ -363,6 +424,19 @@ class SplitRun:
             if self.sink is not None:
                 self.sink.make_symlink(output, alias_dest, name)
             self.occupied[(output, alias_dest)] = f"{BUILTIN}:pkgconfig-alias"
+
+    def _place_extra_links(self) -> None:
+        """Package ``stub_links``: created in every output holding the target, if still free."""
+        assert self.ruleset is not None
+        for dest, target in sorted(self.ruleset.package.stub_links.items()):
+            target_dest = posixpath.normpath(posixpath.join(member_parent(dest), target))
+            holders = sorted(o for (o, d) in self.occupied if d == target_dest)
+            for output in holders:
+                if (output, dest) in self.occupied:
+                    continue
+                if self.sink is not None:
+                    self.sink.make_symlink(output, dest, target)
+                self.occupied[(output, dest)] = f"{BUILTIN}:stub-link"
 
     # -- RUNPATH ----------------------------------------------------------------------------
 
@@ -454,11 +528,12 @@ class SplitRun:
                                   f"requested output {name!r} received no files")
         for record in self.report.members:
             if record.rule == f"{BUILTIN}:unclaimed":
-                self._problem("unclaimed", record.path, "no rule claimed this member (it went to out)")
+                self._problem("unclaimed", record.path,
+                              "no rule claimed this member (it went to out)")
         if self.options.strict and self.report.problems:
             raise ProblemsFound(
-                f"{self.source.description}: {len(self.report.problems)} problem(s) under --strict; "
-                f"first: {self.report.problems[0]}", self.report)
+                f"{self.source.description}: {len(self.report.problems)} problem(s) under "
+                f"--strict; first: {self.report.problems[0]}", self.report)
 
     def _complete(self) -> None:
         if self.sink is not None:
@@ -512,5 +587,12 @@ def known_outputs() -> Iterable[str]:
     return OUTPUT_NAMES
 
 
-__all__ = ["CudasplitError", "SplitOptions", "SplitRun", "fallback_output", "member_kind",
-           "split", "RuleRef"]
+__all__ = [
+    "CudasplitError",
+    "RuleRef",
+    "SplitOptions",
+    "SplitRun",
+    "fallback_output",
+    "member_kind",
+    "split",
+]

@@ -30,12 +30,13 @@ RULE_KEYS = frozenset(
 )
 RENAME_KEYS = frozenset({"name", "from", "to", "link_back", "description"})
 PACKAGE_KEYS = frozenset(
-    {"outputs", "cuda_compat", "runpath_append", "lift", "description", "stub_links"}
+    {"outputs", "cuda_compat", "runpath_append", "lift", "description", "stub_links",
+     "pkgconfig_driver_rpath", "pkgconfig_stubs_libdir"}
 )
 TOP_KEYS = frozenset({"schema", "profile", "package", "rule", "rename"})
 PROFILE_KEYS = frozenset({"name", "description", "outputs"})
 ACTIONS = frozenset({"place", "drop"})
-TRANSFORMS = frozenset({"pkgconfig"})
+TRANSFORMS = frozenset({"pkgconfig", "nvcc-profile"})
 # "file" matches every regular file whatever its content; "elf" every ELF kind.
 KIND_NAMES = frozenset({k.value for k in Kind} | {"elf"})
 
@@ -90,8 +91,28 @@ class PackageSettings:
     outputs: tuple[str, ...] | None = None
     cuda_compat: bool = False
     runpath_append: tuple[str, ...] = ()
+    # Directory globs whose match is removed from member paths (nsight's
+    # ``nsight-systems/<ver>/``): ``lift = ["nsight-systems/*"]``.
     lift: tuple[Glob, ...] = ()
+    # Extra symlinks, path -> relative target, created where the target landed
+    # (cuda_cudart: ``"lib/stubs/libcuda.so.1" = "libcuda.so"``).
     stub_links: Mapping[str, str] = field(default_factory=dict)
+    # .pc files: append ``-Wl,-rpath,<driver link>/lib`` to Libs (cuda_cudart).
+    pkgconfig_driver_rpath: bool = False
+    # .pc file-name globs whose libdir points at the stubs output (``cuda-*.pc``).
+    pkgconfig_stubs_libdir: tuple[Glob, ...] = ()
+
+    def lift_path(self, path: str) -> str | None:
+        """``path`` with a lifted directory prefix removed; None when ``path`` is that directory."""
+        if not self.lift:
+            return path
+        parts = path.split("/")
+        for depth in range(1, len(parts) + 1):
+            prefix = "/".join(parts[:depth])
+            if any(glob.matches(prefix) for glob in self.lift):
+                rest = "/".join(parts[depth:])
+                return rest or None
+        return path
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +231,8 @@ def _table(value: Any, filename: str, what: str) -> Mapping[str, Any]:
     return value
 
 
-def _check_keys(table: Mapping[str, Any], allowed: frozenset[str], filename: str, where: str) -> None:
+def _check_keys(table: Mapping[str, Any], allowed: frozenset[str], filename: str,
+                where: str) -> None:
     unknown = sorted(set(table) - allowed)
     if unknown:
         raise RulesError(
@@ -319,7 +341,8 @@ def _load_renames(entries: Any, filename: str, label: str) -> list[Rename]:
         source, target = table.get("from"), table.get("to")
         if not isinstance(source, str) or not isinstance(target, str) or not source or not target:
             raise RulesError(f"{where}: 'from' and 'to' (directory prefixes) are required")
-        if source.startswith("/") or target.startswith("/") or ".." in (source + "/" + target).split("/"):
+        climbs = ".." in (source + "/" + target).split("/")
+        if source.startswith("/") or target.startswith("/") or climbs:
             raise RulesError(f"{where}: 'from' and 'to' must be relative paths without '..'")
         renames.append(Rename(RuleRef(label, str(name)), source.rstrip("/") + "/",
                               target.rstrip("/") + "/", bool(table.get("link_back", False))))
@@ -342,7 +365,13 @@ def _load_package(tables: Sequence[tuple[str, Mapping[str, Any]]]) -> PackageSet
     lift: tuple[Glob, ...] = ()
     if "lift" in merged:
         filename, value = merged["lift"]
-        lift = _globs(value, f"{filename}:[package].lift")
+        # A lift names directories: "nsight-systems/*/" and "nsight-systems/*" mean the same.
+        patterns = [p.rstrip("/") for p in _str_list(value, f"{filename}:[package]", "lift")]
+        lift = _globs(patterns, f"{filename}:[package].lift")
+    stubs_libdir: tuple[Glob, ...] = ()
+    if "pkgconfig_stubs_libdir" in merged:
+        filename, value = merged["pkgconfig_stubs_libdir"]
+        stubs_libdir = _globs(value, f"{filename}:[package].pkgconfig_stubs_libdir")
     stub_links: dict[str, str] = {}
     if "stub_links" in merged:
         filename, value = merged["stub_links"]
@@ -354,4 +383,6 @@ def _load_package(tables: Sequence[tuple[str, Mapping[str, Any]]]) -> PackageSet
                                  "runpath_append"),
         lift=lift,
         stub_links=stub_links,
+        pkgconfig_driver_rpath=bool(merged.get("pkgconfig_driver_rpath", (None, False))[1]),
+        pkgconfig_stubs_libdir=stubs_libdir,
     )

@@ -15,7 +15,7 @@ import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO, Protocol
+from typing import BinaryIO, Protocol, cast
 
 from .codecs import open_decompressed
 from .errors import CorruptArchiveError, SourceError, UnsafeMemberError
@@ -144,7 +144,7 @@ class TarSource:
     def members(self) -> Iterator[tuple[Member, BinaryIO | None]]:
         with open_decompressed(self.path, jobs=self.jobs) as stream:
             try:
-                archive = tarfile.open(fileobj=stream, mode="r|", errorlevel=2)
+                archive = tarfile.open(fileobj=stream, mode="r|", errorlevel=2)  # noqa: SIM115
             except tarfile.TarError as exc:
                 raise CorruptArchiveError(f"not a readable tar stream ({exc})",
                                           source=self.description) from exc
@@ -188,11 +188,13 @@ class TarSource:
     ) -> tuple[Member, BinaryIO | None]:
         mode = info.mode & 0o7777
         if info.isreg():
-            raw = archive.extractfile(info)
-            assert raw is not None  # regular members always have a file object
+            extracted = archive.extractfile(info)
+            assert extracted is not None  # regular members always have a file object
+            raw = cast(BinaryIO, extracted)
             head = self._read_head(raw, info.name)
             member = Member(path, MemberType.FILE, mode, info.size, None, int(info.mtime), head)
-            return member, _Replay(head, _Guarded(raw, self, info.name))  # type: ignore[return-value]
+            guarded = _Guarded(raw, self, info.name)
+            return member, cast(BinaryIO, _Replay(head, cast(BinaryIO, guarded)))
         if info.isdir():
             return Member(path, MemberType.DIR, mode, 0, None, int(info.mtime)), None
         if info.issym():

@@ -180,3 +180,47 @@ def test_dry_run_writes_nothing(tmp_path: Path) -> None:
     assert not out.exists()
     assert report.dry_run
     assert report.member("lib/libdemo.so.12.9.79").output == "lib"
+
+
+def test_cuda_major_dirs_are_lifted_and_others_dropped(tmp_path: Path) -> None:
+    entries = [("file", "lib/12/libcutensor.so.2", ELF), ("file", "lib/11/libcutensor.so.2", ELF),
+               ("symlink", "lib/12/libcutensor.so", "libcutensor.so.2"),
+               ("file", "include/cutensor.h", b"")]
+    archive = write_archive(tmp_path / "a.tar.xz", entries,
+                            top="libcutensor-linux-x86_64-2.2.0.0_cuda12-archive")
+    sink = MemorySink()
+    report = split(archive, sink, SplitOptions(patch=False))
+    assert report.package["cuda_variant"] == "12"
+    assert ("lib", "lib/libcutensor.so.2") in sink.files
+    assert sink.symlinks[("lib", "lib/libcutensor.so")] == "libcutensor.so.2"
+    dropped = report.member("lib/11/libcutensor.so.2")
+    assert dropped.output is None and "CUDA 11" in (dropped.note or "")
+    sink = MemorySink()
+    split(archive, sink, SplitOptions(patch=False, cuda_major="11"))
+    assert ("lib", "lib/libcutensor.so.2") in sink.files
+    assert not any(dest.startswith("lib/12") for (_o, dest) in sink.files)
+
+
+def test_package_lift_stub_links_and_pc_extras(tmp_path: Path) -> None:
+    rules = tmp_path / "pkg.toml"
+    rules.write_text("""
+[package]
+lift = ["nsight-systems/*/"]
+stub_links = { "lib/stubs/libcuda.so.1" = "libcuda.so" }
+pkgconfig_driver_rpath = true
+pkgconfig_stubs_libdir = ["cuda-*.pc"]
+""")
+    entries = [("dir", "nsight-systems"), ("dir", "nsight-systems/2025.1"),
+               ("file", "nsight-systems/2025.1/host-linux-x64/nsys-ui", b"x"),
+               ("file", "lib/stubs/libcuda.so", ELF),
+               ("file", "pkg-config/cuda-12.9.pc", PC), ("file", "pkg-config/cudart-12.9.pc", PC)]
+    sink = MemorySink()
+    report = split(write_archive(tmp_path / "a.tar", entries, "none"), sink,
+                   SplitOptions(patch=False, rules_files=(str(rules),)))
+    assert report.member("nsight-systems/2025.1/host-linux-x64/nsys-ui").dest == "host-linux-x64/nsys-ui"
+    assert sink.symlinks[("stubs", "lib/stubs/libcuda.so.1")] == "libcuda.so"
+    cuda_pc = sink.files[("dev", "share/pkgconfig/cuda-12.9.pc")].decode()
+    cudart_pc = sink.files[("dev", "share/pkgconfig/cudart-12.9.pc")].decode()
+    assert "libdir=/cudasplit-memory/stubs/lib/stubs" in cuda_pc
+    assert "libdir=/cudasplit-memory/lib/lib" in cudart_pc
+    assert "Libs: -L${libdir} -lcudart -Wl,-rpath,/run/opengl-driver/lib" in cudart_pc

@@ -48,6 +48,7 @@ class Sink(Protocol):
 def safe_join(root: Path, dest: str) -> Path:
     """``root/dest`` for a normalised relative ``dest``; refuses anything that would climb out."""
     parts = dest.split("/")
-    if not dest or dest.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\x00" in dest:
+    bad_part = any(p in ("", ".", "..") for p in parts)
+    if not dest or dest.startswith("/") or bad_part or "\x00" in dest:
         raise OutputError(f"refusing to write outside the output root: {dest!r}")
     return root.joinpath(*parts)

@@ -46,7 +46,8 @@ class DirectorySink:
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise OutputError(f"{directory}: cannot create output directory ({exc.strerror})") from exc
+            raise OutputError(
+                f"{directory}: cannot create output directory ({exc.strerror})") from exc
         roots = {name: directory / name for name in outputs}
         return cls(roots, staging_parent=directory, overwrite=overwrite)
 
@@ -68,7 +69,7 @@ class DirectorySink:
         with _translate(path):
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "wb") as fh:
-                shutil.copyfileobj(stream, fh, COPY_CHUNK)  # type: ignore[misc]
+                shutil.copyfileobj(stream, fh, COPY_CHUNK)
             os.chmod(path, mode & MODE_MASK)
         return path
 
