@@ -13,7 +13,7 @@ import os
 import posixpath
 import re
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
@@ -27,7 +27,13 @@ from .patch import set_runpath
 from .pkgconfig import MAX_PC_SIZE, PcRoots, rewrite_pc, unversioned_alias
 from .report import MemberRecord, OutputRecord, Problem, Report
 from .rules import Decision, Rename, Rule, RuleRef, RuleSet, load_ruleset
-from .runpath import RunpathPolicy, index_library_paths, plan_runpath
+from .runpath import (
+    RunpathPolicy,
+    index_library_paths,
+    is_driver_name,
+    is_glibc_name,
+    plan_runpath,
+)
 from .sinks.base import Sink
 from .sources import Source, member_parent, open_source
 
@@ -102,6 +108,7 @@ class _ElfJob:
     dest: str
     local: Path
     rule: Rule | None
+    done: bool = False  # patched while the stream was still running
 
 
 class SplitRun:
@@ -123,14 +130,24 @@ class SplitRun:
         self.link_backs: set[tuple[str, Rename]] = set()
         self.pc_aliases: list[tuple[str, str]] = []
         self.cuda_major: str | None = options.cuda_major
+        # Regular files per (output, directory), as they are written: lets a file whose
+        # DT_NEEDED all live beside it be patched while later members are still decoding.
+        self.own_names: dict[tuple[str, str], set[str]] = {}
+        self.static_ctx: _RunpathContext | None = None
+        self.eager: ThreadPoolExecutor | None = None
+        self.eager_futures: list[Future[None]] = []
 
     # -- the loop ---------------------------------------------------------------------------
 
     def run(self) -> Report:
         try:
-            for member, stream in self.source.members():
-                self._take(member, stream)
-            self._ensure_rules()
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cudasplit-patch") as pool:
+                self.eager = pool if self._patching() else None
+                for member, stream in self.source.members():
+                    self._take(member, stream)
+                self._ensure_rules()
+                for future in self.eager_futures:
+                    future.result()
             self._finish_links()
             self._patch_all()
             self._check()
@@ -223,11 +240,17 @@ class SplitRun:
         if rename is not None and rename.link_back:
             self.link_backs.add((output, rename))
         if kind.value.startswith("elf-") and local is not None:
-            self.elf_jobs.append(_ElfJob(record, output, record.dest, local, rule))
+            job = _ElfJob(record, output, record.dest, local, rule)
+            self.elf_jobs.append(job)
+            if self.eager is not None:
+                self.eager_futures.append(self.eager.submit(self._patch_early, job))
 
     def _remember(self, path: str, placed: _Placed) -> None:
         self.placed[path] = placed
         self.occupied[(placed.output, placed.dest)] = path
+        if placed.kind is not Kind.SYMLINK:
+            key = (placed.output, member_parent(placed.dest))
+            self.own_names.setdefault(key, set()).add(posixpath.basename(placed.dest))
         parent = member_parent(path)
         while parent:
             self.dir_outputs.setdefault(parent, set()).add(placed.output)
@@ -440,16 +463,43 @@ class SplitRun:
 
     # -- RUNPATH ----------------------------------------------------------------------------
 
+    def _patching(self) -> bool:
+        return self.options.patch and self.sink is not None
+
+    def _patch_early(self, job: _ElfJob) -> None:
+        """Patch now if every DT_NEEDED is glibc, the driver's, or a file already beside it.
+
+        Those resolutions cannot change as more members arrive (a file's own directory wins
+        over every other place), so the plan equals the one made at the end. Anything else
+        waits for the whole archive.
+        """
+        if job.rule is not None and job.rule.patch is False:
+            return
+        try:
+            info = read_elf_info(job.local)
+        except ElfError:
+            return  # reported by the final pass
+        if info is None or not info.has_dynamic:
+            return
+        own = self.own_names.get((job.output, member_parent(job.dest)), set())
+        if all(is_glibc_name(n) or is_driver_name(n) or n in own for n in info.needed):
+            ctx = self._static_context()
+            self._patch_one(job, replace(ctx, names={(job.output, member_parent(job.dest)): own}))
+            job.done = True
+
     def _patch_all(self) -> None:
         if not self.elf_jobs:
             return
-        if not self.options.patch:
+        if not self._patching():
             for job in self.elf_jobs:
                 self._read_only(job, "skipped")
             return
+        pending = [job for job in self.elf_jobs if not job.done]
+        if not pending:
+            return
         context = self._runpath_context()
         with ThreadPoolExecutor(max_workers=self.options.effective_jobs()) as pool:
-            list(pool.map(lambda job: self._patch_one(job, context), self.elf_jobs))
+            list(pool.map(lambda job: self._patch_one(job, context), pending))
 
     def _read_only(self, job: _ElfJob, patch: str) -> None:
         try:
@@ -464,15 +514,23 @@ class SplitRun:
                 "RPATH" if info.rpath is not None else None)
         job.record.patch = patch
 
+    def _static_context(self) -> _RunpathContext:
+        """The parts of the RUNPATH context that do not depend on which members arrived."""
+        if self.static_ctx is None:
+            assert self.sink is not None and self.ruleset is not None
+            # Entries with a "stubs" component are stubs anyway; the stubs output is the
+            # rest. Both are known before any member arrives.
+            policy = replace(
+                self.options.runpath,
+                stub_dirs=(*self.options.runpath.stub_dirs, self.sink.output_root("stubs")),
+                append=self.options.runpath.append + self.ruleset.package.runpath_append)
+            self.static_ctx = _RunpathContext(
+                policy, {}, {}, index_library_paths(policy.library_paths),
+                self.ruleset.package.cuda_compat)
+        return self.static_ctx
+
     def _runpath_context(self) -> _RunpathContext:
-        assert self.sink is not None and self.ruleset is not None
-        stub_dirs = tuple(sorted({
-            posixpath.join(self.sink.output_root(o), member_parent(d))
-            for (o, d) in self.occupied if o == "stubs" or "stubs" in d.split("/")
-        }))
-        policy = replace(self.options.runpath,
-                         stub_dirs=self.options.runpath.stub_dirs + stub_dirs,
-                         append=self.options.runpath.append + self.ruleset.package.runpath_append)
+        assert self.sink is not None
         names: dict[tuple[str, str], set[str]] = {}
         package_dirs: dict[str, str] = {}
         for (output, dest) in sorted(self.occupied):
@@ -480,9 +538,7 @@ class SplitRun:
             names.setdefault((output, parent), set()).add(name)
             if output not in ("stubs", "static") and "stubs" not in dest.split("/"):
                 package_dirs.setdefault(name, posixpath.join(self.sink.output_root(output), parent))
-        return _RunpathContext(policy, names, package_dirs,
-                               index_library_paths(policy.library_paths),
-                               self.ruleset.package.cuda_compat)
+        return replace(self._static_context(), names=names, package_dirs=package_dirs)
 
     def _patch_one(self, job: _ElfJob, ctx: _RunpathContext) -> None:
         rule = job.rule

@@ -113,7 +113,7 @@ def test_split_executable_runs_and_searches_the_planned_path(tmp_path: Path,
     run = subprocess.run([str(out / "bin/bin/demo")], env=env, capture_output=True, text=True,
                          check=False)
     assert run.returncode == 0, run.stderr
-    search = [line for line in run.stderr.splitlines() if "search path=" in line][0]
+    search = next(line for line in run.stderr.splitlines() if "search path=" in line)
     dirs = search.split("search path=", 1)[1].split("\t")[0].split(":")
     # The loader expands each entry into hwcaps subdirectories; keep the order of first sight.
     order = []
@@ -158,3 +158,26 @@ def test_memory_stays_bounded_on_a_300_mb_tarball(tmp_path: Path) -> None:
     assert total > 300 * 1024 * 1024 * 0.9
     # Members are ~100 MB each: buffering even one would show. Python + deps are ~60 MB.
     assert peak_kib < 150 * 1024, f"peak RSS {peak_kib / 1024:.0f} MiB"
+
+
+def test_files_needing_only_their_neighbours_are_patched_while_streaming(
+        tmp_path: Path, redist_tarballs) -> None:  # type: ignore[no-untyped-def]
+    from cudasplit import DirectorySink
+    from cudasplit.model import OUTPUT_NAMES
+    from cudasplit.pipeline import SplitRun
+    from cudasplit.sources import open_source
+
+    sink = DirectorySink.for_output_dir(tmp_path / "o", list(OUTPUT_NAMES))
+    run = SplitRun(open_source(redist_tarballs["xz"]), sink, SplitOptions(runpath=_policy()))
+    report = run.run()
+    early = {job.record.path for job in run.elf_jobs if job.done}
+    late = {job.record.path for job in run.elf_jobs if not job.done}
+    # libdemo needs only glibc: patched as soon as it was written. bin/demo needs
+    # libdemo.so.12 from another output (and a symlink): planned once the stream ended.
+    assert "lib/libdemo.so.12.9.79" in early
+    assert "bin/demo" in late
+    # Either way the result is the same plan.
+    for path in early | late:
+        record = report.member(path)
+        assert record.patch in ("in-place", "append", "lief", "unchanged", "skipped"), path
+    assert report.member("lib/libdemo.so.12.9.79").runpath_after == f"{COMPAT}:{DRIVER}/lib:$ORIGIN"
