@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .errors import SourceError
-from .model import OUTPUT_NAMES, Kind
+from .codecs import detect_codec
+from .errors import CudasplitError, SourceError
+from .model import OUTPUT_NAMES, Kind, PackageId
 from .nixenv import nix_outputs
 from .pipeline import SplitOptions, SplitRun, member_kind
 from .pipeline import split as _split
 from .report import Report
 from .rules import Rename, RuleSet, load_ruleset
 from .sinks import DirectorySink, Sink
-from .sources import Source, open_source
+from .sources import Source, open_source, package_from_filename, parse_top_dir
 
 PathLike = str | os.PathLike[str]
 
@@ -34,6 +37,76 @@ def split_to_dir(source: PathLike | Source, output_dir: PathLike,
     sink = DirectorySink.for_output_dir(Path(output_dir), list(OUTPUT_NAMES),
                                         overwrite=opts.overwrite)
     return _split(source, sink, options=opts)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    """One source of :func:`split_many`: its report, or the error that stopped it."""
+
+    source: str
+    output_dir: str
+    report: Report | None
+    error: CudasplitError | None
+
+
+def batch_sources(paths: Sequence[PathLike]) -> list[Path]:
+    """Expand directories that hold tarballs (not an unpacked redistributable) into their files."""
+    result: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir() and _is_tarball_dir(path):
+            result.extend(sorted(p for p in path.iterdir() if p.is_file() and _is_archive(p)))
+        else:
+            result.append(path)
+    return result
+
+
+def _is_tarball_dir(path: Path) -> bool:
+    entries = [p for p in path.iterdir() if not p.name.startswith(".")]
+    return bool(entries) and all(p.is_file() for p in entries) and any(map(_is_archive, entries))
+
+
+def _is_archive(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            detect_codec(fh.read(512))
+    except (OSError, CudasplitError):
+        return False
+    return True
+
+
+def batch_output_dir(source: Path) -> str:
+    """``<pname>-<platform>-<version>-archive.tar.xz`` -> ``<pname>-<platform>-<version>``."""
+    package = package_from_filename(source) if source.is_file() else (
+        parse_top_dir(source.name) or PackageId(source.name))
+    parts = [package.name, package.platform, package.version]
+    name = "-".join(p for p in parts if p)
+    return name + (f"_cuda{package.cuda_variant}" if package.cuda_variant else "")
+
+
+def split_many(sources: Sequence[PathLike], output_dir: PathLike,
+               options: SplitOptions | None = None) -> list[BatchResult]:
+    """Split several sources concurrently (within ``options.jobs``) into
+    ``DIR/<pname>-<platform>-<version>/<output>/``. One failing source does not stop the others.
+    """
+    opts = options or SplitOptions()
+    paths = batch_sources(sources)
+    names = [batch_output_dir(p) for p in paths]
+    if len(set(names)) != len(names):
+        raise SourceError("two sources would share one output directory: "
+                          + ", ".join(sorted({n for n in names if names.count(n) > 1})))
+    workers = max(1, min(opts.effective_jobs(), len(paths)))
+    # Each source gets its share of the jobs; decompression and writes release the GIL.
+    inner = replace(opts, jobs=max(1, opts.effective_jobs() // workers))
+    def one(item: tuple[Path, str]) -> BatchResult:
+        path, name = item
+        target = Path(output_dir) / name
+        try:
+            return BatchResult(str(path), str(target), split_to_dir(path, target, inner), None)
+        except CudasplitError as exc:
+            return BatchResult(str(path), str(target), getattr(exc, "report", None), exc)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(one, zip(paths, names, strict=True)))
 
 
 def split_nix(source: PathLike | Source, env: dict[str, str] | None = None,
@@ -105,5 +178,17 @@ def _rename_text(rename: Rename | None) -> str | None:
     return None if rename is None else f"{rename.ref}: {rename.source} -> {rename.target}"
 
 
-__all__ = ["Explanation", "RuleTrial", "explain", "inspect", "load_ruleset", "member_kind",
-           "split", "split_nix", "split_to_dir"]
+__all__ = [
+    "BatchResult",
+    "Explanation",
+    "RuleTrial",
+    "batch_sources",
+    "explain",
+    "inspect",
+    "load_ruleset",
+    "member_kind",
+    "split",
+    "split_many",
+    "split_nix",
+    "split_to_dir",
+]

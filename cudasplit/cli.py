@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import sys
+import threading
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -19,7 +22,7 @@ import click
 from . import api
 from .errors import CudasplitError, ProblemsFound
 from .model import OUTPUT_NAMES, PackageId
-from .pipeline import SplitOptions
+from .pipeline import Progress, SplitOptions
 from .report import Report
 from .rules import build_ruleset, load_ruleset, read_rule_file
 from .runpath import DEFAULT_DRIVER_LINK, RunpathPolicy
@@ -122,7 +125,7 @@ def main() -> None:
 
 
 @main.command("split")
-@click.argument("source", type=click.Path(exists=False))
+@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=False))
 @click.option("-o", "--output-dir", type=click.Path(file_okay=False),
               help="Write DIR/<output>/... (staged, moved into place at the end).")
 @click.option("--nix", is_flag=True, help="Take the outputs from the Nix builder environment.")
@@ -139,22 +142,106 @@ def main() -> None:
 @click.option("-j", "--jobs", type=int, default=0, help="Parallelism (default: available CPUs).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what happens.")
-def split_command(source: str, output_dir: str | None, nix: bool, report_file: str | None,
-                  quiet: bool, verbose: bool, **kw: Any) -> None:
-    """Split SOURCE (tarball or unpacked directory) into outputs."""
+def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
+                  report_file: str | None, quiet: bool, verbose: bool, **kw: Any) -> None:
+    """Split SOURCES (tarballs or unpacked directories) into outputs.
+
+    One source: DIR/<output>/... . Several sources, or a directory of tarballs: each goes to
+    DIR/<pname>-<platform>-<version>/<output>/..., processed concurrently within --jobs.
+    """
     _logging(quiet, verbose)
     if bool(output_dir) == nix:
         raise click.UsageError("give exactly one of --output-dir DIR or --nix")
+    progress = ProgressLine.for_terminal(quiet)
     try:
-        options = _options(kw)
-        report = _run_split(source, output_dir, nix, options, report_file)
+        options = replace(_options(kw), progress=progress)
+        if len(sources) > 1 or _is_batch(sources[0], nix):
+            if nix:
+                raise click.UsageError("--nix takes exactly one source")
+            assert output_dir is not None
+            _run_batch(sources, output_dir, options, report_file, quiet)
+            return
+        report = _run_split(sources[0], output_dir, nix, options, report_file)
     except CudasplitError as exc:
         _fail(exc)
+    finally:
+        if progress is not None:
+            progress.clear()
     if not quiet:
-        for line in report.summary_lines():
-            click.echo(line)
-        for problem in report.problems:
-            click.echo(f"problem: {problem}", err=True)
+        _print_summary(report)
+
+
+def _print_summary(report: Report) -> None:
+    for line in report.summary_lines():
+        click.echo(line)
+    for problem in report.problems:
+        click.echo(f"problem: {problem}", err=True)
+
+
+def _is_batch(source: str, nix: bool) -> bool:
+    path = Path(source)
+    return not nix and path.is_dir() and api.batch_sources([path]) != [path]
+
+
+def _run_batch(sources: Sequence[str], output_dir: str, options: SplitOptions,
+               report_file: str | None, quiet: bool) -> None:
+    results = api.split_many(sources, output_dir, options)
+    if report_file:
+        runs = [{"source": r.source, "output_dir": r.output_dir,
+                 "error": None if r.error is None else str(r.error),
+                 "report": None if r.report is None else r.report.as_dict()} for r in results]
+        Path(report_file).write_text(json.dumps({"schema": 1, "runs": runs}, indent=2) + "\n")
+    failed = [r for r in results if r.error is not None]
+    for result in results:
+        if result.error is not None:
+            click.echo(f"cudasplit: error: {result.error}", err=True)
+        elif not quiet and result.report is not None:
+            click.echo(f"{result.source} -> {result.output_dir}")
+            _print_summary(result.report)
+    if failed:
+        sys.exit(max(r.error.exit_code for r in failed if r.error is not None))
+
+
+class ProgressLine:
+    """One self-overwriting status line on a terminal; nothing at all otherwise.
+
+    A Nix build log is not a terminal, so it stays clean without any option.
+    """
+
+    MIN_INTERVAL = 0.1
+
+    def __init__(self) -> None:
+        self._last = 0.0
+        self._start = time.monotonic()
+        self._lock = threading.Lock()
+        self._width = 0
+
+    @classmethod
+    def for_terminal(cls, quiet: bool) -> ProgressLine | None:
+        return None if quiet or not sys.stderr.isatty() else cls()
+
+    def __call__(self, progress: Progress) -> None:
+        now = time.monotonic()
+        if not progress.done and now - self._last < self.MIN_INTERVAL:
+            return
+        self._last = now
+        rate = progress.bytes / max(now - self._start, 1e-6)
+        line = (f"{Path(progress.source).name}: {progress.members} members, "
+                f"{progress.bytes / 1e6:,.0f} MB, {rate / 1e6:,.0f} MB/s  {progress.current}")
+        columns = shutil.get_terminal_size().columns - 1
+        with self._lock:
+            self._write(line[:columns])
+
+    def _write(self, line: str) -> None:
+        sys.stderr.write("\r" + line.ljust(self._width))
+        sys.stderr.flush()
+        self._width = len(line)
+
+    def clear(self) -> None:
+        with self._lock:
+            if self._width:
+                sys.stderr.write("\r" + " " * self._width + "\r")
+                sys.stderr.flush()
 
 
 def _run_split(source: str, output_dir: str | None, nix: bool, options: SplitOptions,

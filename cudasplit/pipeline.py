@@ -12,7 +12,7 @@ import logging
 import os
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -45,6 +45,17 @@ BUILTIN = "<builtin>"
 
 
 @dataclass(frozen=True, slots=True)
+class Progress:
+    """Handed to ``SplitOptions.progress`` after each member (the API itself never prints)."""
+
+    source: str
+    members: int          # members taken so far
+    bytes: int            # member bytes written so far (uncompressed)
+    current: str          # the member just taken
+    done: bool = False    # the last call of a run
+
+
+@dataclass(frozen=True, slots=True)
 class SplitOptions:
     """Everything that changes what a split does. Frozen: one value serves a whole run."""
 
@@ -60,6 +71,7 @@ class SplitOptions:
     jobs: int = 0                               # 0: the CPUs available to the process
     overwrite: bool = False
     cuda_major: str | None = None               # lift lib/<major>/; default: the _cudaNN suffix
+    progress: Callable[[Progress], None] | None = None  # called after every member
     nix_markers: bool = False                   # write nix-support/ files (see nixsupport.py)
 
     def effective_jobs(self) -> int:
@@ -136,6 +148,8 @@ class SplitRun:
         self.static_ctx: _RunpathContext | None = None
         self.eager: ThreadPoolExecutor | None = None
         self.eager_futures: list[Future[None]] = []
+        self.members_seen = 0
+        self.bytes_seen = 0
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -145,6 +159,7 @@ class SplitRun:
                 self.eager = pool if self._patching() else None
                 for member, stream in self.source.members():
                     self._take(member, stream)
+                    self._tick(member)
                 self._ensure_rules()
                 for future in self.eager_futures:
                     future.result()
@@ -159,6 +174,13 @@ class SplitRun:
             raise
         self._complete()
         return self.report
+
+    def _tick(self, member: Member) -> None:
+        self.members_seen += 1
+        self.bytes_seen += member.size
+        if self.options.progress is not None:
+            self.options.progress(Progress(self.source.description, self.members_seen,
+                                           self.bytes_seen, member.path))
 
     def _ensure_rules(self) -> RuleSet:
         if self.ruleset is None:
@@ -592,6 +614,9 @@ class SplitRun:
                 f"--strict; first: {self.report.problems[0]}", self.report)
 
     def _complete(self) -> None:
+        if self.options.progress is not None:
+            self.options.progress(Progress(self.source.description, self.members_seen,
+                                           self.bytes_seen, "", done=True))
         if self.sink is not None:
             for name in self.sink.outputs():
                 self._output_record(name)

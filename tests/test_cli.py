@@ -133,3 +133,53 @@ def test_nix_structured_attrs(tmp_path: Path, archive: Path, monkeypatch: pytest
     attrs.write_text("{}")
     code, _, stderr = invoke("split", str(archive), "--nix")
     assert code == 2 and "no 'outputs'" in stderr
+
+
+def test_batch_of_sources_and_directory_of_tarballs(tmp_path: Path) -> None:
+    tarballs = tmp_path / "tarballs"
+    tarballs.mkdir()
+    first = write_archive(tarballs / "cuda_demo-linux-x86_64-12.9.79-archive.tar.xz", ENTRIES)
+    second = write_archive(tarballs / "cuda_other-linux-sbsa-12.9.79-archive.tar.zst", ENTRIES,
+                           "zst", top="cuda_other-linux-sbsa-12.9.79-archive")
+    out, report_file = tmp_path / "out", tmp_path / "batch.json"
+    code, stdout, stderr = invoke("split", str(first), str(second), "-o", str(out), "--no-patch",
+                                  "--report", str(report_file), "-j", "2")
+    assert code == 0, stderr
+    assert (out / "cuda_demo-linux-x86_64-12.9.79/lib/lib/libdemo.so.12").is_symlink()
+    assert (out / "cuda_other-linux-sbsa-12.9.79/include/include/demo.h").is_file()
+    runs = json.loads(report_file.read_text())["runs"]
+    assert [r["report"]["package"]["name"] for r in runs] == ["cuda_demo", "cuda_other"]
+    out2 = tmp_path / "out2"
+    code, _, stderr = invoke("split", str(tarballs), "-o", str(out2), "--no-patch")
+    assert code == 0, stderr
+    assert sorted(p.name for p in out2.iterdir()) == ["cuda_demo-linux-x86_64-12.9.79",
+                                                      "cuda_other-linux-sbsa-12.9.79"]
+
+
+def test_batch_reports_each_failure_and_keeps_going(tmp_path: Path, archive: Path) -> None:
+    bad = tmp_path / "cuda_bad-linux-x86_64-1.0-archive.tar.xz"
+    bad.write_bytes(b"\xfd7zXZ\x00" + b"\x01" * 64)
+    out = tmp_path / "out"
+    code, _, stderr = invoke("split", str(archive), str(bad), "-o", str(out), "--no-patch")
+    assert code == 2
+    assert str(bad) in stderr and stderr.count("cudasplit: error:") == 1
+    assert (out / "cuda_demo-linux-x86_64-12.9.79/lib").is_dir()
+    assert not (out / "cuda_bad-linux-x86_64-1.0").exists()
+
+
+def test_no_progress_output_when_stderr_is_not_a_terminal(tmp_path: Path, archive: Path) -> None:
+    code, _, stderr = invoke("split", str(archive), "-o", str(tmp_path / "o"), "--no-patch")
+    assert code == 0 and "\r" not in stderr and stderr == ""
+
+
+def test_progress_line_overwrites_itself(capsys: pytest.CaptureFixture[str]) -> None:
+    from cudasplit.cli import ProgressLine
+    from cudasplit.pipeline import Progress
+
+    line = ProgressLine()
+    line(Progress("/x/cuda_demo.tar.xz", 3, 5_000_000, "lib/libdemo.so"))
+    line(Progress("/x/cuda_demo.tar.xz", 4, 6_000_000, "", done=True))
+    line.clear()
+    err = capsys.readouterr().err
+    assert err.startswith("\rcuda_demo.tar.xz: 3 members, 5 MB")
+    assert "4 members" in err and err.endswith("\r")

@@ -170,7 +170,12 @@ def test_failed_split_leaves_nothing(tmp_path: Path) -> None:
     out = tmp_path / "out"
     with pytest.raises(Exception):  # noqa: B017 - the exact error is tested in test_sources
         split_to_dir(archive, out, SplitOptions(patch=False))
-    assert list(out.iterdir()) == []
+    assert not out.exists()  # created by the run, removed again since it stayed empty
+    out.mkdir()
+    (out / "mine").write_text("kept")
+    with pytest.raises(Exception):  # noqa: B017
+        split_to_dir(archive, out, SplitOptions(patch=False))
+    assert [p.name for p in out.iterdir()] == ["mine"]
 
 
 def test_dry_run_writes_nothing(tmp_path: Path) -> None:

@@ -35,6 +35,7 @@ class DirectorySink:
         self._overwrite = overwrite
         self._staging: Path | None = None
         self._created: list[str] = []
+        self._made_parent: Path | None = None  # removed again by abort() if still empty
         self._check_roots(staged=staging_parent is not None)
         if staging_parent is not None:
             self._staging = _make_staging(staging_parent)
@@ -43,13 +44,16 @@ class DirectorySink:
     def for_output_dir(cls, directory: Path, outputs: list[str], *,
                        overwrite: bool = False) -> DirectorySink:
         directory = Path(os.path.abspath(directory))
+        made = not directory.exists()
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise OutputError(
                 f"{directory}: cannot create output directory ({exc.strerror})") from exc
         roots = {name: directory / name for name in outputs}
-        return cls(roots, staging_parent=directory, overwrite=overwrite)
+        sink = cls(roots, staging_parent=directory, overwrite=overwrite)
+        sink._made_parent = directory if made else None
+        return sink
 
     # -- protocol -------------------------------------------------------------------------
 
@@ -127,6 +131,9 @@ class DirectorySink:
         if self._staging is not None:
             shutil.rmtree(self._staging, ignore_errors=True)
             self._staging = None
+        if self._made_parent is not None:
+            with contextlib.suppress(OSError):
+                self._made_parent.rmdir()  # only if empty: never remove what others wrote
 
     # -- helpers --------------------------------------------------------------------------
 
