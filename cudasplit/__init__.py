@@ -22,6 +22,7 @@ from .errors import (
 )
 from .model import OUTPUT_NAMES, Kind, Member, MemberType, PackageId
 from .pipeline import SplitOptions
+from .repack import RepackOptions, RepackResult, repack_to_dir
 from .report import MemberRecord, OutputRecord, Problem, Report
 from .rules import RuleSet, load_ruleset
 from .runpath import RunpathPlan, RunpathPolicy, plan_runpath
@@ -50,6 +51,8 @@ __all__ = [
     "PatchError",
     "Problem",
     "ProblemsFound",
+    "RepackOptions",
+    "RepackResult",
     "Report",
     "RuleSet",
     "RulesError",
@@ -65,6 +68,7 @@ __all__ = [
     "load_ruleset",
     "open_source",
     "plan_runpath",
+    "repack_to_dir",
     "split",
     "split_nix",
     "split_to_dir",

@@ -1,0 +1,263 @@
+"""Reproducible per-output tarballs (``cudasplit repack``).
+
+Members are staged by a private :class:`DirectorySink` (so links, patching and ``.pc``
+rewrites behave exactly as in ``split``); :meth:`TarballSink.finish` then packs each staged
+output into ``<pname>-<platform>-<version>-<output>.tar.<ext>``.
+
+Layout: each archive holds one output's content *relative to the output root* (``lib/...``,
+``include/...``; no top directory), the way a Nix output or a conda package is laid out.
+Unpack ``X-<output>.tar.zst`` into ``<prefix>/<output>``; :meth:`output_root` answers exactly
+that path, which is what RUNPATH entries and ``.pc`` rewrites name.
+
+Reproducibility: members sorted by path components, uid/gid 0 with empty user/group names,
+modes normalised (0o755 directories and executables, 0o644 other files), one mtime for
+everything (``SOURCE_DATE_EPOCH`` or :data:`DEFAULT_MTIME`), PAX headers that carry nothing
+but what does not fit ustar, and compressor settings that do not depend on the clock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import gzip
+import lzma
+import os
+import shutil
+import stat
+import tarfile
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import IO, BinaryIO, Final
+
+import zstandard
+
+from ..errors import OutputError
+from ..model import OUTPUT_NAMES, PackageId
+from .directory import DirectorySink
+
+# 1980-01-01: the reproducible-builds convention for "no date" (zip cannot store earlier
+# times, and some tar readers warn about the epoch itself).
+DEFAULT_MTIME: Final = 315532800
+FORMATS: Final[Mapping[str, str]] = {"zst": ".tar.zst", "xz": ".tar.xz", "gz": ".tar.gz"}
+DEFAULT_FORMAT: Final = "zst"
+DEFAULT_LEVEL: Final = 10
+COPY_CHUNK: Final = 1 << 20
+
+PackageSource = PackageId | Callable[[], PackageId]
+
+
+def mtime_from_env(env: Mapping[str, str] | None = None) -> int:
+    """``SOURCE_DATE_EPOCH`` when set (a non-negative integer), else :data:`DEFAULT_MTIME`."""
+    env = os.environ if env is None else env
+    value = env.get("SOURCE_DATE_EPOCH", "").strip()
+    if not value:
+        return DEFAULT_MTIME
+    if not value.isdigit():
+        raise OutputError(f"SOURCE_DATE_EPOCH={value!r} is not a non-negative integer")
+    return int(value)
+
+
+def archive_stem(package: PackageId) -> str:
+    """``<pname>-<platform>-<version>[_cudaNN]``; just the name when the rest is unknown."""
+    parts = [package.name]
+    if package.platform:
+        parts.append(package.platform)
+    if package.version:
+        parts.append(package.version + (f"_cuda{package.cuda_variant}"
+                                        if package.cuda_variant else ""))
+    return "-".join(parts)
+
+
+class TarballSink:
+    """Stages outputs in a private directory and writes one reproducible tarball per output.
+
+    ``package`` may be a callable: a tar source only knows its identity once it has read the
+    top directory, which happens after the sink is created. ``prefix`` (default
+    ``/<stem>``) is where the outputs will be unpacked: output ``lib`` lives at
+    ``<prefix>/lib``.
+    """
+
+    def __init__(self, directory: Path, package: PackageSource, *, prefix: str | None = None,
+                 fmt: str = DEFAULT_FORMAT, level: int = DEFAULT_LEVEL, threads: int = 0,
+                 mtime: int | None = None, overwrite: bool = False,
+                 staging_parent: Path | None = None) -> None:
+        if fmt not in FORMATS:
+            raise OutputError(f"unknown archive format {fmt!r} (known: {', '.join(FORMATS)})")
+        if prefix is not None and not prefix.startswith("/"):
+            raise OutputError(f"--prefix must be an absolute path: {prefix!r}")
+        self._directory = Path(os.path.abspath(directory))
+        self._package = package
+        self._prefix = None if prefix is None else prefix.rstrip("/") or "/"
+        self._fmt, self._level, self._threads = fmt, level, threads
+        self._mtime = mtime_from_env() if mtime is None else mtime
+        self._overwrite = overwrite
+        with _translate(self._directory):
+            self._directory.mkdir(parents=True, exist_ok=True)
+        self._stage = _make_temp_dir(staging_parent or self._directory)
+        # The inner sink writes straight into the private stage (no second staging level).
+        self._inner = DirectorySink({name: self._stage / name for name in OUTPUT_NAMES})
+        self.written: list[Path] = []
+
+    # -- protocol: placement is the directory sink's, roots are ours ---------------------------
+
+    def output_root(self, output: str) -> str:
+        prefix = self._prefix if self._prefix is not None else "/" + self.stem()
+        return f"{prefix.rstrip('/')}/{output}"
+
+    def ensure_output(self, output: str) -> None:
+        self._inner.ensure_output(output)
+
+    def write_file(self, output: str, dest: str, stream: BinaryIO, mode: int) -> Path | None:
+        return self._inner.write_file(output, dest, stream, mode)
+
+    def write_bytes(self, output: str, dest: str, data: bytes, mode: int) -> Path | None:
+        return self._inner.write_bytes(output, dest, data, mode)
+
+    def make_dir(self, output: str, dest: str, mode: int) -> None:
+        self._inner.make_dir(output, dest, mode)
+
+    def make_symlink(self, output: str, dest: str, target: str) -> None:
+        self._inner.make_symlink(output, dest, target)
+
+    def make_hardlink(self, output: str, dest: str, src_output: str, src_dest: str) -> None:
+        self._inner.make_hardlink(output, dest, src_output, src_dest)
+
+    def outputs(self) -> list[str]:
+        return self._inner.outputs()
+
+    def local_path(self, output: str, dest: str) -> Path:
+        return self._inner.local_path(output, dest)
+
+    def finish(self) -> None:
+        """Pack every output to a temp file, then rename them all: no partial archive remains."""
+        temps: list[tuple[Path, Path]] = []
+        try:
+            for output in self._inner.outputs():
+                final = self.archive_path(output)
+                self._check_absent(final)
+                temp = self._temp_file(final)
+                temps.append((temp, final))
+                self._pack(self._stage / output, temp)
+            for temp, final in temps:
+                with _translate(final):
+                    os.replace(temp, final)
+                self.written.append(final)
+        except BaseException:
+            for temp, _ in temps:
+                with contextlib.suppress(OSError):
+                    temp.unlink()
+            raise
+        finally:
+            shutil.rmtree(self._stage, ignore_errors=True)
+
+    def abort(self) -> None:
+        shutil.rmtree(self._stage, ignore_errors=True)
+
+    # -- naming ---------------------------------------------------------------------------------
+
+    def stem(self) -> str:
+        package = self._package() if callable(self._package) else self._package
+        return archive_stem(package)
+
+    def archive_path(self, output: str) -> Path:
+        return self._directory / f"{self.stem()}-{output}{FORMATS[self._fmt]}"
+
+    # -- packing --------------------------------------------------------------------------------
+
+    def _check_absent(self, final: Path) -> None:
+        if not self._overwrite and os.path.lexists(final):
+            raise OutputError(f"{final}: archive already exists (use --overwrite to replace it)")
+
+    def _temp_file(self, final: Path) -> Path:
+        with _translate(final):
+            fd, name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp",
+                                        dir=self._directory)
+            os.close(fd)
+            # mkstemp creates 0o600; the archive should read like any file the user writes.
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(name, 0o666 & ~umask)
+        return Path(name)
+
+    def _pack(self, root: Path, dest: Path) -> None:
+        with _translate(dest), dest.open("wb") as raw, self._compressed(raw) as stream, \
+                tarfile.open(fileobj=stream, mode="w|", format=tarfile.PAX_FORMAT,
+                             encoding="utf-8", errors="surrogateescape") as tar:
+            inodes: dict[tuple[int, int], str] = {}
+            for rel in sorted_members(root):
+                self._add(tar, root, rel, inodes)
+
+    @contextlib.contextmanager
+    def _compressed(self, raw: BinaryIO) -> Iterator[IO[bytes]]:
+        if self._fmt == "zst":
+            params = zstandard.ZstdCompressionParameters.from_level(
+                self._level, threads=self._threads, write_checksum=1)
+            cctx = zstandard.ZstdCompressor(compression_params=params)
+            with cctx.stream_writer(raw, closefd=False) as zst:
+                yield zst
+        elif self._fmt == "xz":
+            with lzma.LZMAFile(raw, "wb", format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64,
+                               preset=min(max(self._level, 0), 9)) as xz:
+                yield xz
+        else:
+            # filename="" and mtime=0: gzip would otherwise record both in its header.
+            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
+                               compresslevel=min(max(self._level, 1), 9)) as gz:
+                yield gz  # type: ignore[misc]
+
+    def _add(self, tar: tarfile.TarFile, root: Path, rel: str,
+             inodes: dict[tuple[int, int], str]) -> None:
+        path = root / rel
+        st = path.lstat()
+        info = tarfile.TarInfo(rel)
+        info.mtime, info.uid, info.gid, info.uname, info.gname = self._mtime, 0, 0, "", ""
+        if stat.S_ISLNK(st.st_mode):
+            info.type, info.linkname, info.mode = tarfile.SYMTYPE, os.readlink(path), 0o777
+            tar.addfile(info)
+        elif stat.S_ISDIR(st.st_mode):
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(info)
+        elif stat.S_ISREG(st.st_mode):
+            info.mode = 0o755 if st.st_mode & 0o111 else 0o644
+            key = (st.st_dev, st.st_ino)
+            if st.st_nlink > 1 and key in inodes:
+                # Same inode seen earlier in sorted order: a hard link, like the direct split.
+                info.type, info.linkname = tarfile.LNKTYPE, inodes[key]
+                tar.addfile(info)
+                return
+            inodes[key] = rel
+            info.size = st.st_size
+            with path.open("rb") as fh:
+                tar.addfile(info, fh)
+        else:
+            raise OutputError(f"{path}: unexpected file type in the staged output")
+
+
+def sorted_members(root: Path) -> list[str]:
+    """Every path below ``root`` (not ``root`` itself), sorted by path components so each
+    directory comes right before its contents; directory symlinks are not descended."""
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        base = Path(dirpath).relative_to(root)
+        for name in dirnames + filenames:
+            found.append((base / name).as_posix())
+    return sorted(found, key=lambda rel: rel.split("/"))
+
+
+def _make_temp_dir(parent: Path) -> Path:
+    try:
+        return Path(tempfile.mkdtemp(prefix=".cudasplit-repack-", dir=parent))
+    except OSError as exc:
+        raise OutputError(f"{parent}: cannot create staging directory ({exc.strerror})") from exc
+
+
+@contextlib.contextmanager
+def _translate(path: Path) -> Iterator[None]:
+    try:
+        yield
+    except (OSError, zstandard.ZstdError, lzma.LZMAError, tarfile.TarError) as exc:
+        errno_value = getattr(exc, "errno", None)
+        reason = "disk full" if errno_value == errno.ENOSPC else (
+            getattr(exc, "strerror", None) or str(exc))
+        raise OutputError(f"{path}: cannot write archive ({reason})") from exc
