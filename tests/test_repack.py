@@ -96,7 +96,10 @@ def test_two_runs_give_identical_bytes_and_the_epoch_changes_them(
 def test_members_are_sorted_owned_by_root_with_normalised_modes(
         tmp_path: Path, tarball: Path) -> None:
     repack_to_dir(tarball, tmp_path, repack=FAST)
+    umask = os.umask(0o022)
+    os.umask(umask)
     for output, path in _archives(tmp_path).items():
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask  # not mkstemp's 0o600
         members = _tar_members(path)
         names = [m.name for m in members]
         assert names == sorted(names, key=lambda n: n.split("/")), output

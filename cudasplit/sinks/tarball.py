@@ -26,6 +26,7 @@ import shutil
 import stat
 import tarfile
 import tempfile
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, BinaryIO, Final
@@ -170,15 +171,18 @@ class TarballSink:
             raise OutputError(f"{final}: archive already exists (use --overwrite to replace it)")
 
     def _temp_file(self, final: Path) -> Path:
-        with _translate(final):
-            fd, name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp",
-                                        dir=self._directory)
-            os.close(fd)
-            # mkstemp creates 0o600; the archive should read like any file the user writes.
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(name, 0o666 & ~umask)
-        return Path(name)
+        # Not mkstemp: its 0o600 would survive the rename. O_CREAT with 0o666 applies the
+        # umask like any file the user writes, without touching the process-wide umask.
+        for _ in range(100):
+            temp = self._directory / f".{final.name}.{uuid.uuid4().hex[:12]}.tmp"
+            try:
+                os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise OutputError(f"{temp}: cannot write archive ({exc.strerror})") from exc
+            return temp
+        raise OutputError(f"{self._directory}: cannot create a temporary archive name")
 
     def _pack(self, root: Path, dest: Path) -> None:
         with _translate(dest), dest.open("wb") as raw, self._compressed(raw) as stream, \
