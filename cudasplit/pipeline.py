@@ -542,9 +542,11 @@ class SplitRun:
             assert self.sink is not None and self.ruleset is not None
             # Entries with a "stubs" component are stubs anyway; the stubs output is the
             # rest. Both are known before any member arrives.
+            stubs_root = ((self.sink.output_root("stubs"),)
+                          if self.allowed is None or "stubs" in self.allowed else ())
             policy = replace(
                 self.options.runpath,
-                stub_dirs=(*self.options.runpath.stub_dirs, self.sink.output_root("stubs")),
+                stub_dirs=(*self.options.runpath.stub_dirs, *stubs_root),
                 append=self.options.runpath.append + self.ruleset.package.runpath_append)
             self.static_ctx = _RunpathContext(
                 policy, {}, {}, index_library_paths(policy.library_paths),

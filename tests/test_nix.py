@@ -272,9 +272,6 @@ def test_cross_output_links_both_ways_are_a_nix_cycle(nix: Nix, nix_tarball: Pat
     assert str(outputs["lib"]) not in nix.references(str(outputs["static"]))
 
 
-@pytest.mark.xfail(strict=True, reason="pipeline._static_context calls sink.output_root('stubs') "
-                   "even when the outputs have no stubs: OutputError 'no directory configured "
-                   "for output stubs' (since 42c3256); remove this mark once fixed")
 def test_outputs_the_derivation_lacks_fall_back_to_out(nix: Nix, nix_tarball: Path) -> None:
     """cuDNN-style: no stubs/include/dev outputs; their content goes to out, and out (which
     propagates the others) is still referenced by none of them."""
