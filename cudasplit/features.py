@@ -347,11 +347,14 @@ def features_for_manifest(
     packages: Iterable[str] | None = None,
     jobs: int = 0,
     extended: bool = False,
-    executor: str = "thread",
+    executor: str = "auto",
 ) -> FeatureReport:
     """Scan every selected tarball found in ``tarball_dir`` concurrently (``jobs`` at a time).
 
-    ``executor``: ``"thread"`` or ``"process"`` (see docs-manifests.md for the measurements).
+    ``executor``: ``"process"``, ``"thread"`` or ``"auto"`` (processes when more than one
+    tarball is scanned at once). Processes were measured to scale (8 tarballs on 16 cores:
+    4.05 s -> 0.57 s with 8 workers) where threads stall at about 2x (3.59 s -> 1.67 s):
+    liblzma drops the GIL, but tar header parsing and member bookkeeping are Python code.
     Missing tarballs and unreadable ones are results, not exceptions.
     """
     artifacts = select_artifacts(manifest, platforms=platforms, cuda_variants=cuda_variants,
@@ -361,7 +364,10 @@ def features_for_manifest(
     workers = jobs if jobs > 0 else max(1, len(os.sched_getaffinity(0)))
     scanned: dict[int, FeatureResult] = {}
     if todo:
-        with _executor(executor, min(workers, len(todo))) as pool:
+        workers = min(workers, len(todo))
+        if executor == "auto":
+            executor = "process" if workers > 1 else "thread"
+        with _executor(executor, workers) as pool:
             futures = [pool.submit(_scan_one, a, p, extended) for a, p in todo]
             for (a, _), future in zip(todo, futures, strict=True):
                 scanned[id(a)] = future.result()
@@ -375,4 +381,4 @@ def _executor(kind: str, workers: int) -> Executor:
         return ThreadPoolExecutor(max_workers=workers)
     if kind == "process":
         return ProcessPoolExecutor(max_workers=workers)
-    raise ValueError(f"executor must be 'thread' or 'process', not {kind!r}")
+    raise ValueError(f"executor must be 'auto', 'thread' or 'process', not {kind!r}")

@@ -223,7 +223,7 @@ def _entry(rel: str, path: Path) -> dict[str, str]:
             "md5": hashlib.md5(data).hexdigest(), "size": str(len(data))}
 
 
-@pytest.mark.parametrize("executor", ["thread", "process"])
+@pytest.mark.parametrize("executor", ["thread", "process", "auto"])
 def test_manifest_features_and_missing(release: tuple[Path, Path, dict[str, Any]],
                                        executor: str) -> None:
     manifest_path, tarballs, expected = release
