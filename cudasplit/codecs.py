@@ -428,11 +428,12 @@ class _BlockPipeline:
                 for chunk in self._tasks[index]():
                     if not self._put(slot, chunk):
                         return
-            except Exception as exc:  # handed to the reader, raised there in stream order
+            except BaseException as exc:  # handed to the reader, raised there in stream order
                 slot.error = exc
-            with self._cond:
-                slot.done = True
-                self._cond.notify_all()
+            finally:  # whatever happened, the reader must not wait for this block forever
+                with self._cond:
+                    slot.done = True
+                    self._cond.notify_all()
 
     # reader side -------------------------------------------------------------------
 
@@ -609,8 +610,6 @@ class _ChunkReader(io.RawIOBase):
         while self._pos >= len(self._buf):
             try:
                 chunk = next(self._chunks, None)
-            except CorruptArchiveError:
-                raise
             except SourceError:
                 raise
             except CODEC_ERRORS as exc:
