@@ -169,7 +169,8 @@ def plan(files: dict[str, Path]) -> list[tuple[str, list[str]]]:
         ("cudasplit jobs=2 (-9, 192 MiB blocks)", [*py, "inproc", big, "2"]),
         ("cudasplit external jobs=2 (-9, 192 MiB blocks)", [*py, "external", big, "2"]),
         ("zstd -dc", ["zstd", "-dcq", zst]),
-        ("cudasplit in-process zstd", [*py, "inproc", zst, "1"]),
+        ("cudasplit in-process zstd jobs=1", [*py, "inproc", zst, "1"]),
+        ("cudasplit in-process zstd jobs=2 (read-ahead thread)", [*py, "inproc", zst, "2"]),
         ("cudasplit external zstd", [*py, "external", zst, "1"]),
     ]
 

@@ -674,32 +674,45 @@ def _use_external(codec: Codec, external: bool | None) -> bool:
     return external
 
 
+def _threaded_reader(tasks: Sequence[Callable[[], Iterator[bytes]]], source: str, jobs: int,
+                     read_ahead: int) -> _ChunkReader:
+    pipeline = _BlockPipeline(tasks, jobs, read_ahead)
+    return _ChunkReader(pipeline.chunks(), source, on_close=pipeline.close)
+
+
 def _xz_reader(fh: IO[bytes], source: str, jobs: int, read_ahead: int,
-               background: bool | None) -> _ChunkReader:
+               threaded: bool) -> _ChunkReader:
     fd = fh.fileno()
     streams = read_xz_layout(fd, os.fstat(fd).st_size, source=source)
     blocks = [(s, b) for s in streams for b in s.blocks]
-    threaded = background if background is not None else (jobs > 1 and len(blocks) > 1)
     log.debug("%s: %d xz streams, %d blocks, %s", source, len(streams), len(blocks),
               f"{jobs} decoder threads" if threaded else "decoding in the caller's thread")
     if not threaded:
         return _ChunkReader(_xz_sequential_chunks(fd, streams, source), source)
     tasks = [functools.partial(_xz_block_chunks, fd, s, b, source) for s, b in blocks]
-    pipeline = _BlockPipeline(tasks, jobs, read_ahead)
-    return _ChunkReader(pipeline.chunks(), source, on_close=pipeline.close)
+    return _threaded_reader(tasks, source, jobs, read_ahead)
 
 
 def _in_process_reader(fh: IO[bytes], codec: Codec, source: str, jobs: int,
                        read_ahead: int, background: bool | None) -> _ChunkReader:
+    # With jobs > 1 decoding happens in worker threads even when it cannot be split (one
+    # xz block, zstd, gzip): the caller's own work on the tar stream then overlaps with the
+    # decoder (which releases the GIL) instead of alternating with it.
+    threaded = background if background is not None else jobs > 1
     if codec is Codec.XZ:
-        return _xz_reader(fh, source, jobs, read_ahead, background)
+        return _xz_reader(fh, source, jobs, read_ahead, threaded)
+    chunks: Callable[[], Iterator[bytes]]
     if codec is Codec.GZIP:
-        return _ChunkReader(_gzip_chunks(fh), source)
-    if codec is Codec.BZIP2:
-        return _ChunkReader(_bz2_chunks(fh, source), source)
-    if codec is Codec.ZSTD:
-        return _ChunkReader(_zstd_chunks(fh, source), source)
-    return _ChunkReader(_plain_chunks(fh), source)
+        chunks = functools.partial(_gzip_chunks, fh)
+    elif codec is Codec.BZIP2:
+        chunks = functools.partial(_bz2_chunks, fh, source)
+    elif codec is Codec.ZSTD:
+        chunks = functools.partial(_zstd_chunks, fh, source)
+    else:
+        chunks = functools.partial(_plain_chunks, fh)
+    if threaded:
+        return _threaded_reader([chunks], source, 1, read_ahead)
+    return _ChunkReader(chunks(), source)
 
 
 def _external_reader(fh: IO[bytes], codec: Codec, path: Path, source: str,
@@ -735,9 +748,9 @@ def open_decompressed(
     ``< 1`` means one per CPU.  ``external``: True pipes through the system ``xz``/``zstd``
     (falling back to in-process when the binary is absent), False never does, None picks
     what measured fastest.  ``read_ahead``: bytes of decoded output the threaded xz decoder
-    may buffer.  ``background``: decode .xz in worker threads even with ``jobs=1`` or a
-    single block (True) or never (False); None means "when ``jobs > 1`` and there are at
-    least two blocks".
+    may buffer.  ``background``: decode in worker threads (a read-ahead thread for codecs
+    that cannot be split) even with ``jobs=1`` (True) or never (False); None means
+    "when ``jobs > 1``".
     """
     source = str(path)
     jobs = _normalise_jobs(jobs)

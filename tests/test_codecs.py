@@ -370,10 +370,18 @@ def test_external_falls_back_without_binary(tmp_path: Path,
     assert read_all(path, jobs=2, external=True) == DATA
 
 
+@pytest.fixture(scope="module")
+def big_xz(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes]:
+    """Enough blocks that the decoders are still busy when the reader closes."""
+    big = payload(2_000_000, seed=1)
+    path = tmp_path_factory.mktemp("big") / "big.xz"
+    path.write_bytes(xz_multiblock(big, 100_000, preset=0)[0])
+    return path, big
+
+
 @pytest.mark.parametrize("mode", MODES)
-def test_close_mid_stream_cleans_up(tmp_path: Path, mode: dict[str, object]) -> None:
-    big = payload(3_000_000, seed=1)
-    path = write(tmp_path, "big.xz", xz_multiblock(big, 100_000, preset=0)[0])
+def test_close_mid_stream_cleans_up(big_xz: tuple[Path, bytes], mode: dict[str, object]) -> None:
+    path, big = big_xz
     before = set(child_pids())
     with open_decompressed(path, **mode) as fh:  # type: ignore[arg-type]
         assert fh.read(150_000) == big[:150_000]
