@@ -26,7 +26,7 @@ from .pipeline import Progress, SplitOptions
 from .report import Report
 from .rules import build_ruleset, load_ruleset, read_rule_file
 from .runpath import DEFAULT_DRIVER_LINK, RunpathPolicy
-from .sources import parse_top_dir
+from .sources import DEFAULT_MAX_RATIO, DEFAULT_MAX_TOTAL_BYTES, parse_top_dir
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -56,6 +56,21 @@ def _outputs(value: str | None) -> tuple[str, ...] | None:
     return names
 
 
+_SIZE_SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _size(value: str | None) -> int:
+    """``--max-size``: ``123``, ``64G``, ``512MiB`` -> bytes."""
+    if value is None:
+        return DEFAULT_MAX_TOTAL_BYTES
+    text = value.strip().upper().removesuffix("IB").removesuffix("B")
+    number, suffix = (text[:-1], text[-1]) if text[-1:].isalpha() else (text, "")
+    if suffix not in _SIZE_SUFFIXES or not number.isdigit():
+        raise click.BadParameter(f"{value!r} is not a size (e.g. 8589934592, 512M, 64G)",
+                                 param_hint="--max-size")
+    return int(number) * _SIZE_SUFFIXES[suffix]
+
+
 def common_options(func: F) -> F:
     """Options that decide classification (shared by split, inspect and explain)."""
     for decorator in reversed([
@@ -65,6 +80,10 @@ def common_options(func: F) -> F:
                      "<pname>-<platform>-<version>)."),
         click.option("--outputs", help="Comma-separated outputs to produce; the others fall back "
                      "(include -> dev -> out, others -> out)."),
+        click.option("--max-size", metavar="SIZE", help="Refuse an archive whose members expand "
+                     "beyond SIZE (bytes, or K/M/G/T; default 64G): decompression bomb guard."),
+        click.option("--max-ratio", type=float, metavar="N", help="Refuse an archive that expands "
+                     "more than N times its file size (default 200; counted past 16 MiB)."),
     ]):
         func = decorator(func)
     return func
@@ -113,6 +132,8 @@ def _options(kw: dict[str, Any], *, dry_run: bool = False) -> SplitOptions:
         rules_files=tuple(kw.get("rules_files", ())),
         jobs=int(kw.get("jobs") or 0),
         overwrite=bool(kw.get("overwrite")),
+        max_total_bytes=_size(kw.get("max_size")),
+        max_ratio=kw.get("max_ratio") or DEFAULT_MAX_RATIO,
         nix_markers=bool(kw.get("nix_support")),
         cuda_major=kw.get("cuda_major"),
     )

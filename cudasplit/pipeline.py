@@ -35,7 +35,14 @@ from .runpath import (
     plan_runpath,
 )
 from .sinks.base import Sink
-from .sources import Source, member_parent, open_source
+from .sources import (
+    DEFAULT_MAX_RATIO,
+    DEFAULT_MAX_TOTAL_BYTES,
+    Limits,
+    Source,
+    member_parent,
+    open_source,
+)
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +80,8 @@ class SplitOptions:
     cuda_major: str | None = None               # lift lib/<major>/; default: the _cudaNN suffix
     progress: Callable[[Progress], None] | None = None  # called after every member
     nix_markers: bool = False                   # write nix-support/ files (see nixsupport.py)
+    max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES  # bomb guard: expanded bytes (--max-size)
+    max_ratio: float = DEFAULT_MAX_RATIO        # bomb guard: expanded/compressed (--max-ratio)
 
     def effective_jobs(self) -> int:
         if self.jobs > 0:
@@ -218,7 +227,7 @@ class SplitRun:
         elif member.type is MemberType.SYMLINK:
             self.symlinks.append((member, record))
         elif member.type is MemberType.HARDLINK:
-            self.hardlinks.append((member, record))
+            self._defer_hardlink(member, record)
         elif decision.output is None:
             record.dest, record.note = None, "dropped by rule"
         else:
@@ -352,6 +361,16 @@ class SplitRun:
         self._place_pc_aliases()
         self._place_extra_links()
 
+    def _defer_hardlink(self, member: Member, record: MemberRecord) -> None:
+        """Tar semantics: a hard link names an *earlier* file. Links are placed at the end, so
+        without this check a link to itself, to a later member or to a symlink could resolve."""
+        if member.link in self.placed:
+            self.hardlinks.append((member, record))
+            return
+        record.dest = None
+        self._warn("dangling-hardlink", member.path,
+                   f"hard link to {member.link!r}, which is not an earlier placed file; skipped")
+
     def _place_hardlink(self, member: Member, record: MemberRecord) -> None:
         assert self.ruleset is not None and member.link is not None
         source = self.placed.get(member.link)
@@ -380,6 +399,11 @@ class SplitRun:
 
     def _place_symlink(self, member: Member, record: MemberRecord) -> None:
         assert member.link is not None and record.dest is not None
+        clash = self._symlink_clash(member.path)
+        if clash is not None:
+            record.dest = None
+            self._problem(clash[0], member.path, clash[1])
+            return
         target = self._resolve(member.path, set())
         if target is None:
             record.dest = None
@@ -405,14 +429,33 @@ class SplitRun:
         if isinstance(target, _Placed):
             self.placed[member.path] = _Placed(target.output, record.dest, Kind.SYMLINK, None)
 
+    def _symlink_clash(self, path: str) -> tuple[str, str] | None:
+        """Files win over symlinks of the same name, and no symlink is placed below another:
+        creating it would replace earlier members or be written through the other link."""
+        placed = self.placed.get(path)
+        if (placed is not None and placed.kind is not Kind.SYMLINK) or path in self.dir_outputs:
+            return ("duplicate-member",
+                    "a file or directory of the same name came first; symlink skipped")
+        parent = member_parent(path)
+        while parent:
+            if self._symlink_target(parent) is not None:
+                return "under-symlink", f"lies below the symlink {parent!r}; skipped"
+            parent = member_parent(parent)
+        return None
+
     def _link_text(self, original: str, link_dest: str, immediate: str) -> str:
-        """Keep the archive's relative text unless normalisation moved one side."""
+        """Keep the archive's relative text unless normalisation moved one side.
+
+        Only canonical text is kept: the kernel resolves ``a/../b`` through ``a``'s target
+        when ``a`` is a symlink, so ``up/../..`` can climb further than ``normpath`` says.
+        """
         assert self.ruleset is not None
         immediate_dest = self._normalise(immediate)[0] or immediate
         link_dir = member_parent(link_dest)
-        if posixpath.normpath(posixpath.join(link_dir, original)) == immediate_dest:
+        if (_canonical_link(original)
+                and posixpath.normpath(posixpath.join(link_dir, original)) == immediate_dest):
             return original
-        return posixpath.relpath(immediate_dest, link_dir or ".")
+        return posixpath.relpath(immediate_dest or ".", link_dir or ".")
 
     def _resolve(self, path: str, seen: set[str]) -> _Placed | set[str] | None:
         """Follow symlinks inside the archive namespace: a placed file, a dir's outputs, or None."""
@@ -652,6 +695,14 @@ def _join_link(link_path: str, target: str) -> str | None:
     return joined
 
 
+def _canonical_link(text: str) -> bool:
+    """``../../a/b``: every ``..`` leads, no ``.`` or empty component follows."""
+    parts = text.split("/")
+    while parts and parts[0] == "..":
+        parts.pop(0)
+    return all(p not in ("", ".", "..") for p in parts)
+
+
 # -- public entry points ---------------------------------------------------------------------
 
 
@@ -660,7 +711,8 @@ def split(source: str | os.PathLike[str] | Source, sink: Sink | None, *,
     """Split ``source`` into ``sink`` (``None``: plan only, write nothing)."""
     opts = options or SplitOptions()
     if isinstance(source, (str, os.PathLike)):
-        source = open_source(source, package=opts.package, jobs=opts.effective_jobs())
+        source = open_source(source, package=opts.package, jobs=opts.effective_jobs(),
+                             limits=Limits(opts.max_total_bytes, opts.max_ratio))
     if opts.dry_run:
         sink = None
     return SplitRun(source, sink, opts).run()

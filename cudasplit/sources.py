@@ -11,6 +11,7 @@ import contextlib
 import os
 import re
 import stat
+import struct
 import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,10 +19,31 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Protocol, cast
 
 from .codecs import open_decompressed
-from .errors import CorruptArchiveError, SourceError, UnsafeMemberError
+from .errors import CorruptArchiveError, LimitExceededError, SourceError, UnsafeMemberError
 from .model import Member, MemberType, PackageId
 
 HEAD_SIZE = 4096
+
+# Names a genuine redistributable never comes near (its longest paths are ~200 bytes, ~12
+# levels deep). Refusing beyond them keeps hostile names from reaching the filesystem as
+# ENAMETOOLONG or from recursing in ``Path.mkdir(parents=True)``.
+MAX_COMPONENT_BYTES = 255   # NAME_MAX on Linux
+MAX_PATH_BYTES = 1024
+MAX_DEPTH = 64
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+# Decompression bomb guard defaults (``--max-size`` / ``--max-ratio`` raise them). The ratio
+# only counts once the archive has expanded past ``RATIO_GRACE``: tiny archives of small
+# files have high ratios without being dangerous.
+DEFAULT_MAX_TOTAL_BYTES = 64 << 30
+DEFAULT_MAX_RATIO = 200.0
+RATIO_GRACE = 16 << 20
+
+# What tarfile (and the codec stream under it) raises for damaged input besides TarError:
+# bogus pax numbers reach ``int()`` (ValueError), names can fail to decode (UnicodeError).
+_TAR_ERRORS: tuple[type[BaseException], ...] = (
+    tarfile.TarError, EOFError, OSError, ValueError, ArithmeticError, struct.error,
+)
 
 PLATFORMS = (
     "linux-x86_64", "linux-sbsa", "linux-aarch64", "linux-ppc64le", "windows-x86_64",
@@ -57,14 +79,72 @@ def normalise_member_path(raw: str, *, source: str) -> str:
     Absolute paths and ``..`` components are refused rather than "fixed": an archive that
     contains them is not a genuine NVIDIA redistributable, and guessing would hide an attack.
     """
-    if "\x00" in raw:
-        raise UnsafeMemberError("name contains a NUL byte", source=source, member=raw)
+    check_text(raw, source=source, what="name")
     if raw.startswith("/"):
         raise UnsafeMemberError("absolute path", source=source, member=raw)
     parts = [p for p in raw.split("/") if p not in ("", ".")]
     if ".." in parts:
         raise UnsafeMemberError("path climbs with '..'", source=source, member=raw)
+    if len(parts) > MAX_DEPTH:
+        raise UnsafeMemberError(f"path too deep (more than {MAX_DEPTH} levels)", source=source,
+                                member=_short(raw))
+    if (len(raw.encode()) > MAX_PATH_BYTES
+            or any(len(p.encode()) > MAX_COMPONENT_BYTES for p in parts)):
+        raise UnsafeMemberError("name too long", source=source, member=_short(raw))
     return "/".join(parts)
+
+
+def check_text(raw: str, *, source: str, what: str, member: str | None = None) -> None:
+    """Refuse a name or link target with NUL, control characters or invalid UTF-8.
+
+    tarfile decodes names with ``surrogateescape``; such names cannot be printed or put in
+    the JSON report faithfully, and a newline would forge lines in every line-based listing.
+    """
+    shown = _short(member if member is not None else raw)
+    if "\x00" in raw:
+        raise UnsafeMemberError(f"{what} contains a NUL byte", source=source, member=shown)
+    if _CONTROL.search(raw):
+        raise UnsafeMemberError(f"{what} contains a control character", source=source,
+                                member=shown)
+    try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UnsafeMemberError(f"{what} is not valid UTF-8", source=source,
+                                member=shown) from None
+
+
+def _short(name: str) -> str:
+    """Keep error messages one short line even for 100 KB names."""
+    return name if len(name) <= 120 else name[:100] + "..." + name[-16:]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Decompression bomb guard: bytes the members may expand to, absolute and per input byte.
+
+    Sizes are charged from the headers, before a member's data is read, so nothing of a
+    member that would cross a limit is written. Hard links count again (they may be copied
+    between outputs), GNU sparse members count with their expanded size.
+    """
+
+    max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES
+    max_ratio: float = DEFAULT_MAX_RATIO
+
+
+class _StrictTarInfo(tarfile.TarInfo):
+    """A damaged header after the first reads as a clean end of archive in ``tarfile`` (the
+    members behind it silently vanish); raising a plain TarError here lets ``next()`` pass it
+    through instead."""
+
+    @classmethod
+    def fromtarfile(cls, tarfile_: tarfile.TarFile) -> _StrictTarInfo:
+        try:
+            return super().fromtarfile(tarfile_)
+        except tarfile.EmptyHeaderError as exc:  # type: ignore[attr-defined]
+            raise tarfile.ReadError("no end-of-archive marker (truncated)") from exc
+        except (tarfile.InvalidHeaderError,  # type: ignore[attr-defined]
+                tarfile.TruncatedHeaderError) as exc:  # type: ignore[attr-defined]
+            raise tarfile.ReadError(f"damaged header ({exc})") from exc
 
 
 class Source(Protocol):
@@ -126,13 +206,17 @@ class _TopDir:
 class TarSource:
     """A (compressed) tarball, streamed in one pass."""
 
-    def __init__(self, path: Path, *, package: PackageId | None = None, jobs: int = 1) -> None:
+    def __init__(self, path: Path, *, package: PackageId | None = None, jobs: int = 1,
+                 limits: Limits | None = None) -> None:
         self.path = path
         self.description = str(path)
         self.jobs = jobs
         self._override = package
         self._package: PackageId | None = package
         self.last_good_member: str | None = None
+        self.limits = limits or Limits()
+        self._expanded = 0
+        self._sizes: dict[str, int] = {}  # member path -> size, to charge hard links
 
     @property
     def package(self) -> PackageId:
@@ -144,9 +228,12 @@ class TarSource:
     def members(self) -> Iterator[tuple[Member, BinaryIO | None]]:
         with open_decompressed(self.path, jobs=self.jobs) as stream:
             try:
-                archive = tarfile.open(fileobj=stream, mode="r|", errorlevel=2)  # noqa: SIM115
-            except tarfile.TarError as exc:
-                raise CorruptArchiveError(f"not a readable tar stream ({exc})",
+                archive = tarfile.open(fileobj=stream, mode="r|",  # noqa: SIM115
+                                       errorlevel=2, tarinfo=_StrictTarInfo)
+            except CorruptArchiveError as exc:
+                raise self._located(exc) from exc
+            except _TAR_ERRORS as exc:
+                raise CorruptArchiveError(f"not a readable tar stream{self._after()} ({exc})",
                                           source=self.description) from exc
             with archive:
                 yield from self._iterate(archive)
@@ -158,6 +245,7 @@ class TarSource:
             if info is None:
                 return
             raw_path = normalise_member_path(info.name, source=self.description)
+            self._charge(info, raw_path)
             if not top.decided:
                 self._decide_top(top, raw_path)
             path = top.strip(raw_path, source=self.description)
@@ -168,11 +256,51 @@ class TarSource:
     def _next(self, archive: tarfile.TarFile) -> tarfile.TarInfo | None:
         try:
             return archive.next()
-        except (tarfile.TarError, EOFError, OSError) as exc:
-            after = (f" after member {self.last_good_member!r}" if self.last_good_member
-                     else " before the first member")
-            raise CorruptArchiveError(f"corrupt or truncated tar data{after} ({exc})",
+        except CorruptArchiveError as exc:  # from the codec, while tarfile skipped data
+            raise self._located(exc) from exc
+        except _TAR_ERRORS as exc:
+            raise CorruptArchiveError(f"corrupt or truncated tar data{self._after()} ({exc})",
                                       source=self.description) from exc
+
+    def _after(self) -> str:
+        return (f" after member {self.last_good_member!r}" if self.last_good_member
+                else " before the first member")
+
+    def _located(self, exc: CorruptArchiveError) -> CorruptArchiveError:
+        """The codec's error, naming the last good member (the codec cannot know it)."""
+        message = str(exc).removeprefix(f"{self.description}: ")
+        return CorruptArchiveError(f"{message}{self._after()}", source=self.description)
+
+    def _charge(self, info: tarfile.TarInfo, path: str) -> None:
+        """Count a member against the bomb limits before any of its data is read."""
+        if info.isreg():
+            size = max(info.size, 0)
+            self._sizes[path] = size
+        elif info.islnk():
+            size = self._sizes.get(normalise_member_path(info.linkname,
+                                                         source=self.description), 0)
+        else:
+            return
+        self._expanded += size
+        limits = self.limits
+        if self._expanded > limits.max_total_bytes:
+            raise LimitExceededError(
+                f"archive expands to more than {limits.max_total_bytes} bytes "
+                "(decompression bomb guard; raise it with --max-size)",
+                source=self.description, member=_short(info.name))
+        if self._expanded > RATIO_GRACE:
+            ratio = self._expanded / max(self._compressed_size(), 1)
+            if ratio > limits.max_ratio:
+                raise LimitExceededError(
+                    f"archive expands {ratio:.0f} times its size, more than {limits.max_ratio:g} "
+                    "(decompression bomb guard; raise it with --max-ratio)",
+                    source=self.description, member=_short(info.name))
+
+    def _compressed_size(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except OSError:
+            return 0
 
     def _decide_top(self, top: _TopDir, first: str) -> None:
         top.decided = True
@@ -198,6 +326,11 @@ class TarSource:
         if info.isdir():
             return Member(path, MemberType.DIR, mode, 0, None, int(info.mtime)), None
         if info.issym():
+            check_text(info.linkname, source=self.description, what="link target",
+                       member=info.name)
+            if len(info.linkname.encode()) > MAX_PATH_BYTES:  # resolving it costs O(length^2)
+                raise UnsafeMemberError("link target too long", source=self.description,
+                                        member=_short(info.name))
             return Member(path, MemberType.SYMLINK, mode, 0, info.linkname, int(info.mtime)), None
         if info.islnk():
             target = normalise_member_path(info.linkname, source=self.description)
@@ -209,7 +342,9 @@ class TarSource:
     def _read_head(self, raw: BinaryIO, name: str) -> bytes:
         try:
             return raw.read(HEAD_SIZE)
-        except (tarfile.TarError, EOFError, OSError) as exc:
+        except CorruptArchiveError as exc:
+            raise _in_member(exc, self.description, name) from exc
+        except _TAR_ERRORS as exc:
             raise CorruptArchiveError(f"truncated member data ({exc})", source=self.description,
                                       member=name) from exc
 
@@ -225,9 +360,19 @@ class _Guarded:
     def read(self, n: int = -1) -> bytes:
         try:
             return self._raw.read(n)
-        except (tarfile.TarError, EOFError, OSError) as exc:
+        except CorruptArchiveError as exc:
+            raise _in_member(exc, self._source.description, self._name) from exc
+        except _TAR_ERRORS as exc:
             raise CorruptArchiveError(f"truncated member data ({exc})",
                                       source=self._source.description, member=self._name) from exc
+
+
+def _in_member(exc: CorruptArchiveError, source: str, name: str) -> CorruptArchiveError:
+    """A codec error raised while a member's data was read: name that member."""
+    if exc.member is not None:
+        return exc
+    message = str(exc).removeprefix(f"{source}: ")
+    return CorruptArchiveError(message, source=source, member=name)
 
 
 class DirectorySource:
@@ -263,10 +408,13 @@ class DirectorySource:
         self, rel: str, inodes: dict[tuple[int, int], str]
     ) -> Iterator[tuple[Member, BinaryIO | None]]:
         full = self.root / rel
+        check_text(rel, source=self.description, what="name")  # same rules as for tarballs
         st = full.lstat()
         mode, mtime = stat.S_IMODE(st.st_mode), int(st.st_mtime)
         if stat.S_ISLNK(st.st_mode):
-            yield Member(rel, MemberType.SYMLINK, mode, 0, os.readlink(full), mtime), None
+            target = os.readlink(full)
+            check_text(target, source=self.description, what="link target", member=rel)
+            yield Member(rel, MemberType.SYMLINK, mode, 0, target, mtime), None
         elif stat.S_ISDIR(st.st_mode):
             yield Member(rel, MemberType.DIR, mode, 0, None, mtime), None
         elif stat.S_ISREG(st.st_mode):
@@ -307,14 +455,14 @@ def _find_top(path: Path) -> Path:
 
 
 def open_source(path: str | os.PathLike[str], *, package: PackageId | None = None,
-                jobs: int = 1) -> Source:
+                jobs: int = 1, limits: Limits | None = None) -> Source:
     """A tarball (recognised by magic bytes in the codec layer) or an unpacked directory."""
     p = Path(path)
     if p.is_dir():
         return DirectorySource(p, package=package)
     if not p.exists():
         raise SourceError("no such file or directory", source=str(p))
-    return TarSource(p, package=package, jobs=jobs)
+    return TarSource(p, package=package, jobs=jobs, limits=limits)
 
 
 def member_parent(path: str) -> str:

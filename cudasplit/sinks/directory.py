@@ -36,6 +36,9 @@ class DirectorySink:
         self._staging: Path | None = None
         self._created: list[str] = []
         self._made_parent: Path | None = None  # removed again by abort() if still empty
+        # Once a symlink exists in the tree, parents are checked before every write; a fresh
+        # staging dir holds none, an unstaged root (Nix mode, --overwrite) may already.
+        self._check_parents = staging_parent is None
         self._check_roots(staged=staging_parent is not None)
         if staging_parent is not None:
             self._staging = _make_staging(staging_parent)
@@ -74,7 +77,7 @@ class DirectorySink:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "wb") as fh:
                 shutil.copyfileobj(stream, fh, COPY_CHUNK)
-            os.chmod(path, mode & MODE_MASK)
+                os.fchmod(fd, mode & MODE_MASK)  # the file we created, never a swapped name
         return path
 
     def write_bytes(self, output: str, dest: str, data: bytes, mode: int) -> Path | None:
@@ -83,7 +86,7 @@ class DirectorySink:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
-            os.chmod(path, mode & MODE_MASK)
+                os.fchmod(fd, mode & MODE_MASK)
         return path
 
     def make_dir(self, output: str, dest: str, mode: int) -> None:
@@ -95,11 +98,13 @@ class DirectorySink:
 
     def make_symlink(self, output: str, dest: str, target: str) -> None:
         path = self._prepare(output, dest)
+        self._check_parents = True
         with _translate(path):
             os.symlink(target, path)
 
     def make_hardlink(self, output: str, dest: str, src_output: str, src_dest: str) -> None:
         source = safe_join(self._work_root(src_output), src_dest)
+        self._refuse_links_above(self._work_root(src_output), source)
         path = self._prepare(output, dest)
         with _translate(path):
             if output == src_output:
@@ -117,13 +122,23 @@ class DirectorySink:
     def finish(self) -> None:
         if self._staging is None:
             return
-        self._check_roots(staged=True)
-        for output in self._created:
-            final = self._final_root(output)
-            if final.exists() and self._overwrite:
-                _remove(final)
-            with _translate(final):
-                os.rename(self._work_root(output), final)
+        moved: list[Path] = []
+        try:
+            self._check_roots(staged=True)
+            for output in self._created:
+                final = self._final_root(output)
+                if final.exists() and self._overwrite:
+                    _remove(final)
+                with _translate(final):
+                    os.rename(self._work_root(output), final)
+                moved.append(final)
+        except BaseException:
+            # All or nothing: outputs already moved would look finished next to missing ones
+            # (the pipeline calls finish() after its own abort handling, so clean up here).
+            for path in moved:
+                shutil.rmtree(path, ignore_errors=True)
+            self.abort()
+            raise
         shutil.rmtree(self._staging, ignore_errors=True)
         self._staging = None
 
@@ -149,14 +164,33 @@ class DirectorySink:
 
     def _prepare(self, output: str, dest: str) -> Path:
         self.ensure_output(output)
-        path = safe_join(self._work_root(output), dest)
+        root = self._work_root(output)
+        path = safe_join(root, dest)
+        self._refuse_links_above(root, path)
         with _translate(path):
-            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except (FileExistsError, NotADirectoryError):
+                raise OutputError(f"{path}: a parent directory is a file written for an earlier "
+                                  "member (the archive names it as file and directory)") from None
+            if os.path.isdir(path) and not os.path.islink(path):
+                raise OutputError(f"{path}: is a directory holding earlier members (the archive "
+                                  "names it as file and directory)")
             if os.path.lexists(path):
                 # A later member of the same name replaces the earlier one (tar semantics);
                 # unlinking first means we never write through a symlink.
                 _remove(path)
         return path
+
+    def _refuse_links_above(self, root: Path, path: Path) -> None:
+        """Never create anything through a symlink, whatever placed it there."""
+        if not self._check_parents:
+            return
+        current = root
+        for part in path.relative_to(root).parts[:-1]:
+            current = current / part
+            if os.path.islink(current):
+                raise OutputError(f"{path}: refusing to write through the symlink {current}")
 
     def _check_roots(self, *, staged: bool) -> None:
         if self._overwrite:
