@@ -101,6 +101,9 @@ def patch_options(func: F) -> F:
                      help="Where to resolve DT_NEEDED names the package does not provide."),
         click.option("--append-runpath", multiple=True, metavar="DIR",
                      help="Extra RUNPATH entry at the end (repeatable)."),
+        click.option("--package-root", multiple=True, metavar="PNAME=DIR",
+                     help="Where another package lives, for @PNAME@ in package rules "
+                     "(libcublas and cudnn append @cuda_nvrtc@/lib). Repeatable."),
         click.option("--keep-runpath", is_flag=True,
                      help="Keep existing absolute RUNPATH entries (stubs entries still go)."),
         click.option("--rpath", is_flag=True, help="Write DT_RPATH instead of DT_RUNPATH."),
@@ -136,7 +139,19 @@ def _options(kw: dict[str, Any], *, dry_run: bool = False) -> SplitOptions:
         max_ratio=kw.get("max_ratio") or DEFAULT_MAX_RATIO,
         nix_markers=bool(kw.get("nix_support")),
         cuda_major=kw.get("cuda_major"),
+        package_roots=_package_roots(kw.get("package_root", ())),
     )
+
+
+def _package_roots(values: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    roots = []
+    for value in values:
+        name, sep, directory = value.partition("=")
+        if not sep or not name or not directory.startswith("/"):
+            raise click.BadParameter(f"{value!r}: expected PNAME=/absolute/dir",
+                                     param_hint="--package-root")
+        roots.append((name, directory.rstrip("/")))
+    return tuple(roots)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 
 AR_MAGIC = b"!<arch>\n"
 _CUDA_MAJOR_DIR = re.compile(r"^lib/(\d{2})/")
+_PACKAGE_REF = re.compile(r"^@([A-Za-z0-9_.+-]+)@(/.*)?$")
 BUILTIN = "<builtin>"
 
 
@@ -79,6 +80,9 @@ class SplitOptions:
     overwrite: bool = False
     cuda_major: str | None = None               # lift lib/<major>/; default: the _cudaNN suffix
     progress: Callable[[Progress], None] | None = None  # called after every member
+    # Where other packages live, for ``@pname@`` in package rules' runpath_append
+    # (libcublas and cuDNN dlopen NVRTC: ``runpath_append = ["@cuda_nvrtc@/lib"]``).
+    package_roots: tuple[tuple[str, str], ...] = ()
     nix_markers: bool = False                   # write nix-support/ files (see nixsupport.py)
     max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES  # bomb guard: expanded bytes (--max-size)
     max_ratio: float = DEFAULT_MAX_RATIO        # bomb guard: expanded/compressed (--max-ratio)
@@ -145,6 +149,7 @@ class SplitRun:
         self.placed: dict[str, _Placed] = {}           # archive path -> where it went
         self.dir_outputs: dict[str, set[str]] = {}     # archive dir -> outputs with content
         self.occupied: dict[tuple[str, str], str] = {}  # (output, dest) -> archive path
+        self.output_dirs: set[tuple[str, str]] = set()  # (output, dir) holding placed files
         self.symlinks: list[tuple[Member, MemberRecord]] = []
         self.hardlinks: list[tuple[Member, MemberRecord]] = []
         self.elf_jobs: list[_ElfJob] = []
@@ -224,6 +229,9 @@ class SplitRun:
         elif member.type is MemberType.DIR or dest is None:
             record.rule, record.dest = f"{BUILTIN}:directory", None
             record.note = "directories are created where their content lands"
+        elif decision.output is None and decision.rule_obj is not None:
+            # An explicit drop rule wins over link placement too (tensorrt's bin -> targets/…).
+            record.dest, record.note = None, "dropped by rule"
         elif member.type is MemberType.SYMLINK:
             self.symlinks.append((member, record))
         elif member.type is MemberType.HARDLINK:
@@ -279,6 +287,10 @@ class SplitRun:
     def _remember(self, path: str, placed: _Placed) -> None:
         self.placed[path] = placed
         self.occupied[(placed.output, placed.dest)] = path
+        parent = member_parent(placed.dest)
+        while parent and (placed.output, parent) not in self.output_dirs:
+            self.output_dirs.add((placed.output, parent))
+            parent = member_parent(parent)
         if placed.kind is not Kind.SYMLINK:
             key = (placed.output, member_parent(placed.dest))
             self.own_names.setdefault(key, set()).add(posixpath.basename(placed.dest))
@@ -422,6 +434,11 @@ class SplitRun:
             f"; also in {', '.join(outputs[1:])}" if len(outputs) > 1 else "")
         for output in outputs:
             if (output, record.dest) in self.occupied:
+                continue
+            if (output, record.dest) in self.output_dirs:
+                # A real directory of that name holds files there: the link would replace it.
+                self._warn("link-over-directory", member.path,
+                           f"not placed in {output}: a directory of that name holds files")
                 continue
             if self.sink is not None:
                 self.sink.make_symlink(output, record.dest, text)
@@ -590,11 +607,28 @@ class SplitRun:
             policy = replace(
                 self.options.runpath,
                 stub_dirs=(*self.options.runpath.stub_dirs, *stubs_root),
-                append=self.options.runpath.append + self.ruleset.package.runpath_append)
+                append=self.options.runpath.append + self._package_appends())
             self.static_ctx = _RunpathContext(
                 policy, {}, {}, index_library_paths(policy.library_paths),
                 self.ruleset.package.cuda_compat)
         return self.static_ctx
+
+    def _package_appends(self) -> tuple[str, ...]:
+        """Package rules' runpath_append with ``@pname@`` filled from ``package_roots``."""
+        assert self.ruleset is not None
+        roots = dict(self.options.package_roots)
+        entries = []
+        for entry in self.ruleset.package.runpath_append:
+            match = _PACKAGE_REF.match(entry)
+            if match is None:
+                entries.append(entry)
+            elif match[1] in roots:
+                entries.append(roots[match[1]] + match[2])
+            else:
+                self._warn("package-root-missing", None,
+                           f"package rules want {entry!r} in every RUNPATH; pass "
+                           f"--package-root {match[1]}=DIR to add it")
+        return tuple(entries)
 
     def _runpath_context(self) -> _RunpathContext:
         assert self.sink is not None
@@ -643,12 +677,17 @@ class SplitRun:
     # -- checks and completion --------------------------------------------------------------
 
     def _check(self) -> None:
-        if self.options.outputs is not None:
-            for name in self.options.outputs:
+        assert self.ruleset is not None
+        package = self.ruleset.package
+        declared = self.options.outputs or package.outputs or ()
+        # Like Nixpkgs, out and dev may stay empty (they carry nix-support files anyway).
+        exempt = {"out", "dev", *package.optional_outputs}
+        for name in declared:
+            if name not in exempt:
                 rec = self.report.outputs.get(name)
                 if rec is None or rec.files == 0:
                     self._problem("empty-output", None,
-                                  f"requested output {name!r} received no files")
+                                  f"declared output {name!r} received no files")
         for record in self.report.members:
             if record.rule == f"{BUILTIN}:unclaimed":
                 self._problem("unclaimed", record.path,

@@ -31,7 +31,7 @@ RULE_KEYS = frozenset(
 RENAME_KEYS = frozenset({"name", "from", "to", "link_back", "description"})
 PACKAGE_KEYS = frozenset(
     {"outputs", "cuda_compat", "runpath_append", "lift", "description", "stub_links",
-     "pkgconfig_driver_rpath", "pkgconfig_stubs_libdir"}
+     "pkgconfig_driver_rpath", "pkgconfig_stubs_libdir", "optional_outputs"}
 )
 TOP_KEYS = frozenset({"schema", "profile", "package", "rule", "rename"})
 PROFILE_KEYS = frozenset({"name", "description", "outputs"})
@@ -101,6 +101,8 @@ class PackageSettings:
     pkgconfig_driver_rpath: bool = False
     # .pc file-name globs whose libdir points at the stubs output (``cuda-*.pc``).
     pkgconfig_stubs_libdir: tuple[Glob, ...] = ()
+    # Declared outputs that may stay empty (cuda_cupti's static exists on some platforms only).
+    optional_outputs: tuple[str, ...] = ()
 
     def lift_path(self, path: str) -> str | None:
         """``path`` with a lifted directory prefix removed; None when ``path`` is that directory."""
@@ -385,4 +387,6 @@ def _load_package(tables: Sequence[tuple[str, Mapping[str, Any]]]) -> PackageSet
         stub_links=stub_links,
         pkgconfig_driver_rpath=bool(merged.get("pkgconfig_driver_rpath", (None, False))[1]),
         pkgconfig_stubs_libdir=stubs_libdir,
+        optional_outputs=_str_list(merged.get("optional_outputs", (None, []))[1], "[package]",
+                                   "optional_outputs"),
     )

@@ -55,8 +55,17 @@ _TOP_DIR = re.compile(
 )
 
 
+_TENSORRT_TOP_DIR = re.compile(r"^TensorRT-([0-9][0-9.]*[0-9])$")
+
+
 def parse_top_dir(name: str) -> PackageId | None:
-    """``cuda_cudart-linux-x86_64-12.9.79-archive`` -> PackageId; None when it does not fit."""
+    """``cuda_cudart-linux-x86_64-12.9.79-archive`` -> PackageId; None when it does not fit.
+
+    TensorRT's own tarballs use ``TensorRT-<version>`` instead.
+    """
+    tensorrt = _TENSORRT_TOP_DIR.match(name)
+    if tensorrt is not None:
+        return PackageId("tensorrt", None, tensorrt[1])
     match = _TOP_DIR.match(name)
     if match is None:
         return None

@@ -97,7 +97,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path, content: bytes, message: s
 def test_strict_exit_code_1(tmp_path: Path, archive: Path) -> None:
     code, _, stderr = invoke("split", str(archive), "-o", str(tmp_path / "o"), "--no-patch",
                              "--strict", "--outputs", "lib,samples")
-    assert code == 1 and "'samples' received no files" in stderr
+    assert code == 1 and "output 'samples' received no files" in stderr
 
 
 def test_usage_errors_exit_2(tmp_path: Path, archive: Path) -> None:

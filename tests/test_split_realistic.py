@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import SplitOptions, split_to_dir
+from cudasplit import SplitOptions, load_ruleset, split_to_dir
 from cudasplit.report import Report
 from tests.builders import (
     EXPECTED_DEFAULT,
@@ -127,9 +127,14 @@ def test_split_executable_runs_and_searches_the_planned_path(tmp_path: Path,
 
 def test_reference_member_lists_split_as_the_profile_says(reference_trees: dict[str, Path],
                                                           tmp_path: Path) -> None:
+    # The default profile alone (package rules, e.g. nsight_systems' single output, are
+    # tested in test_package_rules.py).
+    default_only = tmp_path / "rules"
+    default_only.mkdir()
+    shutil.copy(Path(load_ruleset("x").files[-1]), default_only / "default.toml")
     for name, top in reference_trees.items():
         out = tmp_path / name
-        report = split_to_dir(top, out, SplitOptions(patch=False))
+        report = split_to_dir(top, out, SplitOptions(patch=False, rules_dir=default_only))
         assert report.package["name"] == name
         expected = expected_outputs(top)
         assert placed(report) == expected, name
@@ -181,3 +186,17 @@ def test_files_needing_only_their_neighbours_are_patched_while_streaming(
         record = report.member(path)
         assert record.patch in ("in-place", "append", "lief", "unchanged", "skipped"), path
     assert report.member("lib/libdemo.so.12.9.79").runpath_after == f"{COMPAT}:{DRIVER}/lib:$ORIGIN"
+
+
+def test_package_root_fills_nvrtc_entry_for_libcublas(tmp_path: Path) -> None:
+    from tests.builders import build_redist_tree
+    top = build_redist_tree(tmp_path / "src", pname="libcublas", version="12.9.1.4",
+                            with_host_target=False, with_nvvm=False)
+    nvrtc = "/nix/store/0123456789abcdfghijklmnpqrsvwxyz-cuda_nvrtc-12.9.86-lib"
+    report = split_to_dir(top, tmp_path / "o", SplitOptions(
+        runpath=_policy(), package_roots=(("cuda_nvrtc", nvrtc),)))
+    after = report.member("lib/libdemo.so.12.9.1.4").runpath_after or ""
+    assert after.endswith(f":$ORIGIN:{nvrtc}/lib")
+    report = split_to_dir(top, tmp_path / "o2", SplitOptions(runpath=_policy()))
+    assert "@" not in (report.member("lib/libdemo.so.12.9.1.4").runpath_after or "")
+    assert [w.code for w in report.warnings] == ["package-root-missing"]
