@@ -23,6 +23,7 @@ from .errors import CorruptArchiveError, LimitExceededError, SourceError, Unsafe
 from .model import Member, MemberType, PackageId
 
 HEAD_SIZE = 4096
+TAR_BUFFER = 1 << 20
 
 # Names a genuine redistributable never comes near (its longest paths are ~200 bytes, ~12
 # levels deep). Refusing beyond them keeps hostile names from reaching the filesystem as
@@ -237,8 +238,11 @@ class TarSource:
     def members(self) -> Iterator[tuple[Member, BinaryIO | None]]:
         with open_decompressed(self.path, jobs=self.jobs) as stream:
             try:
+                # tarfile's default buffer is one 10 KiB record: ~100 Python-level reads
+                # per MiB. 1 MiB buffers make its overhead vanish next to decompression.
                 archive = tarfile.open(fileobj=stream, mode="r|",  # noqa: SIM115
-                                       errorlevel=2, tarinfo=_StrictTarInfo)
+                                       errorlevel=2, tarinfo=_StrictTarInfo,
+                                       bufsize=TAR_BUFFER)
             except CorruptArchiveError as exc:
                 raise self._located(exc) from exc
             except _TAR_ERRORS as exc:
