@@ -388,6 +388,10 @@ def rules_check(files: Sequence[str]) -> None:
 
 def run() -> None:
     """Console entry point: click's standalone mode, but Ctrl-C exits 130 (documented)."""
+    # The decoder thread hands over a chunk every few ms; with the default 5 ms switch
+    # interval it can sit waiting for the GIL while the writer runs Python code. A shorter
+    # interval measured ~2-3% faster end to end on single-block xz (the decode-bound case).
+    sys.setswitchinterval(0.0005)
     try:
         main.main(prog_name="cudasplit", standalone_mode=False)
     except click.exceptions.Abort:
