@@ -30,7 +30,8 @@ GPU = REPO / ".gpu"
 WHEELS = REPO / ".whl"
 VERSION = "13.0.96"
 TOOLKIT_LIB = Path("/usr/local/cuda-13.0/lib")
-STUB_SOURCE = "int cuInit(unsigned int flags) { (void)flags; return 34; /* CUDA_ERROR_STUB_LIBRARY */ }\n"
+# A link-time stand-in: returns CUDA_ERROR_STUB_LIBRARY (34) like NVIDIA's own stub.
+STUB_SOURCE = "int cuInit(unsigned int flags) { (void)flags; return 34; }\n"
 
 
 def find_cudart() -> Path:

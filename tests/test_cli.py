@@ -113,7 +113,7 @@ def test_nix_mode_reads_builder_environment(tmp_path: Path, archive: Path,
     monkeypatch.setenv("outputs", " ".join(roots))
     for name, path in roots.items():
         monkeypatch.setenv(name, str(path))
-    code, stdout, stderr = invoke("split", str(archive), "--nix", "--no-patch")
+    code, _stdout, stderr = invoke("split", str(archive), "--nix", "--no-patch")
     assert code == 0, stderr
     assert (roots["lib"] / "lib/libdemo.so.12.9.79").is_file()
     assert (roots["dev"] / "include/demo.h").is_file()  # include falls back to dev
@@ -142,7 +142,7 @@ def test_batch_of_sources_and_directory_of_tarballs(tmp_path: Path) -> None:
     second = write_archive(tarballs / "cuda_other-linux-sbsa-12.9.79-archive.tar.zst", ENTRIES,
                            "zst", top="cuda_other-linux-sbsa-12.9.79-archive")
     out, report_file = tmp_path / "out", tmp_path / "batch.json"
-    code, stdout, stderr = invoke("split", str(first), str(second), "-o", str(out), "--no-patch",
+    code, _stdout, stderr = invoke("split", str(first), str(second), "-o", str(out), "--no-patch",
                                   "--report", str(report_file), "-j", "2")
     assert code == 0, stderr
     assert (out / "cuda_demo-linux-x86_64-12.9.79/lib/lib/libdemo.so.12").is_symlink()

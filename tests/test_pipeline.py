@@ -49,7 +49,7 @@ def run(tmp_path: Path, options: SplitOptions | None = None, entries=ENTRIES):  
 
 
 def test_members_land_in_their_outputs(tmp_path: Path) -> None:
-    sink, report = run(tmp_path)
+    _sink, report = run(tmp_path)
     placed = {(m.path, m.output) for m in report.members}
     assert ("lib/libdemo.so.12.9.79", "lib") in placed
     assert ("lib/libdemo_static.a", "static") in placed
