@@ -5,7 +5,16 @@ The public API never prints and never exits; every error derives from :class:`Cu
 
 from __future__ import annotations
 
-from .api import explain, inspect, split, split_nix, split_to_dir
+from .api import (
+    BatchResult,
+    Explanation,
+    explain,
+    inspect,
+    split,
+    split_many,
+    split_nix,
+    split_to_dir,
+)
 from .errors import (
     CorruptArchiveError,
     CudasplitError,
@@ -21,7 +30,7 @@ from .errors import (
     UnsafeMemberError,
 )
 from .model import OUTPUT_NAMES, Kind, Member, MemberType, PackageId
-from .pipeline import SplitOptions
+from .pipeline import Progress, SplitOptions
 from .repack import RepackOptions, RepackResult, repack_to_dir
 from .report import MemberRecord, OutputRecord, Problem, Report
 from .rules import RuleSet, load_ruleset
@@ -33,10 +42,12 @@ __version__ = "0.1.0"
 
 __all__ = [
     "OUTPUT_NAMES",
+    "BatchResult",
     "CorruptArchiveError",
     "CudasplitError",
     "DirectorySink",
     "ElfError",
+    "Explanation",
     "Kind",
     "LimitExceededError",
     "ManifestError",
@@ -51,6 +62,7 @@ __all__ = [
     "PatchError",
     "Problem",
     "ProblemsFound",
+    "Progress",
     "RepackOptions",
     "RepackResult",
     "Report",
@@ -70,6 +82,7 @@ __all__ = [
     "plan_runpath",
     "repack_to_dir",
     "split",
+    "split_many",
     "split_nix",
     "split_to_dir",
 ]

@@ -12,21 +12,21 @@ import logging
 import os
 import posixpath
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
 
 from .elf import kind_from_head, read_elf_info
-from .errors import CudasplitError, ElfError, PatchError, ProblemsFound, SourceError
-from .model import OUTPUT_NAMES, Kind, Member, MemberType, PackageId
+from .errors import ElfError, PatchError, ProblemsFound, SourceError
+from .model import Kind, Member, MemberType, PackageId
 from .nixsupport import write_nix_support
 from .nvccprofile import rewrite_nvcc_profile
 from .patch import set_runpath
 from .pkgconfig import MAX_PC_SIZE, PcRoots, rewrite_pc, unversioned_alias
 from .report import MemberRecord, OutputRecord, Problem, Report
-from .rules import Decision, Rename, Rule, RuleRef, RuleSet, load_ruleset
+from .rules import Decision, Rename, Rule, RuleSet, load_ruleset
 from .runpath import (
     RunpathPolicy,
     index_library_paths,
@@ -757,16 +757,4 @@ def split(source: str | os.PathLike[str] | Source, sink: Sink | None, *,
     return SplitRun(source, sink, opts).run()
 
 
-def known_outputs() -> Iterable[str]:
-    return OUTPUT_NAMES
-
-
-__all__ = [
-    "CudasplitError",
-    "RuleRef",
-    "SplitOptions",
-    "SplitRun",
-    "fallback_output",
-    "member_kind",
-    "split",
-]
+__all__ = ["Progress", "SplitOptions", "SplitRun", "fallback_output", "member_kind", "split"]

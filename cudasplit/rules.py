@@ -132,7 +132,6 @@ class RuleSet:
     renames: tuple[Rename, ...]
     package: PackageSettings
     files: tuple[str, ...]
-    known_outputs: tuple[str, ...] = OUTPUT_NAMES
 
     def normalise(self, path: str) -> tuple[str, Rename | None]:
         for rename in self.renames:
