@@ -33,7 +33,9 @@ def split_to_dir(source: PathLike | Source, output_dir: PathLike,
     """``DIR/<output>/...``; staged, so a failed or killed run leaves no finished-looking output."""
     opts = options or SplitOptions()
     if opts.dry_run:
-        return _split(source, None, options=opts)
+        base = Path(os.path.abspath(output_dir))
+        return _split(source, None, options=opts,
+                      plan_roots={name: str(base / name) for name in OUTPUT_NAMES})
     sink = DirectorySink.for_output_dir(Path(output_dir), list(OUTPUT_NAMES),
                                         overwrite=opts.overwrite)
     return _split(source, sink, options=opts)
@@ -115,7 +117,8 @@ def split_nix(source: PathLike | Source, env: dict[str, str] | None = None,
     roots = nix_outputs(env)
     opts = replace(options or SplitOptions(), outputs=tuple(roots))
     if opts.dry_run:
-        return _split(source, None, options=opts)
+        return _split(source, None, options=opts,
+                      plan_roots={name: str(path) for name, path in roots.items()})
     return _split(source, DirectorySink(roots), options=opts)
 
 

@@ -12,13 +12,15 @@ import logging
 import os
 import posixpath
 import re
-from collections.abc import Callable
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
 
-from .elf import kind_from_head, read_elf_info
+from .elf import ElfInfo, kind_from_head, read_elf_info
 from .errors import ElfError, PatchError, ProblemsFound, SourceError
 from .model import Kind, Member, MemberType, PackageId
 from .nixsupport import write_nix_support
@@ -28,6 +30,7 @@ from .pkgconfig import MAX_PC_SIZE, PcRoots, rewrite_pc, unversioned_alias
 from .report import MemberRecord, OutputRecord, Problem, Report
 from .rules import Decision, Rename, Rule, RuleSet, load_ruleset
 from .runpath import (
+    RunpathPlan,
     RunpathPolicy,
     index_library_paths,
     is_driver_name,
@@ -131,18 +134,23 @@ class _ElfJob:
     record: MemberRecord
     output: str
     dest: str
-    local: Path
+    local: Path | None  # None in a dry run: then ``info`` was read from a spooled copy
     rule: Rule | None
     done: bool = False  # patched while the stream was still running
+    info: ElfInfo | None = None
 
 
 class SplitRun:
     """State of one split. Use :func:`split`; this class is the loop's working memory."""
 
-    def __init__(self, source: Source, sink: Sink | None, options: SplitOptions) -> None:
+    def __init__(self, source: Source, sink: Sink | None, options: SplitOptions,
+                 plan_roots: Mapping[str, str] | None = None) -> None:
         self.source = source
         self.sink = sink
         self.options = options
+        # Without a sink (dry run, inspect) RUNPATHs and .pc files are planned against these
+        # roots; unknown outputs show as ``/${output}`` (absolute, as RUNPATH entries must be).
+        self.plan_roots = dict(plan_roots or {})
         self.ruleset: RuleSet | None = None
         self.allowed: frozenset[str] | None = None
         self.report = Report(source=source.description, package={}, dry_run=sink is None)
@@ -283,6 +291,21 @@ class SplitRun:
             self.elf_jobs.append(job)
             if self.eager is not None:
                 self.eager_futures.append(self.eager.submit(self._patch_early, job))
+        elif kind.value.startswith("elf-") and self.sink is None and self.options.patch:
+            info = self._spooled_elf_info(member, stream)
+            self.elf_jobs.append(_ElfJob(record, output, record.dest, None, rule, info=info))
+
+    def _spooled_elf_info(self, member: Member, stream: BinaryIO) -> ElfInfo | None:
+        """Dry run: the dynamic section may sit anywhere in a 1 GB library, so the member is
+        copied to a temporary file just long enough to read it (disk use: one member)."""
+        with tempfile.NamedTemporaryFile(prefix="cudasplit-elf-") as spool:
+            shutil.copyfileobj(stream, spool, 1 << 20)
+            spool.flush()
+            try:
+                return read_elf_info(spool.name)
+            except ElfError as exc:
+                self._warn("elf-unreadable", member.path, str(exc))
+                return None
 
     def _remember(self, path: str, placed: _Placed) -> None:
         self.placed[path] = placed
@@ -307,8 +330,7 @@ class SplitRun:
 
     def _output_record(self, output: str) -> OutputRecord:
         if output not in self.report.outputs:
-            root = self.sink.output_root(output) if self.sink is not None else ""
-            self.report.outputs[output] = OutputRecord(root)
+            self.report.outputs[output] = OutputRecord(self._final_root(output))
         return self.report.outputs[output]
 
     # -- pkg-config -------------------------------------------------------------------------
@@ -331,9 +353,14 @@ class SplitRun:
                               source=self.source.description, member=member.path)
         return data.decode("utf-8", "surrogateescape")
 
+    def _final_root(self, output: str) -> str:
+        """Where ``output`` lives once the run is over (what links, .pc and RUNPATH name)."""
+        if self.sink is not None:
+            return self.sink.output_root(output)
+        return self.plan_roots.get(output, "/${" + output + "}")
+
     def _root(self, output: str) -> str:
-        assert self.sink is not None
-        return self.sink.output_root(fallback_output(output, self.allowed))
+        return self._final_root(fallback_output(output, self.allowed))
 
     def _pc_roots(self, dest: str) -> PcRoots:
         assert self.ruleset is not None
@@ -557,6 +584,7 @@ class SplitRun:
         """
         if job.rule is not None and job.rule.patch is False:
             return
+        assert job.local is not None
         try:
             info = read_elf_info(job.local)
         except ElfError:
@@ -572,6 +600,11 @@ class SplitRun:
     def _patch_all(self) -> None:
         if not self.elf_jobs:
             return
+        if self.sink is None and self.options.patch:
+            context = self._runpath_context()
+            for job in self.elf_jobs:
+                self._plan_only(job, context)
+            return
         if not self._patching():
             for job in self.elf_jobs:
                 self._read_only(job, "skipped")
@@ -584,6 +617,7 @@ class SplitRun:
             list(pool.map(lambda job: self._patch_one(job, context), pending))
 
     def _read_only(self, job: _ElfJob, patch: str) -> None:
+        assert job.local is not None
         try:
             info = read_elf_info(job.local)
         except ElfError as exc:
@@ -599,10 +633,10 @@ class SplitRun:
     def _static_context(self) -> _RunpathContext:
         """The parts of the RUNPATH context that do not depend on which members arrived."""
         if self.static_ctx is None:
-            assert self.sink is not None and self.ruleset is not None
+            assert self.ruleset is not None
             # Entries with a "stubs" component are stubs anyway; the stubs output is the
             # rest. Both are known before any member arrives.
-            stubs_root = ((self.sink.output_root("stubs"),)
+            stubs_root = ((self._final_root("stubs"),)
                           if self.allowed is None or "stubs" in self.allowed else ())
             policy = replace(
                 self.options.runpath,
@@ -631,14 +665,13 @@ class SplitRun:
         return tuple(entries)
 
     def _runpath_context(self) -> _RunpathContext:
-        assert self.sink is not None
         names: dict[tuple[str, str], set[str]] = {}
         package_dirs: dict[str, str] = {}
         for (output, dest) in sorted(self.occupied):
             parent, name = member_parent(dest), posixpath.basename(dest)
             names.setdefault((output, parent), set()).add(name)
             if output not in ("stubs", "static") and "stubs" not in dest.split("/"):
-                package_dirs.setdefault(name, posixpath.join(self.sink.output_root(output), parent))
+                package_dirs.setdefault(name, posixpath.join(self._final_root(output), parent))
         return replace(self._static_context(), names=names, package_dirs=package_dirs)
 
     def _patch_one(self, job: _ElfJob, ctx: _RunpathContext) -> None:
@@ -653,11 +686,23 @@ class SplitRun:
             job.record.patch = "skipped"
             self._problem("patch-failed", job.record.path, str(exc))
 
-    def _patch_checked(self, job: _ElfJob, ctx: _RunpathContext) -> None:
-        info = read_elf_info(job.local)
-        if info is None or not info.has_dynamic:
-            job.record.patch = "skipped"
+    def _plan_only(self, job: _ElfJob, ctx: _RunpathContext) -> None:
+        """Dry run: report the RUNPATH that would be written, as ``patch: planned``."""
+        info, record = job.info, job.record
+        if info is not None:
+            record.runpath_before = info.runpath if info.runpath is not None else info.rpath
+            record.runpath_tag = "RUNPATH" if info.runpath is not None else (
+                "RPATH" if info.rpath is not None else None)
+        if info is None or not info.has_dynamic or (job.rule and job.rule.patch is False):
+            record.patch = "skipped"
             return
+        policy, plan = self._plan(job, info, ctx)
+        record.runpath_after, record.runpath_tag = plan.value, policy.tag
+        record.patch = "planned"
+        record.needed_unresolved = list(plan.needed_unresolved)
+
+    def _plan(self, job: _ElfJob, info: ElfInfo,
+              ctx: _RunpathContext) -> tuple[RunpathPolicy, RunpathPlan]:
         policy = ctx.policy
         if job.rule is not None and (job.rule.runpath_append or job.rule.keep_runpath):
             policy = replace(policy, append=policy.append + job.rule.runpath_append,
@@ -668,6 +713,15 @@ class SplitRun:
             own_dir_names=ctx.names.get((job.output, member_parent(job.dest)), set()),
             package_dirs=ctx.package_dirs, library_index=ctx.library_index,
             policy=policy, is_compat_package=ctx.is_compat_package)
+        return policy, plan
+
+    def _patch_checked(self, job: _ElfJob, ctx: _RunpathContext) -> None:
+        assert job.local is not None
+        info = read_elf_info(job.local)
+        if info is None or not info.has_dynamic:
+            job.record.patch = "skipped"
+            return
+        policy, plan = self._plan(job, info, ctx)
         result = set_runpath(job.local, plan.value, tag=policy.tag, patcher=self.options.patcher)
         record = job.record
         record.runpath_before, record.runpath_after = result.before, result.after
@@ -746,15 +800,17 @@ def _canonical_link(text: str) -> bool:
 
 
 def split(source: str | os.PathLike[str] | Source, sink: Sink | None, *,
-          options: SplitOptions | None = None) -> Report:
-    """Split ``source`` into ``sink`` (``None``: plan only, write nothing)."""
+          options: SplitOptions | None = None,
+          plan_roots: Mapping[str, str] | None = None) -> Report:
+    """Split ``source`` into ``sink`` (``None``: plan only, write nothing; RUNPATHs and links
+    are then planned against ``plan_roots``, output name -> final directory)."""
     opts = options or SplitOptions()
     if isinstance(source, (str, os.PathLike)):
         source = open_source(source, package=opts.package, jobs=opts.effective_jobs(),
                              limits=Limits(opts.max_total_bytes, opts.max_ratio))
     if opts.dry_run:
         sink = None
-    return SplitRun(source, sink, opts).run()
+    return SplitRun(source, sink, opts, plan_roots).run()
 
 
 __all__ = ["Progress", "SplitOptions", "SplitRun", "fallback_output", "member_kind", "split"]

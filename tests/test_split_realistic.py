@@ -202,3 +202,20 @@ def test_package_root_fills_nvrtc_entry_for_libcublas(tmp_path: Path) -> None:
     report = split_to_dir(top, tmp_path / "o2", SplitOptions(runpath=_policy()))
     assert "@" not in (report.member("lib/libdemo.so.12.9.1.4").runpath_after or "")
     assert [w.code for w in report.warnings] == ["package-root-missing"]
+
+
+def test_dry_run_reports_the_planned_runpaths(tmp_path: Path, redist_tarballs) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "o"
+    planned = split_to_dir(redist_tarballs["xz"], out, SplitOptions(runpath=_policy(),
+                                                                    dry_run=True))
+    assert not out.exists()
+    real = split_to_dir(redist_tarballs["xz"], out, SplitOptions(runpath=_policy()))
+    for member in real.members:
+        if member.kind.startswith("elf-") and member.patch not in ("skipped", None):
+            dry = planned.member(member.path)
+            assert dry.patch == "planned", member.path
+            assert (dry.runpath_before, dry.runpath_after, dry.needed_unresolved) == (
+                member.runpath_before, member.runpath_after, member.needed_unresolved)
+    from cudasplit import inspect
+    bin_demo = inspect(redist_tarballs["zst"], SplitOptions(runpath=_policy())).member("bin/demo")
+    assert bin_demo.runpath_after == f"{COMPAT}:{DRIVER}/lib:/${{lib}}/lib:$ORIGIN"
