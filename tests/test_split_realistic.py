@@ -219,3 +219,20 @@ def test_dry_run_reports_the_planned_runpaths(tmp_path: Path, redist_tarballs) -
     from cudasplit import inspect
     bin_demo = inspect(redist_tarballs["zst"], SplitOptions(runpath=_policy())).member("bin/demo")
     assert bin_demo.runpath_after == f"{COMPAT}:{DRIVER}/lib:/${{lib}}/lib:$ORIGIN"
+
+
+def test_cuda_compat_never_gets_its_own_compat_dir(tmp_path: Path) -> None:
+    from tests.builders import compile_shared
+    top = tmp_path / "cuda_compat-linux-aarch64-12.9.40-archive"
+    compat = top / "compat"
+    compat.mkdir(parents=True)
+    compile_shared(compat, "libcuda.so.575.57.08", "int cuInit(int f) { return f; }",
+                   soname="libcuda.so.1", needed_libs=("libnvrm_gpu.so",))
+    (compat / "libcuda.so.1").symlink_to("libcuda.so.575.57.08")
+    (top / "LICENSE").write_text("license")
+    report = split_to_dir(top, tmp_path / "o", SplitOptions(runpath=_policy()))
+    libcuda = report.member("compat/libcuda.so.575.57.08")
+    assert libcuda.output == "out"
+    # The driver link stays (libnvrm_* come from the driver), the compat dir does not.
+    assert libcuda.runpath_after == f"{DRIVER}/lib:$ORIGIN"
+    assert libcuda.needed_unresolved == []  # libnvrm_gpu is a driver library
