@@ -163,6 +163,7 @@ class SplitRun:
         self.elf_jobs: list[_ElfJob] = []
         self.link_backs: set[tuple[str, Rename]] = set()
         self.pc_aliases: list[tuple[str, str]] = []
+        self.symlink_index: dict[str, str] = {}  # archive path -> link text, once streamed
         self.cuda_major: str | None = options.cuda_major
         # Regular files per (output, directory), as they are written: lets a file whose
         # DT_NEEDED all live beside it be patched while later members are still decoding.
@@ -392,6 +393,7 @@ class SplitRun:
     # -- links ------------------------------------------------------------------------------
 
     def _finish_links(self) -> None:
+        self.symlink_index = {m.path: m.link for m, _ in self.symlinks if m.link is not None}
         for member, record in self.hardlinks:
             self._place_hardlink(member, record)
         for member, record in self.symlinks:
@@ -460,16 +462,7 @@ class SplitRun:
         record.note = f"placed with its target (own rule {own})" + (
             f"; also in {', '.join(outputs[1:])}" if len(outputs) > 1 else "")
         for output in outputs:
-            if (output, record.dest) in self.occupied:
-                continue
-            if (output, record.dest) in self.output_dirs:
-                # A real directory of that name holds files there: the link would replace it.
-                self._warn("link-over-directory", member.path,
-                           f"not placed in {output}: a directory of that name holds files")
-                continue
-            if self.sink is not None:
-                self.sink.make_symlink(output, record.dest, text)
-            self.occupied[(output, record.dest)] = member.path
+            self._add_link(output, record.dest, text, member.path)
         if isinstance(target, _Placed):
             self.placed[member.path] = _Placed(target.output, record.dest, Kind.SYMLINK, None)
 
@@ -531,44 +524,44 @@ class SplitRun:
         return None
 
     def _symlink_target(self, path: str) -> str | None:
-        if not hasattr(self, "_symlink_index"):
-            self._symlink_index = {m.path: m.link for m, _ in self.symlinks}
-        return self._symlink_index.get(path)
+        return self.symlink_index.get(path)
+
+    def _add_link(self, output: str, dest: str, text: str, origin: str) -> None:
+        """Create a symlink unless the name is taken: by a member, an earlier link, or a real
+        directory holding files (the link would replace it)."""
+        if (output, dest) in self.occupied:
+            return
+        if (output, dest) in self.output_dirs:
+            self._warn("link-over-directory", origin,
+                       f"not placed in {output}: a directory of that name holds files")
+            return
+        if self.sink is not None:
+            self.sink.make_symlink(output, dest, text)
+        self.occupied[(output, dest)] = origin
 
     def _place_link_backs(self) -> None:
+        """``lib64 -> lib`` in each output that received files from a real ``lib64/``."""
         for output, rename in sorted(self.link_backs, key=lambda x: (x[0], x[1].source)):
             dest = rename.source.rstrip("/")
-            if (output, dest) in self.occupied:
-                continue
             text = posixpath.relpath(rename.target.rstrip("/"), member_parent(dest) or ".")
-            if self.sink is not None:
-                self.sink.make_symlink(output, dest, text)
-            self.occupied[(output, dest)] = f"{BUILTIN}:{rename.ref}"
+            self._add_link(output, dest, text, f"{BUILTIN}:{rename.ref}")
 
     def _place_pc_aliases(self) -> None:
+        """``cuda.pc -> cuda-12.9.pc``: pkg-config users ask for the unversioned name."""
         for output, dest in self.pc_aliases:
             name = posixpath.basename(dest)
             alias = unversioned_alias(name)
             assert alias is not None
-            alias_dest = posixpath.join(member_parent(dest), alias)
-            if (output, alias_dest) in self.occupied:
-                continue
-            if self.sink is not None:
-                self.sink.make_symlink(output, alias_dest, name)
-            self.occupied[(output, alias_dest)] = f"{BUILTIN}:pkgconfig-alias"
+            self._add_link(output, posixpath.join(member_parent(dest), alias), name,
+                           f"{BUILTIN}:pkgconfig-alias")
 
     def _place_extra_links(self) -> None:
         """Package ``stub_links``: created in every output holding the target, if still free."""
         assert self.ruleset is not None
         for dest, target in sorted(self.ruleset.package.stub_links.items()):
             target_dest = posixpath.normpath(posixpath.join(member_parent(dest), target))
-            holders = sorted(o for (o, d) in self.occupied if d == target_dest)
-            for output in holders:
-                if (output, dest) in self.occupied:
-                    continue
-                if self.sink is not None:
-                    self.sink.make_symlink(output, dest, target)
-                self.occupied[(output, dest)] = f"{BUILTIN}:stub-link"
+            for output in sorted(o for (o, d) in self.occupied if d == target_dest):
+                self._add_link(output, dest, target, f"{BUILTIN}:stub-link")
 
     # -- RUNPATH ----------------------------------------------------------------------------
 
