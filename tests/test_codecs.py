@@ -11,6 +11,7 @@ import random
 import shutil
 import struct
 import subprocess
+import sys
 import tarfile
 import threading
 import zlib
@@ -410,3 +411,62 @@ def test_detect_codec() -> None:
     assert detect_codec(b"\0" * 257 + b"ustar") is Codec.NONE
     with pytest.raises(SourceError, match=r"x\.tar: empty"):
         detect_codec(b"", source="x.tar")
+
+
+# --- zstd: bounded output per chunk, structure checked before decoding -------------------
+
+
+def _zstd_bomb(path: Path, gib: int) -> Path:
+    cctx = zstandard.ZstdCompressor(level=3)
+    with open(path, "wb") as fh, cctx.stream_writer(fh) as writer:
+        zeros = b"\0" * (1 << 20)
+        for _ in range(gib << 10):
+            writer.write(zeros)
+    return path
+
+
+def test_zstd_bomb_is_decoded_in_bounded_chunks(tmp_path: Path) -> None:
+    # 64 KiB of RLE blocks that expand to 2 GiB: decompressobj would return it in one piece.
+    bomb = _zstd_bomb(tmp_path / "bomb.zst", 2)
+    assert bomb.stat().st_size < 1 << 20
+    with open_decompressed(bomb) as stream:
+        sizes = {len(stream.read(1 << 20)) for _ in range(64)}
+    assert sizes == {1 << 20}
+    probe = "\n".join([
+        "import re",
+        "from pathlib import Path",
+        "from cudasplit.codecs import open_decompressed",
+        f"with open_decompressed(Path({str(bomb)!r})) as s:",
+        "    n = sum(len(s.read(1 << 20)) for _ in range(2048))",
+        # VmHWM: this process's own peak (ru_maxrss would inherit pytest's across exec)
+        "print(n, re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1])",
+    ])
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert int(out[0]) == 2 << 30
+    assert int(out[1]) < 200 * 1024, f"peak RSS {int(out[1]) >> 10} MiB"
+
+
+@pytest.mark.parametrize("cut", [1, 3, 100, 2000])
+def test_zstd_cut_inside_a_frame_is_reported_before_any_output(tmp_path: Path, cut: int) -> None:
+    data = os.urandom(50_000) + b"x" * 200_000
+    frame = zstandard.ZstdCompressor(write_checksum=True).compress(data)
+    path = tmp_path / "cut.zst"
+    path.write_bytes(frame + frame[:-cut])
+    with pytest.raises(CorruptArchiveError, match="truncated zstd"), open_decompressed(path) as s:
+        s.read(1)
+
+
+def test_zstd_skippable_frames_and_checksums(tmp_path: Path) -> None:
+    data = os.urandom(10_000)
+    frame = zstandard.ZstdCompressor(write_checksum=True).compress(data)
+    skippable = struct.pack("<II", 0x184D2A53, 5) + b"meta!"
+    path = tmp_path / "ok.zst"
+    path.write_bytes(skippable + frame + skippable + frame)
+    with open_decompressed(path) as s:
+        assert s.read() == data + data
+    broken = bytearray(frame)
+    broken[-1] ^= 0xFF  # the content checksum
+    path.write_bytes(bytes(broken))
+    with pytest.raises(CorruptArchiveError), open_decompressed(path) as s:
+        s.read()
