@@ -12,30 +12,23 @@ import logging
 import os
 import posixpath
 import re
-import shutil
-import tempfile
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from .elf import ElfInfo, kind_from_head, read_elf_info
-from .errors import ElfError, PatchError, ProblemsFound, SourceError
+from .elf import kind_from_head
+from .errors import ProblemsFound, SourceError
 from .model import Kind, Member, MemberType, PackageId
 from .nixsupport import write_nix_support
 from .nvccprofile import rewrite_nvcc_profile
-from .patch import set_runpath
+from .patchstage import ElfJob, PatchSettings, PatchStage
 from .pkgconfig import MAX_PC_SIZE, PcRoots, rewrite_pc, unversioned_alias
 from .report import MemberRecord, OutputRecord, Problem, Report
-from .rules import Decision, Rename, Rule, RuleSet, load_ruleset
+from .rules import Decision, Rename, RuleSet, load_ruleset
 from .runpath import (
-    RunpathPlan,
     RunpathPolicy,
-    index_library_paths,
-    is_driver_name,
-    is_glibc_name,
-    plan_runpath,
 )
 from .sinks.base import Sink
 from .sources import (
@@ -51,7 +44,6 @@ log = logging.getLogger(__name__)
 
 AR_MAGIC = b"!<arch>\n"
 _CUDA_MAJOR_DIR = re.compile(r"^lib/(\d{2})/")
-_PACKAGE_REF = re.compile(r"^@([A-Za-z0-9_.+-]+)@(/.*)?$")
 BUILTIN = "<builtin>"
 
 
@@ -129,17 +121,6 @@ class _Placed:
     local: Path | None
 
 
-@dataclass(slots=True)
-class _ElfJob:
-    record: MemberRecord
-    output: str
-    dest: str
-    local: Path | None  # None in a dry run: then ``info`` was read from a spooled copy
-    rule: Rule | None
-    done: bool = False  # patched while the stream was still running
-    info: ElfInfo | None = None
-
-
 class SplitRun:
     """State of one split. Use :func:`split`; this class is the loop's working memory."""
 
@@ -160,7 +141,6 @@ class SplitRun:
         self.output_dirs: set[tuple[str, str]] = set()  # (output, dir) holding placed files
         self.symlinks: list[tuple[Member, MemberRecord]] = []
         self.hardlinks: list[tuple[Member, MemberRecord]] = []
-        self.elf_jobs: list[_ElfJob] = []
         self.link_backs: set[tuple[str, Rename]] = set()
         self.pc_aliases: list[tuple[str, str]] = []
         self.symlink_index: dict[str, str] = {}  # archive path -> link text, once streamed
@@ -168,9 +148,8 @@ class SplitRun:
         # Regular files per (output, directory), as they are written: lets a file whose
         # DT_NEEDED all live beside it be patched while later members are still decoding.
         self.own_names: dict[tuple[str, str], set[str]] = {}
-        self.static_ctx: _RunpathContext | None = None
-        self.eager: ThreadPoolExecutor | None = None
-        self.eager_futures: list[Future[None]] = []
+        self.eager_pool: ThreadPoolExecutor | None = None
+        self.patches: PatchStage | None = None  # created with the rules (first member)
         self.members_seen = 0
         self.bytes_seen = 0
 
@@ -179,15 +158,14 @@ class SplitRun:
     def run(self) -> Report:
         try:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cudasplit-patch") as pool:
-                self.eager = pool if self._patching() else None
+                self.eager_pool = pool
                 for member, stream in self.source.members():
                     self._take(member, stream)
                     self._tick(member)
-                self._ensure_rules()
-                for future in self.eager_futures:
-                    future.result()
+                patches = self._patch_stage()
+                patches.wait_early()
             self._finish_links()
-            self._patch_all()
+            patches.finish(self.occupied)
             self._check()
             if self.options.nix_markers and self.sink is not None:
                 write_nix_support(self.sink)
@@ -197,6 +175,19 @@ class SplitRun:
             raise
         self._complete()
         return self.report
+
+    def _patch_stage(self) -> PatchStage:
+        if self.patches is None:
+            ruleset = self._ensure_rules()
+            settings = PatchSettings(
+                policy=self.options.runpath, patcher=self.options.patcher,
+                jobs=self.options.effective_jobs(), package_roots=dict(self.options.package_roots),
+                enabled=self.options.patch, writing=self.sink is not None)
+            self.patches = PatchStage(
+                settings, ruleset.package, self._final_root,
+                has_stubs_output=self.allowed is None or "stubs" in self.allowed,
+                own_names=self.own_names, report=self.report, early_pool=self.eager_pool)
+        return self.patches
 
     def _tick(self, member: Member) -> None:
         self.members_seen += 1
@@ -288,25 +279,11 @@ class SplitRun:
         if rename is not None and rename.link_back:
             self.link_backs.add((output, rename))
         if kind.value.startswith("elf-") and local is not None:
-            job = _ElfJob(record, output, record.dest, local, rule)
-            self.elf_jobs.append(job)
-            if self.eager is not None:
-                self.eager_futures.append(self.eager.submit(self._patch_early, job))
+            self._patch_stage().add(ElfJob(record, output, record.dest, local, rule))
         elif kind.value.startswith("elf-") and self.sink is None and self.options.patch:
-            info = self._spooled_elf_info(member, stream)
-            self.elf_jobs.append(_ElfJob(record, output, record.dest, None, rule, info=info))
+            info = self._patch_stage().spool_info(member.path, stream)
+            self._patch_stage().add(ElfJob(record, output, record.dest, None, rule, info=info))
 
-    def _spooled_elf_info(self, member: Member, stream: BinaryIO) -> ElfInfo | None:
-        """Dry run: the dynamic section may sit anywhere in a 1 GB library, so the member is
-        copied to a temporary file just long enough to read it (disk use: one member)."""
-        with tempfile.NamedTemporaryFile(prefix="cudasplit-elf-") as spool:
-            shutil.copyfileobj(stream, spool, 1 << 20)
-            spool.flush()
-            try:
-                return read_elf_info(spool.name)
-            except ElfError as exc:
-                self._warn("elf-unreadable", member.path, str(exc))
-                return None
 
     def _remember(self, path: str, placed: _Placed) -> None:
         self.placed[path] = placed
@@ -432,7 +409,7 @@ class SplitRun:
         local = self._local(output, record.dest)
         self._remember(member.path, _Placed(output, record.dest, source.kind, local))
         if output != source.output and source.kind.value.startswith("elf-") and local is not None:
-            self.elf_jobs.append(_ElfJob(record, output, record.dest, local, decision.rule_obj))
+            self._patch_stage().add(ElfJob(record, output, record.dest, local, decision.rule_obj))
 
     def _local(self, output: str, dest: str) -> Path | None:
         local_path = getattr(self.sink, "local_path", None)
@@ -563,164 +540,6 @@ class SplitRun:
             for output in sorted(o for (o, d) in self.occupied if d == target_dest):
                 self._add_link(output, dest, target, f"{BUILTIN}:stub-link")
 
-    # -- RUNPATH ----------------------------------------------------------------------------
-
-    def _patching(self) -> bool:
-        return self.options.patch and self.sink is not None
-
-    def _patch_early(self, job: _ElfJob) -> None:
-        """Patch now if every DT_NEEDED is glibc, the driver's, or a file already beside it.
-
-        Those resolutions cannot change as more members arrive (a file's own directory wins
-        over every other place), so the plan equals the one made at the end. Anything else
-        waits for the whole archive.
-        """
-        if job.rule is not None and job.rule.patch is False:
-            return
-        assert job.local is not None
-        try:
-            info = read_elf_info(job.local)
-        except ElfError:
-            return  # reported by the final pass
-        if info is None or not info.has_dynamic:
-            return
-        own = self.own_names.get((job.output, member_parent(job.dest)), set())
-        if all(is_glibc_name(n) or is_driver_name(n) or n in own for n in info.needed):
-            ctx = self._static_context()
-            self._patch_one(job, replace(ctx, names={(job.output, member_parent(job.dest)): own}))
-            job.done = True
-
-    def _patch_all(self) -> None:
-        if not self.elf_jobs:
-            return
-        if self.sink is None and self.options.patch:
-            context = self._runpath_context()
-            for job in self.elf_jobs:
-                self._plan_only(job, context)
-            return
-        if not self._patching():
-            for job in self.elf_jobs:
-                self._read_only(job, "skipped")
-            return
-        pending = [job for job in self.elf_jobs if not job.done]
-        if not pending:
-            return
-        context = self._runpath_context()
-        with ThreadPoolExecutor(max_workers=self.options.effective_jobs()) as pool:
-            list(pool.map(lambda job: self._patch_one(job, context), pending))
-
-    def _read_only(self, job: _ElfJob, patch: str) -> None:
-        assert job.local is not None
-        try:
-            info = read_elf_info(job.local)
-        except ElfError as exc:
-            self._warn("elf-unreadable", job.record.path, str(exc))
-            job.record.patch = "skipped"
-            return
-        if info is not None:
-            job.record.runpath_before = info.runpath or info.rpath
-            job.record.runpath_tag = "RUNPATH" if info.runpath is not None else (
-                "RPATH" if info.rpath is not None else None)
-        job.record.patch = patch
-
-    def _static_context(self) -> _RunpathContext:
-        """The parts of the RUNPATH context that do not depend on which members arrived."""
-        if self.static_ctx is None:
-            assert self.ruleset is not None
-            # Entries with a "stubs" component are stubs anyway; the stubs output is the
-            # rest. Both are known before any member arrives.
-            stubs_root = ((self._final_root("stubs"),)
-                          if self.allowed is None or "stubs" in self.allowed else ())
-            policy = replace(
-                self.options.runpath,
-                stub_dirs=(*self.options.runpath.stub_dirs, *stubs_root),
-                append=self.options.runpath.append + self._package_appends())
-            self.static_ctx = _RunpathContext(
-                policy, {}, {}, index_library_paths(policy.library_paths),
-                self.ruleset.package.cuda_compat)
-        return self.static_ctx
-
-    def _package_appends(self) -> tuple[str, ...]:
-        """Package rules' runpath_append with ``@pname@`` filled from ``package_roots``."""
-        assert self.ruleset is not None
-        roots = dict(self.options.package_roots)
-        entries = []
-        for entry in self.ruleset.package.runpath_append:
-            match = _PACKAGE_REF.match(entry)
-            if match is None:
-                entries.append(entry)
-            elif match[1] in roots:
-                entries.append(roots[match[1]] + match[2])
-            else:
-                self._warn("package-root-missing", None,
-                           f"package rules want {entry!r} in every RUNPATH; pass "
-                           f"--package-root {match[1]}=DIR to add it")
-        return tuple(entries)
-
-    def _runpath_context(self) -> _RunpathContext:
-        names: dict[tuple[str, str], set[str]] = {}
-        package_dirs: dict[str, str] = {}
-        for (output, dest) in sorted(self.occupied):
-            parent, name = member_parent(dest), posixpath.basename(dest)
-            names.setdefault((output, parent), set()).add(name)
-            if output not in ("stubs", "static") and "stubs" not in dest.split("/"):
-                package_dirs.setdefault(name, posixpath.join(self._final_root(output), parent))
-        return replace(self._static_context(), names=names, package_dirs=package_dirs)
-
-    def _patch_one(self, job: _ElfJob, ctx: _RunpathContext) -> None:
-        rule = job.rule
-        if rule is not None and rule.patch is False:
-            self._read_only(job, "skipped")
-            job.record.note = f"patching turned off by rule {rule.ref}"
-            return
-        try:
-            self._patch_checked(job, ctx)
-        except (ElfError, PatchError) as exc:
-            job.record.patch = "skipped"
-            self._problem("patch-failed", job.record.path, str(exc))
-
-    def _plan_only(self, job: _ElfJob, ctx: _RunpathContext) -> None:
-        """Dry run: report the RUNPATH that would be written, as ``patch: planned``."""
-        info, record = job.info, job.record
-        if info is not None:
-            record.runpath_before = info.runpath if info.runpath is not None else info.rpath
-            record.runpath_tag = "RUNPATH" if info.runpath is not None else (
-                "RPATH" if info.rpath is not None else None)
-        if info is None or not info.has_dynamic or (job.rule and job.rule.patch is False):
-            record.patch = "skipped"
-            return
-        policy, plan = self._plan(job, info, ctx)
-        record.runpath_after, record.runpath_tag = plan.value, policy.tag
-        record.patch = "planned"
-        record.needed_unresolved = list(plan.needed_unresolved)
-
-    def _plan(self, job: _ElfJob, info: ElfInfo,
-              ctx: _RunpathContext) -> tuple[RunpathPolicy, RunpathPlan]:
-        policy = ctx.policy
-        if job.rule is not None and (job.rule.runpath_append or job.rule.keep_runpath):
-            policy = replace(policy, append=policy.append + job.rule.runpath_append,
-                             keep_absolute=bool(job.rule.keep_runpath) or policy.keep_absolute)
-        plan = plan_runpath(
-            existing=info.runpath if info.runpath is not None else info.rpath,
-            needed=info.needed,
-            own_dir_names=ctx.names.get((job.output, member_parent(job.dest)), set()),
-            package_dirs=ctx.package_dirs, library_index=ctx.library_index,
-            policy=policy, is_compat_package=ctx.is_compat_package)
-        return policy, plan
-
-    def _patch_checked(self, job: _ElfJob, ctx: _RunpathContext) -> None:
-        assert job.local is not None
-        info = read_elf_info(job.local)
-        if info is None or not info.has_dynamic:
-            job.record.patch = "skipped"
-            return
-        policy, plan = self._plan(job, info, ctx)
-        result = set_runpath(job.local, plan.value, tag=policy.tag, patcher=self.options.patcher)
-        record = job.record
-        record.runpath_before, record.runpath_after = result.before, result.after
-        record.runpath_tag, record.patch = result.tag, result.method
-        record.needed_unresolved = list(plan.needed_unresolved)
-
     # -- checks and completion --------------------------------------------------------------
 
     def _check(self) -> None:
@@ -758,15 +577,6 @@ class SplitRun:
 
     def _warn(self, code: str, path: str | None, message: str) -> None:
         self.report.warnings.append(Problem(code, path, message))
-
-
-@dataclass(frozen=True, slots=True)
-class _RunpathContext:
-    policy: RunpathPolicy
-    names: dict[tuple[str, str], set[str]]
-    package_dirs: dict[str, str]
-    library_index: dict[str, str]
-    is_compat_package: bool
 
 
 def _join_link(link_path: str, target: str) -> str | None:
