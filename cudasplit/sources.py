@@ -16,7 +16,7 @@ import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO, Protocol, cast
+from typing import IO, BinaryIO, Protocol, cast
 
 from .codecs import open_decompressed
 from .errors import CorruptArchiveError, LimitExceededError, SourceError, UnsafeMemberError
@@ -237,21 +237,20 @@ class TarSource:
 
     def members(self) -> Iterator[tuple[Member, BinaryIO | None]]:
         with open_decompressed(self.path, jobs=self.jobs) as stream:
+            forward = _ForwardStream(stream)
             try:
-                # tarfile's default buffer is one 10 KiB record: ~100 Python-level reads
-                # per MiB. 1 MiB buffers make its overhead vanish next to decompression.
-                archive = tarfile.open(fileobj=stream, mode="r|",  # noqa: SIM115
-                                       errorlevel=2, tarinfo=_StrictTarInfo,
-                                       bufsize=TAR_BUFFER)
+                archive = tarfile.TarFile(fileobj=cast(IO[bytes], forward), mode="r",
+                                          errorlevel=2, tarinfo=_StrictTarInfo)
             except CorruptArchiveError as exc:
                 raise self._located(exc) from exc
             except _TAR_ERRORS as exc:
                 raise CorruptArchiveError(f"not a readable tar stream{self._after()} ({exc})",
                                           source=self.description) from exc
             with archive:
-                yield from self._iterate(archive)
+                yield from self._iterate(archive, forward)
 
-    def _iterate(self, archive: tarfile.TarFile) -> Iterator[tuple[Member, BinaryIO | None]]:
+    def _iterate(self, archive: tarfile.TarFile,
+                 forward: _ForwardStream) -> Iterator[tuple[Member, BinaryIO | None]]:
         top = _TopDir()
         while True:
             info = self._next(archive)
@@ -263,7 +262,7 @@ class TarSource:
                 self._decide_top(top, raw_path)
             path = top.strip(raw_path, source=self.description)
             if path:
-                yield self._member(archive, info, path, top)
+                yield self._member(archive, forward, info, path, top)
             self.last_good_member = info.name
 
     def _next(self, archive: tarfile.TarFile) -> tarfile.TarInfo | None:
@@ -325,13 +324,18 @@ class TarSource:
                 self._package = parsed
 
     def _member(
-        self, archive: tarfile.TarFile, info: tarfile.TarInfo, path: str, top: _TopDir
+        self, archive: tarfile.TarFile, forward: _ForwardStream, info: tarfile.TarInfo,
+        path: str, top: _TopDir
     ) -> tuple[Member, BinaryIO | None]:
         mode = info.mode & 0o7777
         if info.isreg():
-            extracted = archive.extractfile(info)
-            assert extracted is not None  # regular members always have a file object
-            raw = cast(BinaryIO, extracted)
+            raw: BinaryIO
+            if info.issparse():
+                extracted = archive.extractfile(info)
+                assert extracted is not None  # regular members always have a file object
+                raw = cast(BinaryIO, extracted)
+            else:
+                raw = cast(BinaryIO, _MemberData(forward, info.size))
             head = self._read_head(raw, info.name)
             member = Member(path, MemberType.FILE, mode, info.size, None, int(info.mtime), head)
             guarded = _Guarded(raw, self, info.name)
@@ -360,6 +364,54 @@ class TarSource:
         except _TAR_ERRORS as exc:
             raise CorruptArchiveError(f"truncated member data ({exc})", source=self.description,
                                       member=name) from exc
+
+
+class _ForwardStream:
+    """The decoded tar stream as a forward-only "seekable" file for ``TarFile(mode="r")``.
+
+    tarfile's stream mode (``r|``) passes every byte through its own buffers (a join and two
+    slices per read); reading member data straight from the decoder instead made a 1.94 GB
+    zstd split 1.5x faster. Reading sequentially, tarfile only seeks forward (to skip the
+    data of members nobody read), which is done by reading and discarding.
+    """
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+        self._pos = 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._raw.read(n)
+        self._pos += len(data)
+        return data
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        if whence != 0 or pos < self._pos:
+            raise tarfile.ReadError("tar stream asked to seek backwards")
+        while self._pos < pos:
+            if not self.read(min(pos - self._pos, TAR_BUFFER)):
+                break  # tarfile notices the short read itself
+        return self._pos
+
+
+class _MemberData:
+    """Exactly ``size`` bytes of one member, read from the decoded stream without a copy."""
+
+    def __init__(self, forward: _ForwardStream, size: int) -> None:
+        self._forward = forward
+        self._left = size
+
+    def read(self, n: int = -1) -> bytes:
+        n = self._left if n < 0 else min(n, self._left)
+        if n <= 0:
+            return b""
+        data = self._forward.read(n)
+        if len(data) < n:
+            raise tarfile.ReadError("unexpected end of data")
+        self._left -= n
+        return data
 
 
 class _Guarded:
