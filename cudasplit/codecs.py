@@ -515,7 +515,7 @@ def _zstd_chunks(fh: IO[bytes], source: str) -> Iterator[bytes]:
     for offset, length in frames:
         fh.seek(offset)
         frame = _Window(fh, length)
-        yield from dctx.read_to_iter(cast(IO[bytes], frame), read_size=128 << 10,
+        yield from dctx.read_to_iter(cast(IO[bytes], frame), read_size=1 << 20,
                                      write_size=CHUNK)
         if frame.remaining:
             raise CorruptArchiveError("zstd frame ends before its last block", source=source)
