@@ -83,7 +83,7 @@ DEFAULT_READ_AHEAD = 64 << 20
 # ~200 KB of index); refusing it keeps a forged footer from making us allocate gigabytes.
 _MAX_XZ_INDEX = 64 << 20
 
-# Measured on 2 cores (benchmarks/README_decompress.md): single-block xz and zstd decode as
+# Measured on 2 cores (benchmarks/README.md): single-block xz and zstd decode as
 # fast in-process as with the binaries; for multi-block xz, `xz -T2` is ~6% faster than the
 # threaded in-process decoder with 24 MiB blocks (2.6x faster with 192 MiB blocks) but only
 # because it buffers whole blocks: 160 MB RSS at 24 MiB blocks, 700 MB at 192 MiB, against
