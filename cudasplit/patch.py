@@ -57,7 +57,7 @@ from cudasplit.elf import ElfInfo, read_elf_info
 from cudasplit.errors import ElfError, PatchError
 from cudasplit.model import Kind
 
-__all__ = ["SPARE_BYTES", "PatchResult", "set_runpath"]
+__all__ = ["SPARE_BYTES", "PatchResult", "rename_needed", "set_runpath"]
 
 log = logging.getLogger(__name__)
 
@@ -771,3 +771,66 @@ def set_runpath(path: str | os.PathLike[str], value: str, *, tag: str = "RUNPATH
         method = "lief"
     log.debug("%s: %s=%r via %s (was %s=%r)", name, tag, value, method, before_tag, before)
     return replace(result, method=method)
+
+
+# --------------------------------------------------------------------------- DT_NEEDED renames
+
+def rename_needed(path: str | os.PathLike[str], old: str, new: str) -> bool:
+    """Rename the DT_NEEDED entry ``old`` to ``new`` in place, like ``patchelf --replace-needed``
+    (nsight_systems' ``libqtiff.so`` wants ``libtiff.so.5``; distributions ship ``libtiff.so``).
+
+    The new name overwrites the old string in ``.dynstr``, so it must not be longer, and no
+    other reference may share the old string's bytes (a version need's file name pointing at
+    the same string is renamed with it, as patchelf does). Returns False when the file does not
+    need ``old``. Raises PatchError when it cannot be done in place (file untouched) or the
+    result does not read back (file restored), ElfError for a damaged file.
+    """
+    name = os.fspath(path)
+    raw_old, raw_new = old.encode(), new.encode()
+    if not raw_new or b"\0" in raw_new or b"\0" in raw_old:
+        raise ValueError("library names must be non-empty and contain no NUL")
+    with open(name, "r+b") as stream:
+        fd = stream.fileno()
+        elf = read_raw(name, fd)
+        dynstr = elf.pread(elf.strsz, elf.strtab_off)
+        slots = sorted({v for t, v in elf.dyn if t == DT_NEEDED
+                        and dynstr[v:v + len(raw_old) + 1] == raw_old + b"\0"})
+        if not slots:
+            return False
+        if len(raw_new) > len(raw_old):
+            raise PatchError(f"{name}: cannot rename NEEDED {old!r} to the longer {new!r} in place")
+        if not all(_only_the_library_refers(elf, off, len(raw_old)) for off in slots):
+            raise PatchError(f"{name}: the string {old!r} is shared with another name; "
+                             "NEEDED not renamed")
+        undo = _Undo(fd, elf.size)
+        try:
+            for off in slots:
+                undo.write(elf.strtab_off + off, raw_new.ljust(len(raw_old) + 1, b"\0"))
+            _verify_needed(name, old, new)
+        except BaseException:
+            undo.restore()
+            raise
+    return True
+
+
+def _only_the_library_refers(elf: RawElf, off: int, length: int) -> bool:
+    """Nothing points into [off, off+length] except DT_NEEDED / version-need file names at off."""
+    inside = range(off + 1, off + length + 1)
+    tags = [v for t, v in elf.dyn if t in _STRING_TAGS and t != DT_NEEDED]
+    needed = [v for t, v in elf.dyn if t == DT_NEEDED]
+    names = _symbol_name_refs(elf, _dynstr_section(elf))
+    if names is None:
+        return False  # no section headers: symbol names unknown, be conservative
+    symbols = list(names)
+    if off in tags or off in symbols:
+        return False
+    return not any(r in inside for r in (*tags, *needed, *symbols, *_version_refs(elf)))
+
+
+def _verify_needed(path: str, old: str, new: str) -> None:
+    try:
+        info = read_elf_info(path)
+    except ElfError as exc:
+        raise PatchError(f"{path}: renamed file fails to parse: {exc}") from exc
+    if info is None or new not in info.needed or old in info.needed:
+        raise PatchError(f"{path}: NEEDED rename {old!r} -> {new!r} did not read back")

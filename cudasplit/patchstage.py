@@ -21,7 +21,7 @@ from typing import BinaryIO
 
 from .elf import ElfInfo, read_elf_info
 from .errors import ElfError, PatchError
-from .patch import set_runpath
+from .patch import rename_needed, set_runpath
 from .report import MemberRecord, Problem, Report
 from .rules import PackageSettings, Rule
 from .runpath import (
@@ -82,6 +82,7 @@ class PatchStage:
         self._pool = early_pool if settings.enabled and settings.writing else None
         self._futures: list[Future[None]] = []
         self._static = self._static_context(package, has_stubs_output)
+        self._renames = dict(package.replace_needed)
 
     # -- during the stream --------------------------------------------------------------------
 
@@ -120,7 +121,7 @@ class PatchStage:
             info = read_elf_info(job.local)
         except ElfError:
             return  # reported by the final pass
-        if info is None or not info.has_dynamic:
+        if info is None or not info.has_dynamic or self._wants_rename(info):
             return
         key = (job.output, member_parent(job.dest))
         own = self._own_names.get(key, set())
@@ -197,12 +198,29 @@ class PatchStage:
             job.record.patch = "skipped"
             self._report.problems.append(Problem("patch-failed", job.record.path, str(exc)))
 
+    def _wants_rename(self, info: ElfInfo) -> bool:
+        return any(name in self._renames for name in info.needed)
+
+    def _rename_needed(self, job: ElfJob, info: ElfInfo) -> ElfInfo:
+        """Package ``replace_needed`` first: the RUNPATH plan resolves the new names."""
+        assert job.local is not None
+        renamed = [f"{old} -> {self._renames[old]}" for old in info.needed
+                   if old in self._renames and rename_needed(job.local, old, self._renames[old])]
+        if not renamed:
+            return info
+        job.record.note = "DT_NEEDED renamed: " + ", ".join(renamed)
+        fresh = read_elf_info(job.local)
+        assert fresh is not None
+        return fresh
+
     def _patch_checked(self, job: ElfJob, ctx: RunpathContext) -> None:
         assert job.local is not None
         info = read_elf_info(job.local)
         if info is None or not info.has_dynamic:
             job.record.patch = "skipped"
             return
+        if self._wants_rename(info):
+            info = self._rename_needed(job, info)
         policy, plan = _plan(job, info, ctx)
         result = set_runpath(job.local, plan.value, tag=policy.tag,
                              patcher=self.settings.patcher)
@@ -219,6 +237,11 @@ class PatchStage:
         if info is None or not info.has_dynamic or (job.rule and job.rule.patch is False):
             record.patch = "skipped"
             return
+        if self._wants_rename(info):
+            renamed = tuple(self._renames.get(name, name) for name in info.needed)
+            record.note = "DT_NEEDED would be renamed: " + ", ".join(
+                f"{old} -> {self._renames[old]}" for old in info.needed if old in self._renames)
+            info = replace(info, needed=renamed)
         policy, plan = _plan(job, info, ctx)
         record.runpath_after, record.runpath_tag = plan.value, policy.tag
         record.patch = "planned"

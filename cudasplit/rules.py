@@ -31,7 +31,8 @@ RULE_KEYS = frozenset(
 RENAME_KEYS = frozenset({"name", "from", "to", "link_back", "description"})
 PACKAGE_KEYS = frozenset(
     {"outputs", "cuda_compat", "runpath_append", "lift", "description", "stub_links",
-     "pkgconfig_driver_rpath", "pkgconfig_stubs_libdir", "optional_outputs"}
+     "pkgconfig_driver_rpath", "pkgconfig_stubs_libdir", "optional_outputs",
+     "replace_needed"}
 )
 TOP_KEYS = frozenset({"schema", "profile", "package", "rule", "rename"})
 PROFILE_KEYS = frozenset({"name", "description", "outputs"})
@@ -103,6 +104,8 @@ class PackageSettings:
     pkgconfig_stubs_libdir: tuple[Glob, ...] = ()
     # Declared outputs that may stay empty (cuda_cupti's static exists on some platforms only).
     optional_outputs: tuple[str, ...] = ()
+    # DT_NEEDED renames in every ELF file of the package (nsight: libtiff.so.5 -> libtiff.so).
+    replace_needed: Mapping[str, str] = field(default_factory=dict)
 
     def lift_path(self, path: str) -> str | None:
         """``path`` with a lifted directory prefix removed; None when ``path`` is that directory."""
@@ -373,6 +376,14 @@ def _load_package(tables: Sequence[tuple[str, Mapping[str, Any]]]) -> PackageSet
     if "pkgconfig_stubs_libdir" in merged:
         filename, value = merged["pkgconfig_stubs_libdir"]
         stubs_libdir = _globs(value, f"{filename}:[package].pkgconfig_stubs_libdir")
+    replace_needed: dict[str, str] = {}
+    if "replace_needed" in merged:
+        filename, value = merged["replace_needed"]
+        table = _table(value, filename, "replace_needed")
+        if not all(isinstance(v, str) and v and "/" not in v and k and "\0" not in k + v
+                   for k, v in table.items()):
+            raise RulesError(f"{filename}:[package].replace_needed: values must be library names")
+        replace_needed = {str(k): str(v) for k, v in table.items()}
     stub_links: dict[str, str] = {}
     if "stub_links" in merged:
         filename, value = merged["stub_links"]
@@ -388,4 +399,5 @@ def _load_package(tables: Sequence[tuple[str, Mapping[str, Any]]]) -> PackageSet
         pkgconfig_stubs_libdir=stubs_libdir,
         optional_outputs=_str_list(merged.get("optional_outputs", (None, []))[1], "[package]",
                                    "optional_outputs"),
+        replace_needed=replace_needed,
     )
