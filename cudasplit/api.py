@@ -12,12 +12,12 @@ from .codecs import detect_codec
 from .errors import CudasplitError, SourceError
 from .model import OUTPUT_NAMES, Kind, PackageId
 from .nixenv import nix_outputs
-from .pipeline import SplitOptions, SplitRun, member_kind
+from .pipeline import SplitOptions, SplitRun, member_kind, open_for
 from .pipeline import split as _split
 from .report import Report
 from .rules import Rename, RuleSet, load_ruleset
 from .sinks import DirectorySink, Sink
-from .sources import Source, open_source, package_from_filename, parse_top_dir
+from .sources import Source, package_from_filename, parse_top_dir
 
 PathLike = str | os.PathLike[str]
 
@@ -151,8 +151,7 @@ def explain(source: PathLike | Source, path: str, options: SplitOptions | None =
             ) -> Explanation:
     """Which rule placed ``path`` (archive path, top dir stripped) and which it passed over."""
     opts = replace(options or SplitOptions(), dry_run=True)
-    if isinstance(source, (str, os.PathLike)):
-        source = open_source(source, package=opts.package)
+    source = open_for(source, opts)
     run = SplitRun(source, None, opts)
     report = run.run()
     wanted = path.strip("/")

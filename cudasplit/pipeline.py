@@ -602,18 +602,25 @@ def _canonical_link(text: str) -> bool:
 # -- public entry points ---------------------------------------------------------------------
 
 
+def open_for(source: str | os.PathLike[str] | Source, options: SplitOptions) -> Source:
+    """A path opened the way ``options`` asks (identity override, jobs, bomb limits)."""
+    if not isinstance(source, (str, os.PathLike)):
+        return source
+    return open_source(source, package=options.package, jobs=options.effective_jobs(),
+                       limits=Limits(options.max_total_bytes, options.max_ratio))
+
+
 def split(source: str | os.PathLike[str] | Source, sink: Sink | None, *,
           options: SplitOptions | None = None,
           plan_roots: Mapping[str, str] | None = None) -> Report:
     """Split ``source`` into ``sink`` (``None``: plan only, write nothing; RUNPATHs and links
     are then planned against ``plan_roots``, output name -> final directory)."""
     opts = options or SplitOptions()
-    if isinstance(source, (str, os.PathLike)):
-        source = open_source(source, package=opts.package, jobs=opts.effective_jobs(),
-                             limits=Limits(opts.max_total_bytes, opts.max_ratio))
+    source = open_for(source, opts)
     if opts.dry_run:
         sink = None
     return SplitRun(source, sink, opts, plan_roots).run()
 
 
-__all__ = ["Progress", "SplitOptions", "SplitRun", "fallback_output", "member_kind", "split"]
+__all__ = ["Progress", "SplitOptions", "SplitRun", "fallback_output", "member_kind", "open_for",
+           "split"]

@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .model import PackageId
-from .pipeline import SplitOptions
+from .pipeline import SplitOptions, open_for
 from .pipeline import split as _split
 from .report import Report
 from .sinks.tarball import DEFAULT_FORMAT, DEFAULT_LEVEL, TarballSink
-from .sources import Source, open_source
+from .sources import Source
 
 PathLike = str | os.PathLike[str]
 
@@ -45,8 +45,8 @@ def repack_to_dir(source: PathLike | Source, output_dir: PathLike,
     """
     opts = options or SplitOptions()
     pack = repack or RepackOptions()
-    if isinstance(source, (str, os.PathLike)):
-        source = open_source(source, package=opts.package, jobs=opts.effective_jobs())
+    # Opened here (not in split) because the sink names its archives after the identity.
+    source = open_for(source, opts)
     if opts.dry_run:
         return RepackResult(_split(source, None, options=opts))
     opened = source

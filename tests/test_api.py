@@ -30,3 +30,18 @@ def test_api_never_prints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         cudasplit.split_to_dir(tmp_path / "missing.tar.xz", tmp_path / "o2")
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err == ""
+
+
+def test_every_entry_point_applies_the_bomb_limits(tmp_path: Path) -> None:
+    archive = write_archive(tmp_path / "a.tar.xz", [("file", "lib/big.bin", b"\0" * 4096)])
+    tight = cudasplit.SplitOptions(max_total_bytes=1024)
+    calls = [
+        lambda: cudasplit.split_to_dir(archive, tmp_path / "o", tight),
+        lambda: cudasplit.inspect(archive, tight),
+        lambda: cudasplit.explain(archive, "lib/big.bin", tight),
+        lambda: cudasplit.repack_to_dir(archive, tmp_path / "r", tight),
+    ]
+    for call in calls:
+        with pytest.raises(cudasplit.LimitExceededError):
+            call()
+    assert not (tmp_path / "o").exists()
