@@ -114,13 +114,37 @@ def _need(cross: dict[str, Path | None], key: str, tmp: Path) -> Path:
 
 
 def _search_path(out: str, owner: Path) -> list[str]:
-    """The loader's `search path=` entries for RUNPATH/RPATH of `owner`, hwcaps subdirs dropped."""
+    """The loader's `search path=` entries for RUNPATH/RPATH of `owner`, subdirs dropped.
+
+    glibc also searches CPU-dependent subdirectories of each entry (``glibc-hwcaps/x86-64-v3``,
+    ``tls``, ``haswell/avx512_1``, ``x86_64``, ...), which differ from one CPU to the next: keep
+    only entries that are not below another entry of the same list.
+    """
     for line in out.splitlines():
         if "search path=" in line and line.rstrip().endswith(f"/{owner.name})"):
             entries = line.split("search path=", 1)[1].split("\t", 1)[0].split(":")
-            hwcaps = ("glibc-hwcaps", "/tls", "/x86_64")
-            return [e for e in entries if not any(h in e for h in hwcaps)]
+            return _collapse_subdirs(entries)
     raise AssertionError(f"no search path for {owner} in loader output:\n{out[-2000:]}")
+
+
+def _collapse_subdirs(entries: list[str]) -> list[str]:
+    kept: list[str] = []
+    for entry in entries:
+        below = any(_is_subdir(entry, other) for other in entries if other != entry)
+        if not below and entry not in kept:
+            kept.append(entry)
+    return kept
+
+
+def _is_subdir(entry: str, other: str) -> bool:
+    prefix = other.rstrip("/") + "/"
+    return entry.startswith(prefix) and ".." not in entry[len(prefix):].split("/")
+
+
+def test_collapse_subdirs_drops_any_cpu_specific_subdir() -> None:
+    entries = ["/a/glibc-hwcaps/x86-64-v4", "/a/tls/haswell/avx512_1/x86_64", "/a/haswell/avx512_1",
+               "/a/x86_64", "/a", "/b/tls", "/b", "/b/../c"]
+    assert _collapse_subdirs(entries) == ["/a", "/b", "/b/../c"]
 
 
 def _load(files: dict[str, Path], exe: str) -> str:
