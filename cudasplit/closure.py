@@ -178,7 +178,7 @@ class _Scanner:
         self.needles = {name: _needle(root).encode() for name, root in roots.items()}
         # Every needle of a split directory (or the store) starts alike: find that prefix with
         # memmem-speed ``find`` and test the few hits, instead of one search per output.
-        self.prefix = os.path.commonprefix(list(self.needles.values()))
+        self.prefix = os.path.commonprefix(list(self.needles.values()))  # noqa: RUF071 bytes
         self.references: list[Reference] = []
 
     def scan_output(self, name: str) -> OutputSize:
@@ -330,7 +330,7 @@ def _expected(start: str, holder: str, category: str) -> bool:
 
 def _paths(edges: Mapping[str, set[str]], start: str) -> dict[str, tuple[str, ...]]:
     """Shortest chain from ``start`` to each output it reaches (itself included)."""
-    chains = {start: (start,)}
+    chains: dict[str, tuple[str, ...]] = {start: (start,)}
     frontier = [start]
     while frontier:
         following = []

@@ -188,7 +188,8 @@ def render_package(plan: PackagePlan, manifest_name: str) -> str:
     systems = sorted((NIX_SYSTEMS[p.platform], p.platform) for p in plan.platforms)
     lines += _list((f"{system} = {_s(platform)};" for system, platform in systems), "      ")
     lines += ["    }", "    .${stdenv.hostPlatform.system}",
-              f"      or (throw \"{plan.pname}: unsupported system ${{stdenv.hostPlatform.system}}\");",
+              f"      or (throw \"{plan.pname}: unsupported system "
+              "${stdenv.hostPlatform.system}\");",
               "  sources = {"]
     for p in plan.platforms:
         lines += [f"    {p.platform} = {{", f"      url = {_s(p.url)};",

@@ -1,0 +1,181 @@
+"""``cudasplit nixify`` on two releases built from real NVIDIA wheels (12.9 and 13.0).
+
+The generated files must parse, evaluate against a stub ``callPackage`` (no nixpkgs here), and
+say what the package table and the soname graph say: each package's ``outputs`` and its
+``buildInputs``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cudasplit.cli import main
+from cudasplit.manifest import load_manifest
+from cudasplit.nixify import nixify, plan_release, render_package
+from cudasplit.rules import load_ruleset
+from cudasplit.sonames import PackageLinks, provider_index, scan_elf_source
+from tests.releases import Release, release
+
+pytestmark = pytest.mark.slow
+
+# No nixpkgs: just enough of lib/stdenv/fetchurl for the expressions to evaluate. mkDerivation
+# returns its attributes, so the test reads outputs and buildInputs straight back.
+STUB = r"""
+{ dir, system }:
+let
+  stubs = {
+    lib = {
+      licenses.unfree = "unfree";
+      getLib = p: p.pname;
+      makeLibraryPath = ps: builtins.concatStringsSep ":" (map (p: "${p.pname}/lib") ps);
+    };
+    stdenv = { mkDerivation = a: a; hostPlatform.system = system; };
+    fetchurl = a: a;
+    cudasplit = { pname = "cudasplit"; };
+  };
+  callPackage = f: extra:
+    let fn = import f;
+    in fn (builtins.intersectAttrs (builtins.functionArgs fn) (stubs // self)) // extra;
+  self = import (dir + "/default.nix") { inherit callPackage; };
+in
+builtins.mapAttrs (name: d: {
+  inherit (d) pname version outputs cudasplitStrict;
+  buildInputs = map (p: p.pname) d.buildInputs;
+  libraryPath = d.cudasplitLibraryPath or "";
+  url = d.src.url;
+  sha256 = d.src.sha256;
+  platforms = d.meta.platforms;
+}) self
+"""
+
+
+def _need_nix() -> None:
+    if shutil.which("nix-instantiate") is None:
+        pytest.skip("nix-instantiate not found (Debian: apt-get install nix-bin)")
+
+
+def _evaluate(directory: Path, tmp_path: Path) -> dict[str, dict[str, object]]:
+    stub = tmp_path / "stub.nix"
+    stub.write_text(STUB)
+    done = subprocess.run(
+        ["nix-instantiate", "--eval", "--strict", "--json", str(stub),
+         "--arg", "dir", str(directory), "--argstr", "system", "x86_64-linux"],
+        capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result: dict[str, dict[str, object]] = json.loads(done.stdout)
+    return result
+
+
+def _expected_inputs(rel: Release) -> dict[str, set[str]]:
+    """The soname graph, computed here from the tarballs without nixify's planning code."""
+    links = [PackageLinks(p, scan_elf_source(rel.tarball(p))) for p in rel.versions]
+    index = provider_index(links)
+    expected: dict[str, set[str]] = {}
+    for package in links:
+        providers = {o for name in package.needed for o in index.get(name, ())}
+        expected[package.package] = providers - {package.package}
+    return expected
+
+
+@pytest.fixture(scope="module", params=["12.9.1", "13.0.2"])
+def generated(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+              ) -> tuple[Release, Path]:
+    rel = release(request.param)
+    out = tmp_path_factory.mktemp(f"nixify-{request.param}")
+    result = CliRunner().invoke(main, ["nixify", str(rel.manifest), "--tarballs",
+                                       str(rel.tarballs), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    return rel, out
+
+
+def test_every_file_parses(generated: tuple[Release, Path]) -> None:
+    _need_nix()
+    rel, out = generated
+    files = sorted(out.glob("*.nix"))
+    assert {f.stem for f in files} == {*rel.versions, "default"}
+    assert len(rel.versions) >= 8
+    for path in files:
+        done = subprocess.run(["nix-instantiate", "--parse", str(path)], capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 0, f"{path.name}: {done.stderr[-1500:]}"
+
+
+def test_outputs_and_build_inputs_match_table_and_soname_graph(
+        generated: tuple[Release, Path], tmp_path: Path) -> None:
+    _need_nix()
+    rel, out = generated
+    evaluated = _evaluate(out, tmp_path)
+    manifest = json.loads(rel.manifest.read_text())
+    expected_inputs = _expected_inputs(rel)
+    assert set(evaluated) == set(rel.versions)
+    for pname, attrs in evaluated.items():
+        declared = load_ruleset(pname).package.outputs
+        outputs = attrs["outputs"]
+        assert isinstance(outputs, list) and outputs[0] == "out"
+        if declared is not None:
+            assert set(outputs) == {"out", *declared}, pname
+        assert set(attrs["buildInputs"]) == expected_inputs[pname], pname  # type: ignore[arg-type]
+        entry = manifest[pname]["linux-x86_64"]
+        assert attrs["sha256"] == entry["sha256"]
+        assert str(attrs["url"]).endswith("/" + entry["relative_path"])
+        assert attrs["version"] == manifest[pname]["version"]
+        assert attrs["platforms"] == ["x86_64-linux"]
+        assert attrs["cudasplitStrict"] is True
+
+
+def test_known_outputs_and_edges(generated: tuple[Release, Path], tmp_path: Path) -> None:
+    """Facts of the real bytes, written down: they catch a classifier or graph that drifts."""
+    _need_nix()
+    rel, out = generated
+    evaluated = _evaluate(out, tmp_path)
+    assert evaluated["cuda_nvcc"]["outputs"] == ["out"]  # single output by the table
+    assert {"lib", "static", "stubs"} <= set(evaluated["cuda_cudart"]["outputs"])  # type: ignore[arg-type]
+    assert "lib" not in evaluated["cuda_cccl"]["outputs"]  # type: ignore[operator]
+    if rel.label.startswith("12."):
+        # libcusparse.so.12 NEEDs libnvJitLink.so.12.
+        assert evaluated["libcusparse"]["buildInputs"] == ["libnvjitlink"]
+        assert evaluated["libcusparse"]["libraryPath"] == "libnvjitlink/lib"
+    else:
+        assert "include" in evaluated["cuda_crt"]["outputs"]  # type: ignore[operator]
+        assert "lib" in evaluated["libnvvm"]["outputs"]  # type: ignore[operator]
+
+
+def test_output_is_stable(generated: tuple[Release, Path], tmp_path: Path) -> None:
+    """Byte-identical on a second run: a release bump shows up as a readable diff."""
+    rel, out = generated
+    again = nixify(load_manifest(rel.manifest), rel.tarballs, tmp_path / "again")
+    for name in again.files:
+        assert (tmp_path / "again" / name).read_text() == (out / name).read_text(), name
+
+
+def test_table_runtime_dependency_becomes_input_and_package_root(tmp_path: Path) -> None:
+    """libcublas' table appends @cuda_nvrtc@/lib (cuBLASLt dlopens NVRTC): nixify makes
+    cuda_nvrtc a buildInput and passes --package-root for it."""
+    rel = release("12.9.1")
+    manifest = json.loads(rel.manifest.read_text())
+    # cuda_nvrtc's tarball, renamed to libcublas: a stand-in with real ELF members.
+    manifest["libcublas"] = {**manifest["cuda_nvrtc"], "version": "12.9.1.4"}
+    path = tmp_path / "redistrib.json"
+    path.write_text(json.dumps(manifest))
+    plans = {p.pname: p for p in plan_release(load_manifest(path), rel.tarballs,
+                                              packages=["libcublas", "cuda_nvrtc"])}
+    plan = plans["libcublas"]
+    assert plan.build_inputs == ("cuda_nvrtc",)
+    text = render_package(plan, "redistrib.json")
+    assert '"cuda_nvrtc=${lib.getLib cuda_nvrtc}"' in text
+    assert "cuda_nvrtc # dlopen (package table)" in text
+
+
+def test_missing_tarballs_are_an_error(tmp_path: Path) -> None:
+    rel = release("13.0.2")
+    (tmp_path / "empty").mkdir()
+    result = CliRunner().invoke(main, ["nixify", str(rel.manifest), "--tarballs",
+                                       str(tmp_path / "empty"), "-o", str(tmp_path / "o")])
+    assert result.exit_code == 2
+    assert "none of its tarballs" in result.output
