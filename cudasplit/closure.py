@@ -176,6 +176,8 @@ class _Scanner:
     def __init__(self, roots: dict[str, str]) -> None:
         self.roots = roots
         self.needles = {name: _needle(root).encode() for name, root in roots.items()}
+        # A store hash is unique whatever follows it (``-name/lib``); a directory path is not.
+        self.bounded = {name: _STORE_ROOT.match(root) is None for name, root in roots.items()}
         # Every needle of a split directory (or the store) starts alike: find that prefix with
         # memmem-speed ``find`` and test the few hits, instead of one search per output.
         self.prefix = os.path.commonprefix(list(self.needles.values()))  # noqa: RUF071 bytes
@@ -187,13 +189,14 @@ class _Scanner:
         holds: dict[str, str] = {}
         for rel, full in _walk(root):
             files += 1
-            if os.path.islink(full):
+            link = os.readlink(full) if os.path.islink(full) else None
+            if link is not None:
                 self._symlink(name, rel, full)
-                total += len(os.readlink(full))
+                total += len(link)
             else:
                 total += os.path.getsize(full)
                 self._file(name, rel, full)
-            for category in _categories(name, rel):
+            for category in _categories(name, rel, link):
                 holds.setdefault(category, rel)
         return OutputSize(files, total, holds)
 
@@ -252,7 +255,8 @@ class _Scanner:
         pos = data.find(self.prefix)
         while pos >= 0:
             for name, needle in self.needles.items():
-                if data[pos:pos + len(needle)] == needle and _ends(data, pos + len(needle)):
+                end = pos + len(needle)
+                if data[pos:end] == needle and (not self.bounded[name] or _ends(data, end)):
                     found.add(name)
             pos = data.find(self.prefix, pos + 1)
         return found
@@ -290,10 +294,11 @@ def _walk(root: str) -> Iterator[tuple[str, str]]:
             yield os.path.relpath(full, root), full
 
 
-def _categories(output: str, rel: str) -> Iterator[str]:
+def _categories(output: str, rel: str, link: str | None) -> Iterator[str]:
     name = posixpath.basename(rel)
     parts = rel.split("/")
-    if name.endswith(".a"):
+    # A link counts by what it points at: ``libfoo-compat.a -> libfoo.so.1`` is no archive.
+    if name.endswith(".a") and (link is None or link.endswith(".a")):
         yield "static"
     if "stubs" in parts[:-1]:
         yield "stubs"
