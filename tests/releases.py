@@ -62,6 +62,7 @@ class Release:
     manifest: Path
     tarballs: Path          # flat directory of the tarballs
     versions: dict[str, str]  # pname -> version
+    roots: dict[str, Path]    # pname -> the unpacked wheel directory its tarball was made from
 
     def tarball(self, pname: str) -> Path:
         return self.tarballs / f"{pname}-linux-x86_64-{self.versions[pname]}-archive.tar"
@@ -77,7 +78,7 @@ def release(label: str) -> Release:
     with _locked(cache_dir() / ".releases.lock"):
         if not (base / "done").exists():
             _build(base, label, pins, have, roots)
-    return Release(label, base / f"redistrib_{label}.json", base / "tarballs", have)
+    return Release(label, base / f"redistrib_{label}.json", base / "tarballs", have, roots)
 
 
 def _build(base: Path, label: str, pins: tuple[Pin, ...], versions: dict[str, str],

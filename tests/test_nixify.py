@@ -19,7 +19,7 @@ from cudasplit.cli import main
 from cudasplit.manifest import load_manifest
 from cudasplit.nixify import nixify, plan_release, render_package
 from cudasplit.rules import load_ruleset
-from cudasplit.sonames import PackageLinks, provider_index, scan_elf_source
+from cudasplit.sonames import PackageLinks, provider_index, scan_elf_dir
 from tests.releases import Release, release
 
 pytestmark = pytest.mark.slow
@@ -73,8 +73,9 @@ def _evaluate(directory: Path, tmp_path: Path) -> dict[str, dict[str, object]]:
 
 
 def _expected_inputs(rel: Release) -> dict[str, set[str]]:
-    """The soname graph, computed here from the tarballs without nixify's planning code."""
-    links = [PackageLinks(p, scan_elf_source(rel.tarball(p))) for p in rel.versions]
+    """The soname graph, computed here from the unpacked wheels (not the tarballs nixify read)
+    without nixify's planning code."""
+    links = [PackageLinks(p, scan_elf_dir(rel.roots[p])) for p in rel.versions]
     index = provider_index(links)
     expected: dict[str, set[str]] = {}
     for package in links:
@@ -146,12 +147,15 @@ def test_known_outputs_and_edges(generated: tuple[Release, Path], tmp_path: Path
         assert "lib" in evaluated["libnvvm"]["outputs"]  # type: ignore[operator]
 
 
-def test_output_is_stable(generated: tuple[Release, Path], tmp_path: Path) -> None:
-    """Byte-identical on a second run: a release bump shows up as a readable diff."""
-    rel, out = generated
+def test_output_is_stable(tmp_path: Path) -> None:
+    """Byte-identical on a second run: a release bump shows up as a readable diff. (13.0 only:
+    12.9 costs a second full read of 1.1 GB for the same code path.)"""
+    rel = release("13.0.2")
+    first = nixify(load_manifest(rel.manifest), rel.tarballs, tmp_path / "first")
     again = nixify(load_manifest(rel.manifest), rel.tarballs, tmp_path / "again")
+    assert first.files == again.files
     for name in again.files:
-        assert (tmp_path / "again" / name).read_text() == (out / name).read_text(), name
+        assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "first" / name).read_bytes()
 
 
 def test_table_runtime_dependency_becomes_input_and_package_root(tmp_path: Path) -> None:
