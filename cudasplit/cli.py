@@ -178,6 +178,8 @@ def main() -> None:
 @click.option("-j", "--jobs", type=int, default=0, help="Parallelism (default: available CPUs).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what happens.")
+@click.option("--closure", is_flag=True, help="Then print the closure report of the outputs "
+              "(one source; see `cudasplit closure`).")
 def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
                   report_file: str | None, quiet: bool, verbose: bool, **kw: Any) -> None:
     """Split SOURCES (tarballs or unpacked directories) into outputs.
@@ -194,6 +196,8 @@ def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
         if len(sources) > 1 or _is_batch(sources[0], nix):
             if nix:
                 raise click.UsageError("--nix takes exactly one source")
+            if kw.get("closure"):
+                raise click.UsageError("--closure takes exactly one source")
             assert output_dir is not None
             _run_batch(sources, output_dir, options, report_file, quiet)
             return
@@ -205,6 +209,8 @@ def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
             progress.clear()
     if not quiet:
         _print_summary(report)
+    if kw.get("closure") and not kw.get("dry_run"):
+        cli_release.print_closure(output_dir, nix)
 
 
 def _print_summary(report: Report) -> None:

@@ -137,3 +137,21 @@ def diff_command(old: str, new: str, tarball_dir: str | None, old_tarballs: str 
         for line in result.text_lines(members=members):
             click.echo(line)
     sys.exit(EXIT_FOUND if result.changes else EXIT_OK)
+
+
+def print_closure(output_dir: str | None, nix: bool) -> None:
+    """``split --closure``: the closure report of what the split just wrote."""
+    from .closure import closure_of_dir, closure_of_roots
+    from .nixenv import nix_outputs
+
+    try:
+        if nix:
+            report = closure_of_roots({k: str(v) for k, v in nix_outputs(None).items()})
+        else:
+            assert output_dir is not None
+            report = closure_of_dir(output_dir)
+    except CudasplitError as exc:
+        _fail(exc)
+        return
+    for line in report.text_lines():
+        click.echo(line)

@@ -136,3 +136,15 @@ def test_agrees_with_nix_store_references(nix: Nix, nix_tarball: Path) -> None: 
                                     *[f"--root={n}={p}" for n, p in outputs.items()]])
     assert cli.exit_code == 0, cli.output
     assert set(json.loads(cli.stdout)["outputs"]) == set(OUTPUTS)
+
+
+def test_split_closure_option(redist_tree: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["split", str(redist_tree), "-o", str(tmp_path / "s"),
+                                       "-q", "--nix-support", "--closure"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("bin ") and line.endswith("-> lib (runpath)") for line in lines)
+    assert not any(line.startswith("warning:") for line in lines)
+    batch = CliRunner().invoke(main, ["split", str(redist_tree), str(redist_tree), "-o",
+                                      str(tmp_path / "b"), "--closure"])
+    assert batch.exit_code == 2 and "--closure takes exactly one source" in batch.output
