@@ -297,7 +297,7 @@ def test_failed_verification_restores_bytes(
     files = _copy_set(built["stubs" if stage == "in-place" else "none"], tmp_path / "t")
     before = files["liba"].read_bytes()
 
-    def broken(path: str, raw: bytes, tag: str) -> None:
+    def broken(path: str, expect: object) -> None:
         raise PatchError(f"{path}: simulated verification failure")
 
     monkeypatch.setattr(patch_mod, "_verify", broken)
