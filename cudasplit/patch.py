@@ -61,7 +61,7 @@ from cudasplit._elfio import (
 )
 from cudasplit._elfwrite import SPARE_BYTES, Plan, Want, plan_append, plan_in_place
 from cudasplit.elf import read_elf_info
-from cudasplit.elfedit import EditResult, ElfEdit
+from cudasplit.elfedit import EditResult, ElfEdit, UnknownPatcherError
 from cudasplit.errors import CudasplitError, ElfError, PatchError
 
 __all__ = ["SPARE_BYTES", "PatchResult", "apply_edit", "rename_needed", "set_runpath"]
@@ -70,10 +70,6 @@ log = logging.getLogger(__name__)
 
 _TAG_BY_NAME = {"RUNPATH": DT_RUNPATH, "RPATH": DT_RPATH}
 PATCHERS = ("auto", "in-place", "append", "native", "lief")
-
-
-class BadPatcherError(CudasplitError, ValueError):
-    """An unknown ``patcher`` name (a ValueError too, for callers that caught that before)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,12 +333,12 @@ def apply_edit(path: str | os.PathLike[str], edit: ElfEdit, *, patcher: str = "a
     that must not fall back to LIEF: "native" (tiers 1-2), "in-place", "append" (one tier).
     A forced tier that does not apply raises PatchError with the file untouched.
     Raises ElfError when the file is not ELF or is damaged (file untouched), PatchError when
-    it cannot be written (file restored), BadPatcherError for an unknown patcher, ValueError
+    it cannot be written (file restored), UnknownPatcherError for an unknown patcher, ValueError
     for a string with NUL.
     """
     name = os.fspath(path)
     if patcher not in PATCHERS:
-        raise BadPatcherError(f"unknown patcher {patcher!r}; one of {', '.join(PATCHERS)}")
+        raise UnknownPatcherError(f"unknown patcher {patcher!r}; one of {', '.join(PATCHERS)}")
     want = _want(edit)
     info = read_elf_info(name)
     if info is None:
