@@ -15,7 +15,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -165,11 +164,6 @@ def _check_exe(src: Path, work: Path, loader: Path) -> dict[str, str]:
     return results
 
 
-def _parallel(jobs: list[Callable[[], dict[str, str]]]) -> list[dict[str, str]]:
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return list(pool.map(lambda job: job(), jobs))
-
-
 @pytest.fixture(scope="module")
 def library_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
     if shutil.which("strip") is None:
@@ -177,9 +171,10 @@ def library_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[
     files = [(f"{w}:{rel}", _locate(w, rel)) for w, rel in LIBS]
     _LIBRARY_PATH[0] = _library_path()
     root = tmp_path_factory.mktemp("real-libs")
-    jobs = [lambda s=src, i=i: _check_library(s, root / str(i))
-            for i, (_, src) in enumerate(files)]
-    return dict(zip([k for k, _ in files], _parallel(jobs), strict=True))
+    jobs = [(src, root / str(i)) for i, (_, src) in enumerate(files)]
+    with ThreadPoolExecutor(max_workers=2) as pool:  # child processes do the work
+        results = list(pool.map(lambda job: _check_library(*job), jobs))
+    return dict(zip([k for k, _ in files], results, strict=True))
 
 
 @pytest.fixture(scope="module")
