@@ -11,8 +11,8 @@ path inside the output and size, plus the soname facts of its ELF files. A snaps
 The comparison reports packages and outputs that appear or vanish, the size of each output,
 members added, removed, moved to another output, moved to another package (crt, CCCL and NVVM
 leaving cuda_nvcc in 13.0) and relocated within the tree (``include/cub/`` becoming
-``include/cccl/cub/``), and SONAME and DT_NEEDED changes. ``dlopen`` targets are not compared:
-only DT_NEEDED names are read.
+``include/cccl/cub/``), and SONAME, DT_NEEDED and ``dlopen`` target changes (the last where
+:mod:`cudasplit.dlopen` is present, see :mod:`cudasplit.sonames`).
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def _add_source(snap: Snapshot, path: Path, package: str | None, jobs: int) -> N
     for facts in scan_elf_source(path, jobs=jobs):
         dest = dests.get(facts.path)
         if dest is not None:
-            snap.elf[(name, dest)] = ElfFacts(dest, facts.soname, facts.needed)
+            snap.elf[(name, dest)] = ElfFacts(dest, facts.soname, facts.needed, facts.dlopen)
 
 
 def _split_layout(path: Path) -> str | None:
@@ -172,7 +172,8 @@ class Change:
 
     what: str      # package-added|package-removed|output-added|output-removed|member-added|
     #                member-removed|member-moved|package-moved|relocated|soname-added|
-    #                soname-removed|soname-moved|needed-added|needed-removed|version
+    #                soname-removed|soname-moved|needed-added|needed-removed|
+    #                dlopen-added|dlopen-removed|version
     package: str
     path: str = ""
     old: str = ""
@@ -309,6 +310,8 @@ def _elf_changes(old: Snapshot, new: Snapshot) -> list[Change]:
         found += [Change("soname-added", package, new=s) for s in _sonames(b) - _sonames(a)]
         found += [Change("needed-removed", package, old=n) for n in _needed(a) - _needed(b)]
         found += [Change("needed-added", package, new=n) for n in _needed(b) - _needed(a)]
+        found += [Change("dlopen-removed", package, old=n) for n in _dlopen(a) - _dlopen(b)]
+        found += [Change("dlopen-added", package, new=n) for n in _dlopen(b) - _dlopen(a)]
     return found + _soname_moves(old, new)
 
 
@@ -340,6 +343,10 @@ def _needed(facts: list[ElfFacts]) -> set[str]:
     return {n for f in facts for n in f.needed}
 
 
+def _dlopen(facts: list[ElfFacts]) -> set[str]:
+    return {n for f in facts for n in f.dlopen}
+
+
 # ---------------------------------------------------------------------------------------------
 # Text
 
@@ -356,7 +363,8 @@ def _render(diff: ReleaseDiff, members: bool) -> list[str]:
         lines += _grouped(diff.of(what), what, members)
     lines += [f"soname-moved {c.path}: {c.old} -> {c.new}" for c in diff.of("soname-moved")]
     for what, sign in (("soname-removed", "-"), ("soname-added", "+"),
-                       ("needed-removed", "-"), ("needed-added", "+")):
+                       ("needed-removed", "-"), ("needed-added", "+"),
+                       ("dlopen-removed", "-"), ("dlopen-added", "+")):
         label = what.split("-")[0]
         lines += [f"{sign} {label} {c.package}: {c.old or c.new}" for c in diff.of(what)]
     return lines

@@ -4,9 +4,9 @@ For each package of ``redistrib_*.json`` whose tarballs are at hand, one ``<pnam
 
 * ``outputs`` per platform: the package table's ``outputs`` when it declares them (the split
   then falls back for the rest), else the outputs the rules fill from that tarball's members;
-* ``buildInputs``: the packages of the release that provide a ``DT_NEEDED`` name of one of its
-  ELF files (the soname graph), plus those its table names in ``runpath_append``
-  (``@cuda_nvrtc@``: loaded with ``dlopen``);
+* ``buildInputs``: the packages of the release that provide a ``DT_NEEDED`` name or a
+  ``dlopen`` target (where :mod:`cudasplit.dlopen` is present) of one of its ELF files (the
+  soname graph), plus those its table names in ``runpath_append`` (``@cuda_nvrtc@``);
 * the cudasplit hook's variables: ``cudasplitLibraryPath`` (the providers' ``lib``),
   ``cudasplitFlags`` (``--package-root`` for each ``@pname@`` of the table),
   ``cudasplitStrict``;
@@ -65,6 +65,7 @@ class PackagePlan:
     build_inputs: tuple[str, ...]
     resolves: dict[str, tuple[str, ...]]  # provider -> the DT_NEEDED names it resolves
     unresolved: tuple[str, ...]  # DT_NEEDED names no package of the release provides
+    dlopened: tuple[str, ...]  # names of ``resolves`` found only as dlopen targets
     package_roots: tuple[str, ...]  # @pname@ placeholders of the table
     missing: tuple[str, ...] = ()  # platforms named by the manifest without a tarball here
 
@@ -129,13 +130,15 @@ def _plan_package(package: Package, arts: Sequence[Artifact], missing: Sequence[
     table = load_ruleset(package.pname).package
     resolves: dict[str, set[str]] = {}
     unresolved: set[str] = set()
+    dlopened: set[str] = set()
     for artifact in arts:
         same_platform = [v for (_, plat), v in links.items() if plat == artifact.platform]
-        deps, left = dependencies(links[(package.pname, artifact.platform)],
-                                  provider_index(same_platform))
+        own = links[(package.pname, artifact.platform)]
+        deps, left = dependencies(own, provider_index(same_platform))
         for provider, names in deps.items():
             resolves.setdefault(provider, set()).update(names)
         unresolved.update(left)
+        dlopened.update(own.dlopened - own.needed)
     roots = _table_roots(table)
     inputs = sorted(set(resolves) | set(roots))
     return PackagePlan(
@@ -146,6 +149,7 @@ def _plan_package(package: Package, arts: Sequence[Artifact], missing: Sequence[
         build_inputs=tuple(inputs),
         resolves={k: tuple(sorted(v)) for k, v in sorted(resolves.items())},
         unresolved=tuple(sorted(unresolved)), package_roots=roots,
+        dlopened=tuple(sorted(dlopened & {n for v in resolves.values() for n in v})),
         missing=tuple(sorted(a.platform for a in missing)))
 
 
@@ -222,7 +226,8 @@ def _build_inputs(plan: PackagePlan) -> list[str]:
         return ["  buildInputs = [ ];"]
     lines = ["  buildInputs = ["]
     for dep in plan.build_inputs:
-        why = ", ".join(plan.resolves.get(dep, ())) or "dlopen (package table)"
+        why = ", ".join(f"dlopen {n}" if n in plan.dlopened else n
+                        for n in plan.resolves.get(dep, ())) or "dlopen (package table)"
         lines.append(f"    {dep} # {why}")
     lines.append("  ];")
     return lines

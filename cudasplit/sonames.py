@@ -6,22 +6,27 @@ spooled to one reused temporary file and read with :func:`~cudasplit.elf.read_el
 same technique as the extended feature scan; disk use is bounded by the largest ELF member).
 Non-ELF members are skipped without reading their bytes.
 
-``dlopen`` targets are not read here: only DT_NEEDED. When a package's table names a library
+``dlopen`` targets (names in read-only data that the library opens at run time: libcublasLt
+opens ``libnvrtc.so.12``) come from ``cudasplit.dlopen.scan_dlopen`` when that module is
+present (the ELF-edits work); without it only DT_NEEDED is read. The module is looked up at run
+time so this file works on either side of that merge. When a package's table names a library
 it loads at run time (``runpath_append = ["@cuda_nvrtc@/lib"]``), :mod:`cudasplit.nixify`
-counts that package as a dependency.
+counts that package as a dependency as well.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, BinaryIO
+from typing import IO, Any, BinaryIO
 
-from .elf import ELF_MAGIC, kind_from_head, read_elf_info
+from .elf import ELF_MAGIC, ElfInfo, kind_from_head, read_elf_info
 from .errors import ElfError
 from .model import MemberType
 from .sources import open_source
@@ -36,6 +41,7 @@ class ElfFacts:
     path: str
     soname: str | None
     needed: tuple[str, ...]
+    dlopen: tuple[str, ...] = ()  # sorted; empty when dlopen detection is not available
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +62,11 @@ class PackageLinks:
     def needed(self) -> frozenset[str]:
         """Every DT_NEEDED name some file of the package lists, minus what it provides."""
         return frozenset(n for f in self.files for n in f.needed) - self.sonames
+
+    @property
+    def dlopened(self) -> frozenset[str]:
+        """Every name some file of the package may ``dlopen``, minus what it provides."""
+        return frozenset(n for f in self.files for n in f.dlopen) - self.sonames
 
 
 def scan_elf_source(path: str | os.PathLike[str], *, jobs: int = 1) -> tuple[ElfFacts, ...]:
@@ -89,7 +100,36 @@ def _facts(path: str, file: str) -> ElfFacts | None:
         return None
     if info is None or not info.has_dynamic:
         return None
-    return ElfFacts(path, info.soname, info.needed)
+    return ElfFacts(path, info.soname, info.needed, _dlopen_names(file, info))
+
+
+DlopenScan = Callable[[str, ElfInfo], tuple[str, ...]]
+
+
+@functools.cache
+def dlopen_scanner() -> DlopenScan | None:
+    """``cudasplit.dlopen.scan_dlopen`` as names, or None where that module is absent."""
+    try:
+        module: Any = importlib.import_module("cudasplit.dlopen")
+    except ImportError:
+        return None
+    scan = getattr(module, "scan_dlopen", None)
+    if scan is None:
+        return None
+
+    def names(file: str, info: ElfInfo) -> tuple[str, ...]:
+        return tuple(sorted({str(t.name) for t in scan(file, info)}))
+    return names
+
+
+def _dlopen_names(file: str, info: ElfInfo) -> tuple[str, ...]:
+    scan = dlopen_scanner()
+    if scan is None:
+        return ()
+    try:
+        return scan(file, info)
+    except ElfError:
+        return ()  # headers that lie: no dlopen facts, the DT_NEEDED ones stand
 
 
 def scan_elf_dir(root: str | os.PathLike[str]) -> tuple[ElfFacts, ...]:
@@ -124,9 +164,16 @@ def provider_index(packages: Iterable[PackageLinks]) -> dict[str, tuple[str, ...
 
 def dependencies(package: PackageLinks, index: Mapping[str, tuple[str, ...]]
                  ) -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
-    """(provider package -> the names it resolves, names no package of the release provides)."""
+    """(provider package -> the names it resolves, names no package of the release provides).
+
+    DT_NEEDED names and ``dlopen`` names both count (a dlopen'ed library is as needed at run
+    time); a dlopen name nobody in the release provides is not "unresolved": it may be the
+    driver's (``libcuda.so.1``) or optional."""
     by_provider: dict[str, set[str]] = {}
     unresolved = []
+    for name in sorted(package.dlopened - package.needed):
+        for owner in (o for o in index.get(name, ()) if o != package.package):
+            by_provider.setdefault(owner, set()).add(name)
     for name in sorted(package.needed):
         owners = [o for o in index.get(name, ()) if o != package.package]
         if not owners:

@@ -128,3 +128,14 @@ def test_manifest_without_tarballs_is_an_error(tmp_path: Path) -> None:
     path.write_text("{}")
     with pytest.raises(Exception, match="--tarballs"):
         snapshot(path)
+
+
+def test_dlopen_changes() -> None:
+    old, new = Snapshot("old", {"p": "1"}), Snapshot("new", {"p": "2"})
+    old.elf[("p", "lib/libp.so")] = ElfFacts("lib/libp.so", "libp.so", (), ("libnvrtc.so.12",))
+    new.elf[("p", "lib/libp.so")] = ElfFacts("lib/libp.so", "libp.so", (), ("libnvrtc.so.13",))
+    result = diff_snapshots(old, new)
+    assert {(c.what, c.old or c.new) for c in result.of("dlopen-removed") +
+            result.of("dlopen-added")} == {("dlopen-removed", "libnvrtc.so.12"),
+                                           ("dlopen-added", "libnvrtc.so.13")}
+    assert "+ dlopen p: libnvrtc.so.13" in result.text_lines()

@@ -183,3 +183,24 @@ def test_missing_tarballs_are_an_error(tmp_path: Path) -> None:
                                        str(tmp_path / "empty"), "-o", str(tmp_path / "o")])
     assert result.exit_code == 2
     assert "none of its tarballs" in result.output
+
+
+def test_dlopen_targets_become_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where dlopen detection is present, a dlopen target provided by another package of the
+    release is a buildInput, marked as such. The detector is stood in for here (it is another
+    module's work); the rest is the real path on real bytes."""
+    import cudasplit.sonames as sonames
+
+    def fake(file: str, info: object) -> tuple[str, ...]:
+        soname = getattr(info, "soname", None) or ""
+        return ("libcuda.so.1", "libnvJitLink.so.12") if soname.startswith("libcupti") else ()
+
+    monkeypatch.setattr(sonames, "_dlopen_names", fake)
+    rel = release("12.9.1")
+    plans = {p.pname: p for p in plan_release(load_manifest(rel.manifest), rel.tarballs,
+                                              packages=["cuda_cupti", "libnvjitlink"])}
+    plan = plans["cuda_cupti"]
+    assert plan.build_inputs == ("libnvjitlink",)
+    assert plan.dlopened == ("libnvJitLink.so.12",)
+    assert "libcuda.so.1" not in plan.unresolved  # the driver's: never a buildInput
+    assert "libnvjitlink # dlopen libnvJitLink.so.12" in render_package(plan, "r.json")
