@@ -66,7 +66,9 @@ class PackagePlan:
     resolves: dict[str, tuple[str, ...]]  # provider -> the DT_NEEDED names it resolves
     unresolved: tuple[str, ...]  # DT_NEEDED names no package of the release provides
     dlopened: tuple[str, ...]  # names of ``resolves`` found only as dlopen targets
-    package_roots: tuple[str, ...]  # @pname@ placeholders of the table
+    package_roots: tuple[str, ...]  # packages whose lib dir the split appends (--package-root)
+    table_inputs: dict[str, str] = field(default_factory=dict)  # pname -> the table key
+    outside: tuple[str, ...] = ()  # packages the table names that the manifest lacks
     missing: tuple[str, ...] = ()  # platforms named by the manifest without a tarball here
 
 
@@ -104,7 +106,8 @@ def plan_release(manifest: Manifest, tarball_dir: str | os.PathLike[str], *,
         have = [a for a in arts if a in outputs]
         if have:
             plans.append(_plan_package(package, have, [a for a in arts if a not in outputs],
-                                       outputs, links, base_url))
+                                       outputs, links, base_url,
+                                       {p.pname for p in manifest.packages}))
     return tuple(sorted(plans, key=lambda p: p.pname))
 
 
@@ -126,7 +129,8 @@ def _ordered(names: Iterable[str]) -> tuple[str, ...]:
 
 def _plan_package(package: Package, arts: Sequence[Artifact], missing: Sequence[Artifact],
                   outputs: Mapping[Artifact, tuple[str, ...]],
-                  links: Mapping[tuple[str, str], PackageLinks], base_url: str) -> PackagePlan:
+                  links: Mapping[tuple[str, str], PackageLinks], base_url: str,
+                  release: set[str]) -> PackagePlan:
     table = load_ruleset(package.pname).package
     resolves: dict[str, set[str]] = {}
     unresolved: set[str] = set()
@@ -139,8 +143,11 @@ def _plan_package(package: Package, arts: Sequence[Artifact], missing: Sequence[
             resolves.setdefault(provider, set()).update(names)
         unresolved.update(left)
         dlopened.update(own.dlopened - own.needed)
-    roots = _table_roots(table)
-    inputs = sorted(set(resolves) | set(roots))
+    # A package the table names but the manifest lacks cannot be a callPackage argument.
+    wanted = _table_needs(table, package.version)
+    needs = {k: v for k, v in wanted.items() if k in release and k != package.pname}
+    roots = tuple(sorted(p for p, key in needs.items() if key in _RUNPATH_KEYS))
+    inputs = sorted(set(resolves) | set(needs))
     return PackagePlan(
         pname=package.pname, version=package.version, description=package.name,
         license=package.license,
@@ -148,7 +155,8 @@ def _plan_package(package: Package, arts: Sequence[Artifact], missing: Sequence[
                                      outputs[a]) for a in sorted(arts, key=_platform_key)),
         build_inputs=tuple(inputs),
         resolves={k: tuple(sorted(v)) for k, v in sorted(resolves.items())},
-        unresolved=tuple(sorted(unresolved)), package_roots=roots,
+        unresolved=tuple(sorted(unresolved)), package_roots=roots, table_inputs=needs,
+        outside=tuple(sorted(set(wanted) - set(needs) - {package.pname})),
         dlopened=tuple(sorted(dlopened & {n for v in resolves.values() for n in v})),
         missing=tuple(sorted(a.platform for a in missing)))
 
@@ -157,10 +165,28 @@ def _platform_key(artifact: Artifact) -> str:
     return artifact.platform
 
 
-def _table_roots(table: PackageSettings) -> tuple[str, ...]:
-    """``@pname@`` placeholders in ``runpath_append``: packages loaded at run time."""
-    names = {m.group(1) for entry in table.runpath_append for m in _PLACEHOLDER.finditer(entry)}
-    return tuple(sorted(names))
+# Table keys naming packages whose ``lib`` directory goes into RUNPATH (``@pname@/lib``, filled
+# from ``--package-root``): they are loaded with ``dlopen`` at run time.
+_RUNPATH_KEYS = ("runpath_append", "runpath_append_packages", "dlopen")
+# Table keys naming packages the build reads (copied in, or searched by nvcc.profile).
+_BUILD_KEYS = ("copy_packages", "nvcc_includes", "nvcc_libraries")
+
+
+def _table_needs(table: PackageSettings, version: str) -> dict[str, str]:
+    """pname -> the table key that names it. Read by attribute so package tables of either
+    vintage work: ``runpath_append`` placeholders, and entries with a ``package`` (gated by
+    ``applies_to(version)`` where they have one) or plain names."""
+    needs: dict[str, str] = {}
+    for entry in table.runpath_append:
+        for match in _PLACEHOLDER.finditer(entry):
+            needs.setdefault(match.group(1), "runpath_append")
+    for key in (*_RUNPATH_KEYS[1:], *_BUILD_KEYS):
+        for item in getattr(table, key, ()) or ():
+            name = item if isinstance(item, str) else getattr(item, "package", None)
+            applies = getattr(item, "applies_to", None)
+            if isinstance(name, str) and (applies is None or applies(version)):
+                needs.setdefault(name, key)
+    return dict(sorted(needs.items()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -227,7 +253,8 @@ def _build_inputs(plan: PackagePlan) -> list[str]:
     lines = ["  buildInputs = ["]
     for dep in plan.build_inputs:
         why = ", ".join(f"dlopen {n}" if n in plan.dlopened else n
-                        for n in plan.resolves.get(dep, ())) or "dlopen (package table)"
+                        for n in plan.resolves.get(dep, ())) or \
+            f"package table: {plan.table_inputs.get(dep, '?')}"
         lines.append(f"    {dep} # {why}")
     lines.append("  ];")
     return lines

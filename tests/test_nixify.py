@@ -8,6 +8,7 @@ say what the package table and the soname graph say: each package's ``outputs`` 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -17,7 +18,8 @@ from click.testing import CliRunner
 
 from cudasplit.cli import main
 from cudasplit.manifest import load_manifest
-from cudasplit.nixify import nixify, plan_release, render_package
+from cudasplit.model import OUTPUT_NAMES
+from cudasplit.nixify import _table_needs, nixify, plan_release, render_package
 from cudasplit.rules import load_ruleset
 from cudasplit.sonames import PackageLinks, provider_index, scan_elf_dir
 from tests.releases import Release, release
@@ -80,7 +82,10 @@ def _expected_inputs(rel: Release) -> dict[str, set[str]]:
     expected: dict[str, set[str]] = {}
     for package in links:
         providers = {o for name in package.needed for o in index.get(name, ())}
-        expected[package.package] = providers - {package.package}
+        table = set(_table_needs(load_ruleset(package.package).package,
+                                 rel.versions[package.package]))
+        expected[package.package] = (providers | (table & set(rel.versions))) \
+            - {package.package}
     return expected
 
 
@@ -130,8 +135,17 @@ def test_outputs_and_build_inputs_match_table_and_soname_graph(
         assert attrs["cudasplitStrict"] is True
 
 
+def _table_or(pname: str, computed: list[str]) -> list[str]:
+    """The package table's outputs where it declares them (out first), else ``computed``."""
+    declared = load_ruleset(pname).package.outputs
+    if declared is None:
+        return computed
+    return ["out", *sorted(set(declared) - {"out"}, key=OUTPUT_NAMES.index)]
+
+
 def test_known_outputs_and_edges(generated: tuple[Release, Path], tmp_path: Path) -> None:
-    """Facts of the real bytes, written down: they catch a classifier or graph that drifts."""
+    """Facts of the real bytes, written down: they catch a classifier or graph that drifts.
+    Where the package table declares outputs those win (the release-parity tables do)."""
     _need_nix()
     rel, out = generated
     evaluated = _evaluate(out, tmp_path)
@@ -143,8 +157,8 @@ def test_known_outputs_and_edges(generated: tuple[Release, Path], tmp_path: Path
         assert evaluated["libcusparse"]["buildInputs"] == ["libnvjitlink"]
         assert evaluated["libcusparse"]["libraryPath"] == "libnvjitlink/lib"
     else:
-        assert "include" in evaluated["cuda_crt"]["outputs"]  # type: ignore[operator]
-        assert "lib" in evaluated["libnvvm"]["outputs"]  # type: ignore[operator]
+        assert evaluated["cuda_crt"]["outputs"] == _table_or("cuda_crt", ["out", "include"])
+        assert evaluated["libnvvm"]["outputs"] == _table_or("libnvvm", ["out", "include", "lib"])
 
 
 def test_output_is_stable(tmp_path: Path) -> None:
@@ -173,7 +187,8 @@ def test_table_runtime_dependency_becomes_input_and_package_root(tmp_path: Path)
     assert plan.build_inputs == ("cuda_nvrtc",)
     text = render_package(plan, "redistrib.json")
     assert '"cuda_nvrtc=${lib.getLib cuda_nvrtc}"' in text
-    assert "cuda_nvrtc # dlopen (package table)" in text
+    assert "cuda_nvrtc # package table: runpath_append" in text \
+        or "cuda_nvrtc # package table: runpath_append_packages" in text  # the newer table
 
 
 def test_missing_tarballs_are_an_error(tmp_path: Path) -> None:
@@ -204,3 +219,58 @@ def test_dlopen_targets_become_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
     assert plan.dlopened == ("libnvJitLink.so.12",)
     assert "libcuda.so.1" not in plan.unresolved  # the driver's: never a buildInput
     assert "libnvjitlink # dlopen libnvJitLink.so.12" in render_package(plan, "r.json")
+
+
+def test_two_platforms_and_a_missing_one(tmp_path: Path) -> None:
+    """Per-platform outputs and sources; a platform without a tarball is reported, not
+    guessed. (The sbsa tarball is the x86_64 bytes under NVIDIA's sbsa name: only the
+    planning and rendering are under test here.)"""
+    _need_nix()
+    rel = release("13.0.2")
+    manifest = json.loads(rel.manifest.read_text())
+    entry = manifest["cuda_crt"]
+    x86 = entry["linux-x86_64"]
+    sbsa_name = Path(x86["relative_path"]).name.replace("linux-x86_64", "linux-sbsa")
+    tarballs = tmp_path / "tarballs"
+    tarballs.mkdir()
+    os.symlink(rel.tarball("cuda_crt"), tarballs / Path(x86["relative_path"]).name)
+    os.symlink(rel.tarball("cuda_crt"), tarballs / sbsa_name)
+    entry["linux-sbsa"] = {**x86, "relative_path": f"cuda_crt/linux-sbsa/{sbsa_name}"}
+    entry["linux-ppc64le"] = {**x86, "relative_path": "cuda_crt/linux-ppc64le/none.tar"}
+    path = tmp_path / "redistrib_13.0.2.json"
+    path.write_text(json.dumps({k: v for k, v in manifest.items()
+                                if k == "cuda_crt" or not isinstance(v, dict)}))
+    result = CliRunner().invoke(main, ["nixify", str(path), "--tarballs", str(tarballs),
+                                       "-o", str(tmp_path / "nix")])
+    assert result.exit_code == 0, result.output
+    assert "no tarball for: linux-ppc64le" in result.output
+    text = (tmp_path / "nix" / "cuda_crt.nix").read_text()
+    assert 'aarch64-linux = "linux-sbsa";' in text and 'x86_64-linux = "linux-x86_64";' in text
+    assert 'platforms = [ "aarch64-linux" "x86_64-linux" ];' in text
+    for system in ("x86_64-linux", "aarch64-linux"):
+        stub = tmp_path / "stub.nix"
+        stub.write_text(STUB)
+        done = subprocess.run(
+            ["nix-instantiate", "--eval", "--strict", "--json", str(stub), "--arg", "dir",
+             str(tmp_path / "nix"), "--argstr", "system", system],
+            capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr[-1500:]
+        got = json.loads(done.stdout)["cuda_crt"]
+        assert got["outputs"] == _table_or("cuda_crt", ["out", "include"])
+        assert ("linux-sbsa" in got["url"]) == (system == "aarch64-linux")
+
+
+def test_table_needs_of_every_vintage() -> None:
+    """Package tables name other packages in several keys (placeholders, gated entries,
+    build-time copies); each becomes an input, gated ones only where they apply."""
+    from types import SimpleNamespace
+
+    gated = SimpleNamespace(package="cuda_nvrtc", applies_to=lambda v: v >= "12.8")
+    table = SimpleNamespace(runpath_append=("@libnvjitlink@/lib", "/opt/x"),
+                            runpath_append_packages=(SimpleNamespace(package="libcufft"),),
+                            dlopen=(gated,), copy_packages=(SimpleNamespace(package="libnvvm"),),
+                            nvcc_includes=("cuda_cccl",))
+    assert _table_needs(table, "12.9") == {  # type: ignore[arg-type]
+        "cuda_cccl": "nvcc_includes", "cuda_nvrtc": "dlopen", "libcufft":
+        "runpath_append_packages", "libnvjitlink": "runpath_append", "libnvvm": "copy_packages"}
+    assert "cuda_nvrtc" not in _table_needs(table, "12.6")  # type: ignore[arg-type]
