@@ -58,8 +58,7 @@ CU13: dict[str, str] = {
 }
 
 PLATFORM_TAGS = ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_27_x86_64",
-                 "manylinux_2_25_x86_64", "manylinux_2_28_x86_64", "manylinux_2_34_x86_64",
-                 "manylinux1_x86_64")
+                 "manylinux_2_28_x86_64", "manylinux_2_34_x86_64", "manylinux1_x86_64")
 
 
 def cache_dir() -> Path:
@@ -138,6 +137,11 @@ def wheel_root(name: str, version: str) -> Path:
 def cu12(name: str) -> Path:
     """``wheel_root`` for a package pinned in :data:`CU12`."""
     return wheel_root(name, CU12[name])
+
+
+# nvidia-cuda-cupti 13.0.85 is tagged manylinux_2_25 only. (Added here, not in the tuple above,
+# so branches that extend the tuple merge without a conflict.)
+PLATFORM_TAGS = (*PLATFORM_TAGS, "manylinux_2_25_x86_64")
 
 
 def cu13(name: str) -> Path:
