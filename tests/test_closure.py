@@ -49,7 +49,10 @@ def test_default_split_lib_reaches_no_static_or_stubs(default_split: Path) -> No
     # propagation list (which names every other output).
     assert {(r.via, r.target) for r in report.references if r.source == "bin"} == \
         {("runpath", "lib")}
-    assert {r.via for r in report.references if r.source == "dev"} == {"pkgconfig"}
+    dev = {(r.via, r.target) for r in report.references if r.source == "dev"}
+    assert {("pkgconfig", "lib"), ("pkgconfig", "include")} <= dev
+    # dev may propagate outputs too (Nixpkgs' propagatedBuildOutputs), never out.
+    assert all(via in ("pkgconfig", "nix-support") and target != "out" for via, target in dev)
     assert report.referenced("out") == set(report.roots) - {"out"}
     assert all(not report.referenced(n) for n in ("lib", "static", "stubs", "include"))
     sizes = report.sizes
