@@ -274,17 +274,21 @@ def _path_change(path: str, before: set[tuple[str, str]], after: set[tuple[str, 
 
 
 def _relocations(changes: list[Change]) -> list[Change]:
-    """A removed path that reappears one or two directories deeper (``include/cub/x`` ->
-    ``include/cccl/cub/x``) is one relocation, not a removal and an addition."""
-    added: dict[str, Change] = {}
+    """A removed path that reappears with one or two directories more or fewer
+    (``include/cub/x`` -> ``include/cccl/cub/x``, ``nvvm/libdevice/x`` -> ``libdevice/x``), in
+    the same package or another, is one relocation, not a removal and an addition."""
+    exact: dict[str, Change] = {}
+    deeper: dict[str, Change] = {}  # an added path with directories dropped -> that addition
     for change in changes:
         if change.what == "member-added":
+            exact.setdefault(change.path, change)
             for key in _shallower(change.path):
-                added.setdefault(key, change)
-    kept, used = [], set()
+                deeper.setdefault(key, change)
+    kept: list[Change] = []
+    used: set[int] = set()
     for change in changes:
-        target = added.get(change.path) if change.what == "member-removed" else None
-        if target is None or id(target) in used:
+        target = _relocated_to(change, exact, deeper, used)
+        if target is None:
             kept.append(change)
             continue
         used.add(id(target))
@@ -294,11 +298,27 @@ def _relocations(changes: list[Change]) -> list[Change]:
     return [c for c in kept if not (c.what == "member-added" and id(c) in used)]
 
 
+def _relocated_to(change: Change, exact: Mapping[str, Change], deeper: Mapping[str, Change],
+                  used: set[int]) -> Change | None:
+    """Only one side loses directories: ``a/x/f`` and ``a/y/f`` are two files, not a move."""
+    if change.what != "member-removed":
+        return None
+    candidates = [deeper.get(change.path)] + [exact.get(k) for k in _shallower(change.path)]
+    for target in candidates:
+        if target is not None and id(target) not in used:
+            return target
+    return None
+
+
 def _shallower(path: str) -> Iterable[str]:
+    """``path`` without one or two consecutive directories (never the file name, and at least
+    one directory is left: ``LICENSE`` matches nothing)."""
     parts = path.split("/")
     for drop in (1, 2):
-        if len(parts) > drop + 1:
-            yield "/".join([parts[0], *parts[1 + drop:]])
+        for start in range(len(parts) - 1 - drop + 1):
+            rest = parts[:start] + parts[start + drop:]
+            if len(rest) >= 2:
+                yield "/".join(rest)
 
 
 def _elf_changes(old: Snapshot, new: Snapshot) -> list[Change]:
@@ -385,7 +405,7 @@ def _grouped(changes: tuple[Change, ...], what: str, members: bool) -> list[str]
     moving read as one line."""
     if members:
         return [f"{what} {c.path}: {old} -> {new}" for c in changes
-                for old, new in [_ends(c)[1:]]]
+                for old, new in [_ends(c, member=True)[1:]]]
     groups: dict[tuple[str, str, str], int] = {}
     for c in changes:
         key = _ends(c)
@@ -394,9 +414,9 @@ def _grouped(changes: tuple[Change, ...], what: str, members: bool) -> list[str]
             for (where, old, new), n in sorted(groups.items())]
 
 
-def _ends(c: Change) -> tuple[str, str, str]:
-    """(directory group, from, to) as the text shows them."""
-    where = _group_dir(c.path)
+def _ends(c: Change, *, member: bool = False) -> tuple[str, str, str]:
+    """(directory group, from, to) as the text shows them (``member``: whole paths)."""
+    where = c.path if member else _group_dir(c.path)
     if c.what == "member-removed":
         return where, f"{c.package}:{c.old}", "-"
     if c.what == "member-added":
@@ -404,7 +424,8 @@ def _ends(c: Change) -> tuple[str, str, str]:
     if c.what == "relocated":
         place, _, new_path = c.new.rpartition(":")
         rest = c.path[len(where):] if where.endswith("/") else ""
-        new_dir = new_path[:len(new_path) - len(rest)] if rest else new_path
+        same_tail = bool(rest) and new_path.endswith("/" + rest)
+        new_dir = new_path[:len(new_path) - len(rest)] if same_tail else new_path
         return where, c.old, f"{place} {new_dir}"
     return where, c.old, c.new
 
