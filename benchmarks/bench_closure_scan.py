@@ -1,6 +1,6 @@
 """The closure scan against reading the same bytes once, and against ``grep -r -c``.
 
-    python benchmarks/bench_closure.py [--repeat 5] [--packages libcusparse,cuda_nvrtc]
+    python benchmarks/bench_closure_scan.py [--repeat 5] [--packages libcusparse,cuda_nvrtc]
 
 Splits real NVIDIA bytes (the 12.9 release the tests build from PyPI wheels, see
 ``tests/releases.py``; cached outside the clone) with ``--nix-support`` into
