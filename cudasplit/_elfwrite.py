@@ -63,6 +63,7 @@ from cudasplit._elfio import (
     symbol_name_refs,
     version_refs,
 )
+from cudasplit.errors import PatchError
 
 SPARE_BYTES = 256  # NULs kept after an appended string so that later rewrites fit in place
 _MAX_EVICT_BYTES = 8 << 20  # sections moved to make room for one program header, at most
@@ -378,7 +379,15 @@ def plan_append(elf: RawElf, want: Want) -> Plan | None:
     loads = [ph for ph in elf.phdrs if ph.p_type == PT_LOAD]
     align = max(ph.p_align for ph in loads)
     if min(ph.p_align for ph in loads) < PAGE:
-        return None  # a new segment could not be placed congruently for every page size
+        # glibc refuses such files anyway; a new segment could not be placed congruently
+        raise PatchError(f"{elf.path}: PT_LOAD alignment {min(ph.p_align for ph in loads):#x} "
+                         "is below the page size; no segment can be appended")
+    refs = symbol_name_refs(elf, dynstr_section(elf)) or []
+    unterminated = elf.strsz > 0 and elf.pread(1, elf.strtab_off + elf.strsz - 1) != b"\0"
+    if (refs and max(refs) >= elf.strsz) or unterminated:
+        # the copy holds DT_STRSZ bytes: a symbol name beyond it would be lost
+        raise PatchError(f"{elf.path}: a symbol name lies beyond DT_STRSZ ({elf.strsz:#x}); "
+                         ".dynstr cannot be copied safely")
     room = choose_room(elf)
     if room is None:
         return None
