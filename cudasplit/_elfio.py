@@ -216,6 +216,13 @@ def _read_shdrs(elf: RawElf) -> list[Shdr]:
     if elf.shnum == 0 or elf.shentsize != struct.calcsize(fmt) or \
             elf.shoff + elf.shnum * elf.shentsize > elf.size:
         return []
+    lo, hi = elf.shoff, elf.shoff + elf.shnum * elf.shentsize
+    # The writer updates section headers and .symtab entries in place: a table that overlaps
+    # the headers or any segment (hostile, or damaged) is ignored rather than written into.
+    used = [(0, elf.phoff + elf.phnum * elf.phentsize)]
+    used += [(ph.p_offset, ph.file_end) for ph in elf.phdrs if ph.p_type != PT_NULL]
+    if any(a < hi and lo < b for a, b in used):
+        return []
     data = elf.pread(elf.shnum * elf.shentsize, elf.shoff)
     out = []
     for i, fields in enumerate(struct.iter_unpack(fmt, data)):
@@ -245,6 +252,7 @@ def read_dynamic(elf: RawElf) -> None:
     if tags.count(DT_STRTAB) > 1 or tags.count(DT_STRSZ) > 1:
         # glibc uses the last, readelf the first: any edit would be read differently.
         raise elf.fail("more than one DT_STRTAB or DT_STRSZ")
+    _check_addresses(elf, entries)
     strtab, strsz = elf.dyn_value(DT_STRTAB), elf.dyn_value(DT_STRSZ)
     if strtab is None or strsz is None:
         if any(t in STRING_TAGS for t in tags):
@@ -252,6 +260,21 @@ def read_dynamic(elf: RawElf) -> None:
         return
     elf.strtab_addr, elf.strsz = strtab, strsz
     elf.strtab_off = elf.vaddr_to_offset(strtab, max(strsz, 1))
+
+
+# Tags whose value is an address the loader dereferences: PLTGOT HASH STRTAB SYMTAB RELA INIT
+# FINI REL JMPREL INIT_ARRAY FINI_ARRAY RELR GNU_HASH VERSYM VERDEF VERNEED
+ADDRESS_TAGS = (3, 4, 5, 6, 7, 12, 13, 17, 23, 25, 26, 36, DT_GNU_HASH, DT_VERSYM, DT_VERDEF,
+                DT_VERNEED)
+
+
+def _check_addresses(elf: RawElf, entries: list[tuple[int, int]]) -> None:
+    """Every address tag must point into a PT_LOAD: one that does not reads whatever happens to
+    be mapped there (the ELF header, a neighbour), and any edit would change what it reads."""
+    spans = [(ph.p_vaddr, ph.mem_end) for ph in elf.phdrs if ph.p_type == PT_LOAD]
+    for tag, value in entries:
+        if tag in ADDRESS_TAGS and not any(lo <= value < hi for lo, hi in spans):
+            raise elf.fail(f"dynamic tag {tag:#x} points at {value:#x}, outside every PT_LOAD")
 
 
 def read_raw(path: str, fd: int, *, need_dynamic: bool = True) -> RawElf:
@@ -345,31 +368,40 @@ def _walk_versions(elf: RawElf, tag: int, numtag: int, fmt: str, name_field: int
     by one per 8 bytes of the file.
     """
     addr, count = elf.dyn_value(tag), elf.dyn_value(numtag)
-    if addr is None or not count:
+    if addr is None:
         return
     off = elf.vaddr_to_offset(addr)
     size, auxsize = struct.calcsize(fmt), struct.calcsize(auxfmt)
     seen: set[int] = set()
     budget = [elf.size // 8 + 64]
-    for _ in range(count):
+    records = 0
+    while True:  # glibc follows the next links until 0 and ignores the counts: so do we
         rec = struct.unpack(elf.bo + fmt, elf.pread(size, off))
         _visit(elf, seen, off, budget)
+        records += 1
         if name_field is not None:
             yield VersionRef(off + 4, rec[name_field], True)  # vn_file
         aux = off + rec[aux_next[0]]
         cnt = rec[1] if name_field is not None else rec[3]  # vn_cnt | vd_cnt
         seen_aux: set[int] = set()
-        for _ in range(cnt):
+        auxes = 0
+        while cnt:
             arec = struct.unpack(elf.bo + auxfmt, elf.pread(auxsize, aux))
             _visit(elf, seen_aux, aux, budget)
+            auxes += 1
             # vna_name sits 8 bytes into Elf_Vernaux, vda_name first in Elf_Verdaux
             yield VersionRef(aux + (8 if name_field is not None else 0), arec[aux_name], False)
             if not arec[aux_link]:
                 break
             aux += arec[aux_link]
+        if auxes != cnt and name_field is not None:
+            raise elf.fail(f"version need at {off:#x} counts {cnt} entries, links {auxes}")
         if not rec[aux_next[1]]:
             break
         off += rec[aux_next[1]]
+    if records != count:
+        # the loader reads the chain, tools read the count: they would disagree on the names
+        raise elf.fail(f"version chain has {records} records, the dynamic count says {count}")
 
 
 def _visit(elf: RawElf, seen: set[int], off: int, budget: list[int]) -> None:
