@@ -272,9 +272,19 @@ def _check_addresses(elf: RawElf, entries: list[tuple[int, int]]) -> None:
     """Every address tag must point into a PT_LOAD: one that does not reads whatever happens to
     be mapped there (the ELF header, a neighbour), and any edit would change what it reads."""
     spans = [(ph.p_vaddr, ph.mem_end) for ph in elf.phdrs if ph.p_type == PT_LOAD]
+    ehdr, table_end = (64 if elf.bits == 64 else 52), elf.phoff + elf.phnum * elf.phentsize
     for tag, value in entries:
-        if tag in ADDRESS_TAGS and not any(lo <= value < hi for lo, hi in spans):
+        if tag not in ADDRESS_TAGS:
+            continue
+        if not any(lo <= value < hi for lo, hi in spans):
             raise elf.fail(f"dynamic tag {tag:#x} points at {value:#x}, outside every PT_LOAD")
+        try:
+            offset = elf.vaddr_to_offset(value)
+        except ElfError:
+            continue  # .bss-like memory: not file bytes
+        if offset < ehdr or elf.phoff <= offset < table_end:
+            # the writer rewrites the headers: a table "found" there would change under it
+            raise elf.fail(f"dynamic tag {tag:#x} points into the ELF or program headers")
 
 
 def read_raw(path: str, fd: int, *, need_dynamic: bool = True) -> RawElf:
