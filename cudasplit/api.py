@@ -15,6 +15,7 @@ from .nixenv import nix_outputs
 from .pipeline import SplitOptions, SplitRun, member_kind, open_for
 from .pipeline import split as _split
 from .report import Report
+from .resolve import with_nix_defaults
 from .rules import Rename, RuleSet, load_ruleset
 from .sinks import DirectorySink, Sink
 from .sources import Source, package_from_filename, parse_top_dir
@@ -116,6 +117,7 @@ def split_nix(source: PathLike | Source, env: dict[str, str] | None = None,
     """Inside a Nix builder: the derivation's outputs (``$outputs`` or structured attrs)."""
     roots = nix_outputs(env)
     opts = replace(options or SplitOptions(), outputs=tuple(roots))
+    opts = replace(opts, runpath=with_nix_defaults(opts.runpath, env))  # loader, libs, failure
     if opts.dry_run:
         return _split(source, None, options=opts,
                       plan_roots={name: str(path) for name, path in roots.items()})

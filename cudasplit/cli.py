@@ -24,6 +24,7 @@ from .errors import CudasplitError, ProblemsFound
 from .model import OUTPUT_NAMES, PackageId
 from .pipeline import Progress, SplitOptions
 from .report import Report
+from .resolve import parse_interpreters
 from .rules import build_ruleset, load_ruleset, read_rule_file
 from .runpath import DEFAULT_DRIVER_LINK, RunpathPolicy
 from .sources import DEFAULT_MAX_RATIO, DEFAULT_MAX_TOTAL_BYTES, parse_top_dir
@@ -109,6 +110,12 @@ def patch_options(func: F) -> F:
         click.option("--rpath", is_flag=True, help="Write DT_RPATH instead of DT_RUNPATH."),
         click.option("--patcher", type=click.Choice(["auto", "lief"]), default="auto",
                      show_default=True, help="ELF writer: fast tiers with LIEF fallback, or LIEF."),
+        click.option("--interpreter", multiple=True, metavar="[ARCH=]PATH",
+                     help="New PT_INTERP of dynamic executables of ARCH (default: the loader's "
+                     "own arch); --nix: $NIX_CC/nix-support/dynamic-linker. Repeatable."),
+        click.option("--ignore-missing", multiple=True, metavar="NAME-GLOB",
+                     help="DT_NEEDED names that may stay unresolved (--nix and --strict fail "
+                     "on the others). Repeatable; '*' accepts all."),
     ]):
         func = decorator(func)
     return func
@@ -123,6 +130,8 @@ def _options(kw: dict[str, Any], *, dry_run: bool = False) -> SplitOptions:
         append=tuple(kw.get("append_runpath", ())),
         keep_absolute=bool(kw.get("keep_runpath")),
         tag="RPATH" if kw.get("rpath") else "RUNPATH",
+        interpreters=parse_interpreters(kw.get("interpreter", ())),
+        ignore_missing=tuple(kw.get("ignore_missing", ())),
     ) if "driver_link" in kw else RunpathPolicy()
     return SplitOptions(
         outputs=_outputs(kw.get("outputs")),

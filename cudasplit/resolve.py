@@ -12,20 +12,26 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import platform
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from elftools.elf.enums import ENUM_E_MACHINE
 
 from .errors import ProblemsFound, SourceError
+from .runpath import RunpathPolicy
 
 __all__ = [
     "LibraryIndex",
     "UnresolvedLibrariesError",
     "arch_of",
     "ignored",
+    "loader_arch",
+    "parse_interpreters",
     "unresolved_error",
+    "with_nix_defaults",
 ]
 
 _SHARED_OBJECT_NAME = re.compile(r"\.so(\.|$)")
@@ -140,3 +146,48 @@ def unresolved_error(missing: Mapping[str, Sequence[str]], report: object = None
         f"(package outputs, --library-path, Nix build inputs): {files}. Add a directory "
         f"holding them with --library-path DIR (in Nix: a buildInputs entry), or accept them "
         f"with --ignore-missing NAME-GLOB (e.g. {example})", report)
+
+
+def loader_arch(path: str) -> str:
+    """The arch a loader serves: from its own ELF header when the file is readable (a Nix
+    builder has it), else the build machine's (``uname -m``)."""
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(20)
+    except OSError:
+        head = b""
+    if len(head) == 20 and head[:4] == b"\x7fELF" and head[5] in (1, 2):
+        order: Literal["little", "big"] = "little" if head[5] == 1 else "big"
+        machine = _MACHINES.get(int.from_bytes(head[18:20], order), "")
+        if machine:
+            return arch_of(machine, head[5] == 1)
+    return platform.machine()
+
+
+def parse_interpreters(values: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    """``--interpreter [ARCH=]PATH`` values -> (arch, path); without ``ARCH=`` the loader's
+    own arch (see :func:`loader_arch`)."""
+    result = []
+    for value in values:
+        arch, sep, path = value.partition("=")
+        if not sep or arch.startswith("/"):
+            arch, path = loader_arch(value), value
+        result.append((arch, path))
+    return tuple(result)
+
+
+def with_nix_defaults(policy: RunpathPolicy, env: Mapping[str, str] | None = None
+                      ) -> RunpathPolicy:
+    """``--nix`` mode: unresolved names fail the run, the build environment's library dirs
+    are searched after ``--library-path``, and executables of the loader's arch get
+    ``$NIX_CC/nix-support/dynamic-linker`` unless ``--interpreter`` named one."""
+    from .nixenv import nix_dynamic_linker, nix_library_dirs
+
+    interpreters = policy.interpreters
+    loader = nix_dynamic_linker(env)
+    if loader is not None:
+        arch = loader_arch(loader)
+        if policy.interpreter_for(arch) is None:
+            interpreters = (*interpreters, (arch, loader))
+    return replace(policy, interpreters=interpreters, fail_unresolved=True,
+                   library_paths=(*policy.library_paths, *nix_library_dirs(env)))
