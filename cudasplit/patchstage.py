@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
 
+from .dlopen import DlopenTarget, scan_dlopen
 from .elf import ElfInfo, read_elf_info
 from .elfapply import TodayBackend
 from .elfedit import EditResult, ElfBackend
@@ -57,6 +58,7 @@ class ElfJob:
     result: EditResult | None = None
     error: str | None = None
     own: frozenset[str] = frozenset()    # names beside the file when it was added
+    dlopen: tuple[DlopenTarget, ...] = ()
     future: Future[None] | None = field(default=None, repr=False)
 
     @property
@@ -73,6 +75,7 @@ class PatchSettings:
     enabled: bool                               # --no-patch turns it off
     writing: bool                               # False: dry run, plans are only reported
     strict: bool = False                        # unresolved names fail the run too
+    package_version: str | None = None          # gates [package] dlopen entries
 
 
 def _layout(final_root: Callable[[str], str]) -> Layout:
@@ -102,6 +105,7 @@ class PatchStage:
         self._report = report
         self._pool = early_pool if settings.enabled and settings.writing else None
         self._by_key: dict[tuple[str, str], ElfJob] = {}
+        self._spooled: dict[str, tuple[DlopenTarget, ...]] = {}  # dry run: path -> dlopen
         self._backend = backend or TodayBackend(settings.patcher)
         self._static = self._static_context(package, has_stubs_output)
 
@@ -109,6 +113,7 @@ class PatchStage:
 
     def add(self, job: ElfJob) -> None:
         self.jobs.append(job)
+        job.dlopen = self._spooled.pop(job.record.path, job.dlopen)
         self._by_key[job.key] = job
         if self._pool is not None and job.local is not None:
             key = (job.output, member_parent(job.dest))
@@ -134,7 +139,10 @@ class PatchStage:
             shutil.copyfileobj(stream, spool, 1 << 20)
             spool.flush()
             try:
-                return read_elf_info(spool.name)
+                info = read_elf_info(spool.name)
+                if info is not None:
+                    self._spooled[path] = scan_dlopen(spool.name, info)
+                return info
             except ElfError as exc:
                 self._warn("elf-unreadable", path, str(exc))
                 return None
@@ -148,9 +156,8 @@ class PatchStage:
         """Worker thread: apply the plan if it is already final (see the module docstring)."""
         if job.rule is not None and job.rule.patch is False:
             return
-        assert job.local is not None
         try:
-            job.info = read_elf_info(job.local)
+            _read(job)
         except ElfError:
             return  # reported by the final pass
         plan = plan_elf(self._facts(job), replace(
@@ -183,9 +190,9 @@ class PatchStage:
 
     def _complete(self, job: ElfJob, ctx: PlanContext) -> ElfPlan | None:
         """Worker thread: the complete plan of one file, applied unless already applied."""
-        if job.info is None and job.error is None:
+        if job.info is None and job.error is None and job.local is not None:
             try:
-                job.info = read_elf_info(job.local) if job.local is not None else None
+                _read(job)
             except ElfError as exc:
                 job.error = str(exc)
                 return None
@@ -238,7 +245,9 @@ class PatchStage:
     def _package_appends(self, package: PackageSettings) -> tuple[str, ...]:
         """Package rules' runpath_append with ``@pname@`` filled from ``package_roots``."""
         entries = []
-        for entry in package.runpath_append:
+        needs = [f"@{need.package}@/lib" for need in package.dlopen
+                 if need.applies_to(self.settings.package_version)]
+        for entry in (*package.runpath_append, *needs):
             match = _PACKAGE_REF.match(entry)
             if match is None:
                 entries.append(entry)
@@ -270,6 +279,7 @@ class PatchStage:
             record.runpath_tag = ("RUNPATH" if info.runpath is not None
                                   else "RPATH" if info.rpath is not None else None)
             record.interpreter_before = record.interpreter_after = info.interp
+            record.dlopen = [{"name": t.name, "package": t.package} for t in job.dlopen]
         if job.error is not None:
             record.patch = "skipped"
             self._report.problems.append(Problem("patch-failed", record.path, job.error))
@@ -300,10 +310,17 @@ class PatchStage:
         if job.local is None:
             return
         try:
-            job.info = read_elf_info(job.local)
+            _read(job)
         except ElfError as exc:
             self._warn("elf-unreadable", job.record.path, str(exc))
 
     def _warn(self, code: str, path: str | None, message: str) -> None:
         self._report.warnings.append(Problem(code, path, message))
 
+
+def _read(job: ElfJob) -> None:
+    """Facts of a written file: the ELF header facts and the names it may dlopen."""
+    assert job.local is not None
+    job.info = read_elf_info(job.local)
+    if job.info is not None:
+        job.dlopen = scan_dlopen(job.local, job.info)

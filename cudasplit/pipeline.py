@@ -187,7 +187,7 @@ class SplitRun:
                 policy=self.options.runpath, patcher=self.options.patcher,
                 jobs=self.options.effective_jobs(), package_roots=dict(self.options.package_roots),
                 enabled=self.options.patch, writing=self.sink is not None,
-                strict=self.options.strict)
+                strict=self.options.strict, package_version=self.report.package.get("version"))
             self.patches = PatchStage(
                 settings, ruleset.package, self._final_root,
                 has_stubs_output=self.allowed is None or "stubs" in self.allowed,
