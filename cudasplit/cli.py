@@ -20,6 +20,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from . import api
+from .cli_ldd import ldd_command
 from .errors import CudasplitError, ProblemsFound
 from .model import OUTPUT_NAMES, PackageId
 from .pipeline import Progress, SplitOptions
@@ -167,6 +168,9 @@ def _package_roots(values: Sequence[str]) -> tuple[tuple[str, str], ...]:
 @click.version_option(package_name="cudasplit")
 def main() -> None:
     """Split NVIDIA CUDA redistributable tarballs into outputs and rewrite RUNPATHs."""
+
+
+main.add_command(ldd_command)  # cudasplit ldd: the loader view (cli_ldd.py)
 
 
 @main.command("split")
