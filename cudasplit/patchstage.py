@@ -30,7 +30,7 @@ from typing import BinaryIO
 
 from .dlopen import DlopenTarget, scan_dlopen
 from .elf import ElfInfo, read_elf_info
-from .elfapply import TodayBackend
+from .elfapply import FailFastBackend
 from .elfedit import EditResult, ElfBackend
 from .elfplan import ElfFacts, ElfPlan, Layout, PlanContext, plan_elf
 from .errors import ElfError, OutputError, PatchError
@@ -106,7 +106,7 @@ class PatchStage:
         self._pool = early_pool if settings.enabled and settings.writing else None
         self._by_key: dict[tuple[str, str], ElfJob] = {}
         self._spooled: dict[str, tuple[DlopenTarget, ...]] = {}  # dry run: path -> dlopen
-        self._backend = backend or TodayBackend(settings.patcher)
+        self._backend = backend or FailFastBackend(settings.patcher)
         self._static = self._static_context(package, has_stubs_output)
 
     # -- during the stream --------------------------------------------------------------------

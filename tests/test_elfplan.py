@@ -13,7 +13,7 @@ import pytest
 
 from cudasplit import SplitOptions, split_to_dir
 from cudasplit.elf import read_elf_info
-from cudasplit.elfapply import TodayBackend
+from cudasplit.elfapply import FailFastBackend
 from cudasplit.elfedit import EditResult, ElfEdit
 from cudasplit.elfplan import ElfFacts, PlanContext, plan_elf
 from cudasplit.errors import CudasplitError, OutputError
@@ -212,30 +212,27 @@ def test_library_path_resolves_and_its_dir_goes_into_runpath(tmp_path: Path) -> 
     assert subprocess.run([tool], env={**os.environ, "LD_LIBRARY_PATH": ""}).returncode == 0
 
 
-def test_interpreter_written_in_place_when_it_fits_and_the_program_runs(
+def test_interpreter_written_and_the_program_runs_through_it(
         tmp_path: Path, demo_bytes: dict[str, bytes]) -> None:
+    """A Nix-store-length loader path (longer than the 28-byte PT_INTERP it replaces)."""
     system = read_elf_info(Path("/bin/sh"))
     assert system is not None and system.interp is not None
-    short = Path(f"/tmp/cs{os.getpid()}")  # shorter than /lib64/ld-linux-x86-64.so.2
-    short.mkdir(exist_ok=True)
-    try:
-        (short / "ld.so").write_bytes(Path(system.interp).read_bytes())
-        (short / "ld.so").chmod(0o755)
-        archive = write_archive(tmp_path / "a.tar.xz", [("file", "bin/other", demo_bytes["other"])])
-        policy = RunpathPolicy(interpreters=(("x86_64", str(short / "ld.so")),))
-        report = split_to_dir(archive, tmp_path / "out", SplitOptions(runpath=policy))
-        dry = split_to_dir(archive, tmp_path / "out", SplitOptions(runpath=policy, dry_run=True))
-        record = report.member("bin/other")
-        assert record.interpreter_before == system.interp
-        assert record.interpreter_after == str(short / "ld.so")
-        assert dry.member("bin/other").interpreter_after == record.interpreter_after
-        tool = tmp_path / "out" / "bin" / "bin" / "other"
-        assert read_elf_info(tool).interp == str(short / "ld.so")  # type: ignore[union-attr]
-        assert subprocess.run([tool]).returncode == 0
-    finally:
-        for child in short.iterdir():
-            child.unlink()
-        short.rmdir()
+    glibc = tmp_path / "nix" / "store" / ("0" * 32 + "-glibc-2.40-66") / "lib"
+    glibc.mkdir(parents=True)
+    loader = glibc / "ld-linux-x86-64.so.2"
+    loader.write_bytes(Path(system.interp).read_bytes())
+    loader.chmod(0o755)
+    archive = write_archive(tmp_path / "a.tar.xz", [("file", "bin/other", demo_bytes["other"])])
+    policy = RunpathPolicy(interpreters=(("x86_64", str(loader)),))
+    report = split_to_dir(archive, tmp_path / "out", SplitOptions(runpath=policy))
+    dry = split_to_dir(archive, tmp_path / "out", SplitOptions(runpath=policy, dry_run=True))
+    record = report.member("bin/other")
+    assert record.interpreter_before == system.interp
+    assert record.interpreter_after == str(loader)
+    assert dry.member("bin/other").interpreter_after == record.interpreter_after
+    tool = tmp_path / "out" / "bin" / "bin" / "other"
+    assert read_elf_info(tool).interp == str(loader)  # type: ignore[union-attr]
+    assert subprocess.run([tool]).returncode == 0
 
 
 # --- issue 15: races and write failures -------------------------------------------------------
@@ -248,10 +245,10 @@ def test_duplicate_destination_never_patched_while_rewritten(
     events: list[str] = []
     lock = threading.Lock()
     early_started = threading.Event()
-    real_apply = TodayBackend.apply
+    real_apply = FailFastBackend.apply
     real_write = DirectorySink.write_file
 
-    def slow_apply(self: TodayBackend, path: str, edit: ElfEdit) -> EditResult:
+    def slow_apply(self: FailFastBackend, path: str, edit: ElfEdit) -> EditResult:
         with lock:
             events.append(f"apply-start {Path(path).name}")
         early_started.set()
@@ -269,7 +266,7 @@ def test_duplicate_destination_never_patched_while_rewritten(
             assert early_started.wait(5)
         return real_write(self, output, dest, stream, mode)
 
-    monkeypatch.setattr(TodayBackend, "apply", slow_apply)
+    monkeypatch.setattr(FailFastBackend, "apply", slow_apply)
     monkeypatch.setattr(DirectorySink, "write_file", logged_write)
     archive = write_archive(tmp_path / "a.tar.xz", [
         ("file", "bin/other", demo_bytes["other"]),

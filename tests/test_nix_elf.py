@@ -8,8 +8,8 @@ nvcc/nvrtc wheels: ``fatbinary`` and ``__nvcc_device_query`` need ``libgcc_s.so.
 interpreter and RUNPATH and run inside the build; without the ``-L`` directory the build fails
 with the one unresolved-library message.
 
-The loader copy sits under a short ``/tmp`` path: today's writer replaces ``PT_INTERP`` only in
-place (28 bytes on NVIDIA's files); a store-length path needs the relocating backend.
+The loader copy sits under a store-like path (``<tmp>/nix/store/<32>-glibc-2.40-66/lib/``),
+far longer than the 28 bytes of NVIDIA's ``PT_INTERP``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import shutil
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -56,7 +55,7 @@ def real_tarball(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def build_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+def build_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("nixcc")
     libs = root / "gcc-lib" / "lib"
     libs.mkdir(parents=True)
@@ -64,16 +63,14 @@ def build_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Pa
         shutil.copy(_host_library(name), libs / name)
     system = read_elf_info(Path(sys.executable).resolve())
     assert system is not None and system.interp is not None
-    loader_dir = Path(f"/tmp/csl-{uuid.uuid4().hex[:6]}")  # fits NVIDIA's 28-byte PT_INTERP
-    loader_dir.mkdir()
-    shutil.copy(Path(system.interp).resolve(), loader_dir / "ld.so")
+    loader_dir = root / "nix" / "store" / f"{uuid.uuid4().hex}-glibc-2.40-66" / "lib"
+    loader_dir.mkdir(parents=True)
+    shutil.copy(Path(system.interp).resolve(), loader_dir / "ld-linux-x86-64.so.2")
     cc = root / "cc"
     (cc / "nix-support").mkdir(parents=True)
-    (cc / "nix-support" / "dynamic-linker").write_text(f"{loader_dir / 'ld.so'}\n")
-    try:
-        yield {"libs": libs, "loader": loader_dir / "ld.so", "cc": cc}
-    finally:
-        shutil.rmtree(loader_dir)
+    loader = loader_dir / "ld-linux-x86-64.so.2"
+    (cc / "nix-support" / "dynamic-linker").write_text(f"{loader}\n")
+    return {"libs": libs, "loader": loader, "cc": cc}
 
 
 def _script() -> str:
