@@ -46,6 +46,10 @@ PROVIDERS: dict[str, str] = {
     "libnvvm": "cuda_nvcc",
     "libcudnn": "cudnn",
     "libnvinfer": "tensorrt",
+    # Driver libraries outside the libcuda/libnvidia-* patterns (cupti, nvperf open them).
+    "libEGL_nvidia": "driver",
+    "libGLX_nvidia": "driver",
+    "libnvoptix": "driver",
 }
 
 _NAME = re.compile(rb"lib[A-Za-z0-9_+-]{1,64}\.so(?:\.[0-9A-Za-z%.]{1,24})?(?=\x00)")
