@@ -342,6 +342,7 @@ def inspect_command(source: str, as_json: bool, **kw: Any) -> None:
 @click.argument("source", type=click.Path(exists=False))
 @click.argument("path")
 @common_options
+@patch_options
 @click.option("--json", "as_json", is_flag=True)
 def explain_command(source: str, path: str, as_json: bool, **kw: Any) -> None:
     """Say which rule placed PATH and which rules it passed over."""
@@ -361,6 +362,9 @@ def explain_command(source: str, path: str, as_json: bool, **kw: Any) -> None:
                    + (f" kind={','.join(trial.kinds)}" if trial.kinds else ""))
     click.echo(f"  => output: {result.output or '(not placed)'}"
                + (f"  ({result.note})" if result.note else ""))
+    for key, value in (result.elf or {}).items():
+        if value not in (None, []):
+            click.echo(f"  => {key}: {value}")
 
 
 @main.group("rules")

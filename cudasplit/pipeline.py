@@ -20,6 +20,7 @@ from typing import BinaryIO
 
 from .elf import kind_from_head
 from .elfapply import PATCHERS
+from .elfedit import UnknownPatcherError
 from .errors import ProblemsFound, SourceError
 from .model import Kind, Member, MemberType, PackageId
 from .nixsupport import write_nix_support
@@ -28,7 +29,7 @@ from .patchstage import ElfJob, PatchSettings, PatchStage
 from .pkgconfig import MAX_PC_SIZE, PcRoots, rewrite_pc, unversioned_alias
 from .report import MemberRecord, OutputRecord, Problem, Report
 from .rules import Decision, Rename, RuleSet, load_ruleset
-from .runpath import RunpathPolicy, RunpathPolicyError
+from .runpath import RunpathPolicy
 from .sinks.base import Sink
 from .sources import (
     DEFAULT_MAX_RATIO,
@@ -83,7 +84,7 @@ class SplitOptions:
 
     def __post_init__(self) -> None:
         if self.patcher not in PATCHERS:
-            raise RunpathPolicyError(
+            raise UnknownPatcherError(
                 f"patcher must be one of {', '.join(PATCHERS)}, not {self.patcher!r}")
 
     def effective_jobs(self) -> int:

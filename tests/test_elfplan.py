@@ -14,7 +14,7 @@ import pytest
 from cudasplit import SplitOptions, split_to_dir
 from cudasplit.elf import read_elf_info
 from cudasplit.elfapply import FailFastBackend
-from cudasplit.elfedit import EditResult, ElfEdit
+from cudasplit.elfedit import EditResult, ElfEdit, UnknownPatcherError
 from cudasplit.elfplan import ElfFacts, PlanContext, plan_elf
 from cudasplit.errors import CudasplitError, OutputError
 from cudasplit.repack import RepackOptions, repack_to_dir
@@ -88,7 +88,7 @@ def test_replace_needed_is_planned_and_resolved_under_the_new_name() -> None:
 
 
 def test_bad_patcher_is_a_cudasplit_error_at_option_time() -> None:
-    with pytest.raises(RunpathPolicyError) as caught:
+    with pytest.raises(UnknownPatcherError) as caught:
         SplitOptions(patcher="bogus")
     assert isinstance(caught.value, CudasplitError)
 
@@ -299,3 +299,85 @@ def test_disk_full_while_patching_fails_before_outputs_appear(
     with pytest.raises(OutputError, match="No space left"):
         split_to_dir(archive, tmp_path / "out", SplitOptions())
     assert not (tmp_path / "out").exists()
+
+
+# --- CLI, explain, Nix environment ------------------------------------------------------------
+
+
+def test_explain_shows_the_same_plan_as_the_dry_run(tmp_path: Path,
+                                                    demo_bytes: dict[str, bytes]) -> None:
+    from cudasplit import explain, inspect
+
+    archive = write_archive(tmp_path / "a.tar.xz", [
+        ("file", "bin/tool", demo_bytes["exe"]),
+        ("file", "lib/libnvidia-demo.so.1", demo_bytes["lib"])])
+    options = SplitOptions(runpath=RunpathPolicy(cuda_compat="/nix/store/c-compat/compat"))
+    told = explain(archive, "bin/tool", options)
+    record = inspect(archive, options).member("bin/tool")
+    assert told.elf is not None
+    assert told.elf["runpath_after"] == record.runpath_after
+    assert told.elf["runpath_after"] == "/nix/store/c-compat/compat:/run/opengl-driver/lib:/${lib}/lib:$ORIGIN"
+
+
+@pytest.mark.skipif(not have_compiler("aarch64"), reason="no aarch64 cross compiler")
+def test_cli_interpreter_per_arch_and_ignore_missing(tmp_path: Path,
+                                                     demo_bytes: dict[str, bytes]) -> None:
+    from click.testing import CliRunner
+
+    from cudasplit.cli import main
+
+    cross = compile_executable(tmp_path, "armtool", "int main(void){return 0;}",
+                               cc="aarch64-linux-gnu-gcc", needed_libs=["libarm-only.so.1"])
+    archive = write_archive(tmp_path / "a.tar.xz", [
+        ("file", "bin/other", demo_bytes["other"]), ("file", "bin/armtool", cross.read_bytes())])
+    system = read_elf_info(Path("/bin/sh"))
+    assert system is not None and system.interp is not None
+    runner = CliRunner()
+
+    def run(*args: str) -> tuple[int, str]:
+        report = tmp_path / "r.json"
+        done = runner.invoke(main, ["split", str(archive), "-o", str(tmp_path / "o"),
+                                    "--overwrite", "--dry-run", "--report", str(report), *args])
+        return done.exit_code, done.output + (report.read_text() if report.exists() else "")
+
+    # A bare path: the loader's own header says x86_64, so the aarch64 file is left alone.
+    code, _ = run("--interpreter", system.interp)
+    assert code == 0
+    import json
+    members = {m["path"]: m for m in json.loads((tmp_path / "r.json").read_text())["members"]}
+    assert members["bin/armtool"]["interpreter_after"] == "/lib/ld-linux-aarch64.so.1"
+    code, _ = run("--interpreter", "aarch64=/nix/store/a-glibc/lib/ld-linux-aarch64.so.1")
+    members = {m["path"]: m for m in json.loads((tmp_path / "r.json").read_text())["members"]}
+    assert members["bin/armtool"]["interpreter_after"] == (
+        "/nix/store/a-glibc/lib/ld-linux-aarch64.so.1")
+    assert members["bin/other"]["interpreter_after"] == system.interp
+    code, output = run("--strict")
+    assert code == 1 and "bin/armtool (libarm-only.so.1)" in output
+    code, output = run("--strict", "--ignore-missing", "libarm-*")
+    assert code == 0, output
+
+
+def test_nix_environment_lib_dirs_and_dynamic_linker(tmp_path: Path) -> None:
+    from cudasplit.nixenv import nix_dynamic_linker, nix_library_dirs
+    from cudasplit.resolve import with_nix_defaults
+
+    cc = tmp_path / "cc"
+    (cc / "nix-support").mkdir(parents=True)
+    (cc / "nix-support" / "dynamic-linker").write_text("/nix/store/g-glibc/lib/ld-linux-x86-64.so.2\n")
+    (cc / "nix-support" / "cc-ldflags").write_text("-L/nix/store/c-gcc-lib/lib -L /nix/store/d/lib")
+    env = {"NIX_CC": str(cc), "buildInputs": "/nix/store/a-zlib /nix/store/b-expat/",
+           "NIX_LDFLAGS": "-rpath /x -L/nix/store/e-extra/lib -lfoo -L relative"}
+    assert nix_dynamic_linker(env) == "/nix/store/g-glibc/lib/ld-linux-x86-64.so.2"
+    assert nix_library_dirs(env) == ("/nix/store/a-zlib/lib", "/nix/store/b-expat/lib",
+                                     "/nix/store/e-extra/lib", "/nix/store/c-gcc-lib/lib",
+                                     "/nix/store/d/lib")
+    policy = with_nix_defaults(RunpathPolicy(library_paths=("/mine",)), env)
+    assert policy.fail_unresolved
+    assert policy.library_paths[0] == "/mine"
+    import platform
+    assert policy.interpreter_for(platform.machine()) == (
+        "/nix/store/g-glibc/lib/ld-linux-x86-64.so.2")
+    kept = with_nix_defaults(RunpathPolicy(interpreters=((platform.machine(), "/mine/ld.so"),)),
+                             env)
+    assert kept.interpreter_for(platform.machine()) == "/mine/ld.so"
+    assert nix_dynamic_linker({}) is None and nix_library_dirs({}) == ()
