@@ -20,10 +20,12 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from . import api
+from .cli_ldd import ldd_command
 from .errors import CudasplitError, ProblemsFound
 from .model import OUTPUT_NAMES, PackageId
 from .pipeline import Progress, SplitOptions
 from .report import Report
+from .resolve import parse_interpreters
 from .rules import build_ruleset, load_ruleset, read_rule_file
 from .runpath import DEFAULT_DRIVER_LINK, RunpathPolicy
 from .sources import DEFAULT_MAX_RATIO, DEFAULT_MAX_TOTAL_BYTES, parse_top_dir
@@ -109,6 +111,12 @@ def patch_options(func: F) -> F:
         click.option("--rpath", is_flag=True, help="Write DT_RPATH instead of DT_RUNPATH."),
         click.option("--patcher", type=click.Choice(["auto", "lief"]), default="auto",
                      show_default=True, help="ELF writer: fast tiers with LIEF fallback, or LIEF."),
+        click.option("--interpreter", multiple=True, metavar="[ARCH=]PATH",
+                     help="New PT_INTERP of dynamic executables of ARCH (default: the loader's "
+                     "own arch); --nix: $NIX_CC/nix-support/dynamic-linker. Repeatable."),
+        click.option("--ignore-missing", multiple=True, metavar="NAME-GLOB",
+                     help="DT_NEEDED names that may stay unresolved (--nix and --strict fail "
+                     "on the others). Repeatable; '*' accepts all."),
     ]):
         func = decorator(func)
     return func
@@ -123,6 +131,8 @@ def _options(kw: dict[str, Any], *, dry_run: bool = False) -> SplitOptions:
         append=tuple(kw.get("append_runpath", ())),
         keep_absolute=bool(kw.get("keep_runpath")),
         tag="RPATH" if kw.get("rpath") else "RUNPATH",
+        interpreters=parse_interpreters(kw.get("interpreter", ())),
+        ignore_missing=tuple(kw.get("ignore_missing", ())),
     ) if "driver_link" in kw else RunpathPolicy()
     return SplitOptions(
         outputs=_outputs(kw.get("outputs")),
@@ -158,6 +168,9 @@ def _package_roots(values: Sequence[str]) -> tuple[tuple[str, str], ...]:
 @click.version_option(package_name="cudasplit")
 def main() -> None:
     """Split NVIDIA CUDA redistributable tarballs into outputs and rewrite RUNPATHs."""
+
+
+main.add_command(ldd_command)  # cudasplit ldd: the loader view (cli_ldd.py)
 
 
 @main.command("split")
@@ -329,6 +342,7 @@ def inspect_command(source: str, as_json: bool, **kw: Any) -> None:
 @click.argument("source", type=click.Path(exists=False))
 @click.argument("path")
 @common_options
+@patch_options
 @click.option("--json", "as_json", is_flag=True)
 def explain_command(source: str, path: str, as_json: bool, **kw: Any) -> None:
     """Say which rule placed PATH and which rules it passed over."""
@@ -348,6 +362,9 @@ def explain_command(source: str, path: str, as_json: bool, **kw: Any) -> None:
                    + (f" kind={','.join(trial.kinds)}" if trial.kinds else ""))
     click.echo(f"  => output: {result.output or '(not placed)'}"
                + (f"  ({result.note})" if result.note else ""))
+    for key, value in (result.elf or {}).items():
+        if value not in (None, []):
+            click.echo(f"  => {key}: {value}")
 
 
 @main.group("rules")

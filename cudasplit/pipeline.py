@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .elf import kind_from_head
+from .elfapply import PATCHERS
+from .elfedit import UnknownPatcherError
 from .errors import ProblemsFound, SourceError
 from .model import Kind, Member, MemberType, PackageId
 from .nixsupport import write_nix_support
@@ -27,9 +29,7 @@ from .patchstage import ElfJob, PatchSettings, PatchStage
 from .pkgconfig import MAX_PC_SIZE, PcRoots, rewrite_pc, unversioned_alias
 from .report import MemberRecord, OutputRecord, Problem, Report
 from .rules import Decision, Rename, RuleSet, load_ruleset
-from .runpath import (
-    RunpathPolicy,
-)
+from .runpath import RunpathPolicy
 from .sinks.base import Sink
 from .sources import (
     DEFAULT_MAX_RATIO,
@@ -82,6 +82,11 @@ class SplitOptions:
     max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES  # bomb guard: expanded bytes (--max-size)
     max_ratio: float = DEFAULT_MAX_RATIO        # bomb guard: expanded/compressed (--max-ratio)
 
+    def __post_init__(self) -> None:
+        if self.patcher not in PATCHERS:
+            raise UnknownPatcherError(
+                f"patcher must be one of {', '.join(PATCHERS)}, not {self.patcher!r}")
+
     def effective_jobs(self) -> int:
         if self.jobs > 0:
             return self.jobs
@@ -131,7 +136,7 @@ class SplitRun:
         self.options = options
         # Without a sink (dry run, inspect) RUNPATHs and .pc files are planned against these
         # roots; unknown outputs show as ``/${output}`` (absolute, as RUNPATH entries must be).
-        self.plan_roots = dict(plan_roots or {})
+        self.plan_roots = plan_roots or {}  # not copied: repack's roots are computed lazily
         self.ruleset: RuleSet | None = None
         self.allowed: frozenset[str] | None = None
         self.report = Report(source=source.description, package={}, dry_run=sink is None)
@@ -182,7 +187,8 @@ class SplitRun:
             settings = PatchSettings(
                 policy=self.options.runpath, patcher=self.options.patcher,
                 jobs=self.options.effective_jobs(), package_roots=dict(self.options.package_roots),
-                enabled=self.options.patch, writing=self.sink is not None)
+                enabled=self.options.patch, writing=self.sink is not None,
+                strict=self.options.strict, package_version=self.report.package.get("version"))
             self.patches = PatchStage(
                 settings, ruleset.package, self._final_root,
                 has_stubs_output=self.allowed is None or "stubs" in self.allowed,
@@ -267,6 +273,8 @@ class SplitRun:
         record.output = output
         rule = decision.rule_obj
         local: Path | None = None
+        if self.patches is not None:  # a duplicate path: never patch a file being rewritten
+            self.patches.supersede(output, record.dest)
         if self.sink is not None:
             if rule is not None and rule.transform == "pkgconfig":
                 local = self._write_pkgconfig(member, stream, output, record.dest)
