@@ -23,6 +23,7 @@ from .errors import ProblemsFound, SourceError
 from .model import Kind, Member, MemberType, PackageId
 from .nixsupport import write_nix_support
 from .nvccprofile import rewrite_nvcc_profile
+from .options import available_cpus, check_options
 from .patchstage import ElfJob, PatchSettings, PatchStage
 from .pkgconfig import MAX_PC_SIZE, PcRoots, rewrite_pc, unversioned_alias
 from .report import MemberRecord, OutputRecord, Problem, Report
@@ -81,11 +82,19 @@ class SplitOptions:
     nix_markers: bool = False                   # write nix-support/ files (see nixsupport.py)
     max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES  # bomb guard: expanded bytes (--max-size)
     max_ratio: float = DEFAULT_MAX_RATIO        # bomb guard: expanded/compressed (--max-ratio)
+    # Issue 14: archives without an NVIDIA top directory need an explicit strip count;
+    # a --package without rules file needs default_rules; fsync before the final renames.
+    strip_components: int | None = None
+    default_rules: bool = False
+    fsync: bool = True
+
+    def __post_init__(self) -> None:
+        check_options(self)
 
     def effective_jobs(self) -> int:
         if self.jobs > 0:
             return self.jobs
-        return max(1, len(os.sched_getaffinity(0)))
+        return available_cpus()
 
 
 def member_kind(member: Member) -> Kind:
@@ -607,7 +616,8 @@ def open_for(source: str | os.PathLike[str] | Source, options: SplitOptions) -> 
     if not isinstance(source, (str, os.PathLike)):
         return source
     return open_source(source, package=options.package, jobs=options.effective_jobs(),
-                       limits=Limits(options.max_total_bytes, options.max_ratio))
+                       limits=Limits(options.max_total_bytes, options.max_ratio),
+                       strip_components=options.strip_components)
 
 
 def split(source: str | os.PathLike[str] | Source, sink: Sink | None, *,

@@ -1,0 +1,71 @@
+"""Checks of :class:`~cudasplit.pipeline.SplitOptions` at construction, and the CPU count.
+
+A wrong value fails where it is made, with a :class:`OptionsError` that names the field,
+not later inside the split (``outputs="lib,dev"`` used to fail as "unknown output 'l'").
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from .errors import OptionsError
+from .model import OUTPUT_NAMES, PackageId
+from .runpath import RunpathPolicy
+
+if TYPE_CHECKING:
+    from .pipeline import SplitOptions
+
+PATCHERS = ("auto", "lief")
+
+
+def check_options(options: SplitOptions) -> None:
+    _check_outputs(options.outputs)
+    if not isinstance(options.runpath, RunpathPolicy):
+        raise OptionsError(f"runpath must be a RunpathPolicy, not {options.runpath!r}")
+    if options.patcher not in PATCHERS:
+        raise OptionsError(f"patcher must be one of {', '.join(PATCHERS)}, "
+                           f"not {options.patcher!r}")
+    if options.package is not None and not isinstance(options.package, PackageId):
+        raise OptionsError(f"package must be a PackageId, not {options.package!r} "
+                           "(e.g. PackageId('cuda_cudart'))")
+    if isinstance(options.rules_files, str):
+        raise OptionsError("rules_files must be a tuple of paths, not one string")
+    _check_count("jobs", options.jobs, minimum=0)
+    if options.strip_components is not None:
+        _check_count("strip_components", options.strip_components, minimum=0)
+    _check_count("max_total_bytes", options.max_total_bytes, minimum=1)
+    if not isinstance(options.max_ratio, (int, float)) or not options.max_ratio > 0:
+        raise OptionsError(f"max_ratio must be a positive number, not {options.max_ratio!r}")
+    if options.cuda_major is not None and not str(options.cuda_major).split(".")[0].isdigit():
+        raise OptionsError(f"cuda_major must be a CUDA major such as '12', "
+                           f"not {options.cuda_major!r}")
+
+
+def _check_outputs(outputs: object) -> None:
+    if outputs is None:
+        return
+    if isinstance(outputs, str) or not isinstance(outputs, tuple):
+        raise OptionsError(f"outputs must be a tuple of output names such as ('lib', 'dev'), "
+                           f"not {outputs!r}")
+    unknown = [name for name in outputs if name not in OUTPUT_NAMES]
+    if unknown:
+        raise OptionsError(f"unknown output(s) {', '.join(map(repr, unknown))}; "
+                           f"known: {', '.join(OUTPUT_NAMES)}")
+
+
+def _check_count(name: str, value: object, *, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise OptionsError(f"{name} must be an integer >= {minimum}, not {value!r}")
+
+
+def available_cpus(env: Mapping[str, str] | None = None) -> int:
+    """CPUs this process may use: ``NIX_BUILD_CORES`` inside a Nix builder (0 there means
+    "all"), else the CPU affinity mask (a container or ``taskset`` limit), not ``cpu_count``."""
+    env = os.environ if env is None else env
+    affinity = max(1, len(os.sched_getaffinity(0)))
+    cores = env.get("NIX_BUILD_CORES", "").strip()
+    if cores.isdigit() and int(cores) > 0:
+        return min(int(cores), affinity)
+    return affinity
