@@ -6,12 +6,15 @@ not later inside the split (``outputs="lib,dev"`` used to fail as "unknown outpu
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import OptionsError
 from .model import OUTPUT_NAMES, PackageId
+from .rules import default_rules_dir
 from .runpath import RunpathPolicy
 
 if TYPE_CHECKING:
@@ -69,3 +72,24 @@ def available_cpus(env: Mapping[str, str] | None = None) -> int:
     if cores.isdigit() and int(cores) > 0:
         return min(int(cores), affinity)
     return affinity
+
+
+def known_packages(rules_dir: Path | None = None) -> list[str]:
+    """The pnames with a rules file in ``rules/packages/`` (what ``--package`` accepts)."""
+    base = rules_dir or default_rules_dir()
+    return sorted(p.stem for p in (base / "packages").glob("*.toml"))
+
+
+def check_package_known(options: SplitOptions) -> None:
+    """A ``--package`` name without a rules file is most likely misspelt: refuse it unless
+    ``default_rules`` says the default rules are meant."""
+    package = options.package
+    if package is None or options.default_rules:
+        return
+    known = known_packages(options.rules_dir)
+    if package.name in known:
+        return
+    near = difflib.get_close_matches(package.name, known, n=3)
+    hint = f" (did you mean {', '.join(near)}?)" if near else ""
+    raise OptionsError(f"unknown package {package.name!r}: no rules/packages/{package.name}.toml"
+                       f"{hint}; add --default-rules to split it with the default rules")

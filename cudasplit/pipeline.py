@@ -23,7 +23,7 @@ from .errors import ProblemsFound, SourceError
 from .model import Kind, Member, MemberType, PackageId
 from .nixsupport import write_nix_support
 from .nvccprofile import rewrite_nvcc_profile
-from .options import available_cpus, check_options
+from .options import available_cpus, check_options, check_package_known
 from .patchstage import ElfJob, PatchSettings, PatchStage
 from .pkgconfig import MAX_PC_SIZE, PcRoots, rewrite_pc, unversioned_alias
 from .report import MemberRecord, OutputRecord, Problem, Report
@@ -46,6 +46,9 @@ log = logging.getLogger(__name__)
 AR_MAGIC = b"!<arch>\n"
 _CUDA_MAJOR_DIR = re.compile(r"^lib/(\d{2})/")
 BUILTIN = "<builtin>"
+# Warnings that --strict treats as problems: a RUNPATH entry the package rules want is
+# missing, or a DT_NEEDED library will not be found at run time.
+STRICT_WARNINGS = frozenset({"package-root-missing", "needed-unresolved"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -426,6 +429,13 @@ class SplitRun:
 
     def _place_symlink(self, member: Member, record: MemberRecord) -> None:
         assert member.link is not None and record.dest is not None
+        if _join_link(member.path, member.link) is None:
+            # Like tarfile's "data" filter: a link that leaves the package root is refused
+            # whatever else the archive does with its name.
+            record.dest = None
+            self._problem("unsafe-symlink", member.path,
+                          f"symlink target {member.link!r} leaves the package root; refused")
+            return
         clash = self._symlink_clash(member.path)
         if clash is not None:
             record.dest = None
@@ -567,10 +577,17 @@ class SplitRun:
             if record.rule == f"{BUILTIN}:unclaimed":
                 self._problem("unclaimed", record.path,
                               "no rule claimed this member (it went to out)")
-        if self.options.strict and self.report.problems:
+        for record in self.report.members:
+            if record.needed_unresolved:
+                self._warn("needed-unresolved", record.path,
+                           f"DT_NEEDED {', '.join(record.needed_unresolved)} found neither in "
+                           "the package nor in --library-path")
+        failing = [*self.report.problems,
+                   *(w for w in self.report.warnings if w.code in STRICT_WARNINGS)]
+        if self.options.strict and failing:
             raise ProblemsFound(
-                f"{self.source.description}: {len(self.report.problems)} problem(s) under "
-                f"--strict; first: {self.report.problems[0]}", self.report)
+                f"{self.source.description}: {len(failing)} problem(s) under "
+                f"--strict; first: {failing[0]}", self.report)
 
     def _complete(self) -> None:
         if self.options.progress is not None:
@@ -613,6 +630,7 @@ def _canonical_link(text: str) -> bool:
 
 def open_for(source: str | os.PathLike[str] | Source, options: SplitOptions) -> Source:
     """A path opened the way ``options`` asks (identity override, jobs, bomb limits)."""
+    check_package_known(options)
     if not isinstance(source, (str, os.PathLike)):
         return source
     return open_source(source, package=options.package, jobs=options.effective_jobs(),
