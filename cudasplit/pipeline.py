@@ -8,18 +8,19 @@ runs once the stream has ended.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import posixpath
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 from .elf import kind_from_head
-from .errors import ProblemsFound, SourceError
+from .errors import OutputError, ProblemsFound, SourceError
 from .model import Kind, Member, MemberType, PackageId
 from .nixsupport import write_nix_support
 from .nvccprofile import rewrite_nvcc_profile
@@ -172,7 +173,8 @@ class SplitRun:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cudasplit-patch") as pool:
                 self.eager_pool = pool
                 for member, stream in self.source.members():
-                    self._take(member, stream)
+                    with self._naming(member.path):
+                        self._take(member, stream)
                     self._tick(member)
                 patches = self._patch_stage()
                 patches.wait_early()
@@ -187,6 +189,23 @@ class SplitRun:
             raise
         self._complete()
         return self.report
+
+    @contextlib.contextmanager
+    def _naming(self, path: str) -> Iterator[None]:
+        """Sink errors name the archive and the member, not only the file being written."""
+        try:
+            yield
+        except OutputError as exc:
+            if f"member {path!r}" in str(exc):
+                raise
+            raise OutputError(f"{self.source.description}: member {path!r}: {exc}") from exc
+
+    def _public_messages(self) -> None:
+        """Problem texts name final paths, never the staging dir (gone when they are read)."""
+        public_text = getattr(self.sink, "public_text", None)
+        if public_text is not None:
+            for issue in (*self.report.problems, *self.report.warnings):
+                issue.message = public_text(issue.message)
 
     def _patch_stage(self) -> PatchStage:
         if self.patches is None:
@@ -563,6 +582,7 @@ class SplitRun:
 
     def _check(self) -> None:
         assert self.ruleset is not None
+        self._public_messages()
         package = self.ruleset.package
         declared = self.options.outputs or package.outputs or ()
         # Like Nixpkgs, out and dev may stay empty (they carry nix-support files anyway).

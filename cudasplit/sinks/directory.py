@@ -72,14 +72,14 @@ class DirectorySink:
     def ensure_output(self, output: str) -> None:
         root = self._work_root(output)
         if output not in self._created:
-            with _translate(root):
+            with _translate(self._shown(root)):
                 root.mkdir(parents=True, exist_ok=True)
                 os.chmod(root, 0o755)
             self._created.append(output)
 
     def write_file(self, output: str, dest: str, stream: BinaryIO, mode: int) -> Path | None:
         path = self._prepare(output, dest)
-        with _translate(path):
+        with _translate(self._shown(path)):
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "wb") as fh:
                 shutil.copyfileobj(stream, fh, COPY_CHUNK)
@@ -88,7 +88,7 @@ class DirectorySink:
 
     def write_bytes(self, output: str, dest: str, data: bytes, mode: int) -> Path | None:
         path = self._prepare(output, dest)
-        with _translate(path):
+        with _translate(self._shown(path)):
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
@@ -98,21 +98,21 @@ class DirectorySink:
     def make_dir(self, output: str, dest: str, mode: int) -> None:
         self.ensure_output(output)
         path = safe_join(self._work_root(output), dest)
-        with _translate(path):
+        with _translate(self._shown(path)):
             path.mkdir(parents=True, exist_ok=True)
             os.chmod(path, (mode & MODE_MASK) | 0o700)
 
     def make_symlink(self, output: str, dest: str, target: str) -> None:
         path = self._prepare(output, dest)
         self._check_parents = True
-        with _translate(path):
+        with _translate(self._shown(path)):
             os.symlink(target, path)
 
     def make_hardlink(self, output: str, dest: str, src_output: str, src_dest: str) -> None:
         source = safe_join(self._work_root(src_output), src_dest)
         self._refuse_links_above(self._work_root(src_output), source)
         path = self._prepare(output, dest)
-        with _translate(path):
+        with _translate(self._shown(path)):
             if output == src_output:
                 os.link(source, path, follow_symlinks=False)
             else:
@@ -213,6 +213,27 @@ class DirectorySink:
             return final
         return self._ensure_staging() / output
 
+    def public_text(self, text: str) -> str:
+        """``text`` (a problem message) with staging paths replaced by the final ones."""
+        if self._staging is None:
+            return text
+        for name, final in self._final.items():
+            text = text.replace(f"{self._staging / name}", str(final))
+        return text
+
+    def _shown(self, path: Path) -> Path:
+        """Where ``path`` will be once the run is over: messages never name the staging dir,
+        which is gone by the time the user reads them."""
+        if self._staging is None:
+            return path
+        try:
+            rel = path.relative_to(self._staging)
+        except ValueError:
+            return path
+        if not rel.parts or rel.parts[0] not in self._final:
+            return path
+        return self._final[rel.parts[0]].joinpath(*rel.parts[1:])
+
     def _ensure_staging(self) -> Path:
         if self._staging is None:
             assert self._staging_parent is not None
@@ -233,15 +254,16 @@ class DirectorySink:
         root = self._work_root(output)
         path = safe_join(root, dest)
         self._refuse_links_above(root, path)
-        with _translate(path):
+        with _translate(self._shown(path)):
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except (FileExistsError, NotADirectoryError):
-                raise OutputError(f"{path}: a parent directory is a file written for an earlier "
-                                  "member (the archive names it as file and directory)") from None
+                raise OutputError(f"{self._shown(path)}: a parent directory is a file written "
+                                  "for an earlier member (the archive names it as file and "
+                                  "directory)") from None
             if os.path.isdir(path) and not os.path.islink(path):
-                raise OutputError(f"{path}: is a directory holding earlier members (the archive "
-                                  "names it as file and directory)")
+                raise OutputError(f"{self._shown(path)}: is a directory holding earlier members "
+                                  "(the archive names it as file and directory)")
             if os.path.lexists(path):
                 # A later member of the same name replaces the earlier one (tar semantics);
                 # unlinking first means we never write through a symlink.
@@ -256,7 +278,8 @@ class DirectorySink:
         for part in path.relative_to(root).parts[:-1]:
             current = current / part
             if os.path.islink(current):
-                raise OutputError(f"{path}: refusing to write through the symlink {current}")
+                raise OutputError(f"{self._shown(path)}: refusing to write through the "
+                                  f"symlink {self._shown(current)}")
 
     def _check_roots(self, *, staged: bool) -> None:
         if self._overwrite:
