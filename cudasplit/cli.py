@@ -178,7 +178,20 @@ def _package_roots(values: Sequence[str]) -> tuple[tuple[str, str], ...]:
     return tuple(roots)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _StdoutClosed(BaseException):
+    """The reader of standard output left (``| head``): passes click's own EPIPE handling,
+    which would exit 1, our "problems found" code."""
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise _StdoutClosed() from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="cudasplit")
 def main() -> None:
     """Split NVIDIA CUDA redistributable tarballs into outputs and rewrite RUNPATHs."""
@@ -469,7 +482,7 @@ def run() -> None:
     except Terminated as exc:
         err(f"cudasplit: terminated by {exc}")
         sys.exit(128 + exc.signum)
-    except BrokenPipeError:
+    except (BrokenPipeError, _StdoutClosed):
         _quiet_broken_pipe()
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)

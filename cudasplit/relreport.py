@@ -23,7 +23,8 @@ def relative_report(report: Report, env: Mapping[str, str] | None = None) -> dic
     data = report.as_dict()
     roots = sorted(((rec["directory"], name) for name, rec in data["outputs"].items()),
                    key=lambda item: -len(item[0]))
-    data["source"] = os.path.basename(report.source)
+    # The base name of a store path still holds its hash (what Nix scans for): drop it.
+    data["source"] = re.sub(r"^[0-9a-z]{32}-", "", os.path.basename(report.source))
     data["rules_files"] = [_rules_name(f) for f in report.rules_files]
     store = re.escape(env.get("NIX_STORE", "/nix/store").rstrip("/"))
     pattern = re.compile(store + r"/[0-9a-z]{32}-")

@@ -245,10 +245,8 @@ def decide_top_dir(first: str, *, strip_components: int | None, override: Packag
     first_component = first.split("/", 1)[0]
     parsed = parse_top_dir(first_component)
     if parsed is None:
-        what = (f"top directory {first_component!r} is not <pname>-<platform>-<version>-archive"
-                if "/" in first or first.endswith("/") else
-                f"no top directory (first member {first!r})")
-        raise SourceError(f"{what}; {TOP_DIR_HELP}", source=source)
+        raise SourceError(f"no <pname>-<platform>-<version>-archive top directory (first "
+                          f"member {first!r}); {TOP_DIR_HELP}", source=source)
     return first_component, 0, parsed
 
 

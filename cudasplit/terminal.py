@@ -100,6 +100,7 @@ class ClearingHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
     def emit(self, record: logging.LogRecord) -> None:
         clear_status()
+        self.stream = sys.stderr  # whatever stderr is now (tests and callers may swap it)
         super().emit(record)
 
 

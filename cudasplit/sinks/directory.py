@@ -140,7 +140,7 @@ class DirectorySink:
             if self._durable:
                 sync_tree(staging)
             if self._overwrite:
-                aside = self._move_aside(previous)
+                self._move_aside(previous, aside)
             for output in self._created:
                 final, work = self._final_root(output), staging / output
                 with _translate(final):
@@ -159,10 +159,10 @@ class DirectorySink:
             log.warning("%s: could not remove all of the previous outputs (moved there by "
                         "--overwrite); remove it by hand", staging)
 
-    def _move_aside(self, previous: Path) -> list[tuple[Path, Path]]:
+    def _move_aside(self, previous: Path, aside: list[tuple[Path, Path]]) -> None:
         """--overwrite: every existing output directory (also those this run does not
-        produce) is renamed into staging first, so a failure can put it back untouched."""
-        aside: list[tuple[Path, Path]] = []
+        produce) is renamed into staging first, so a failure can put it back untouched.
+        ``aside`` grows as they move, for the roll-back."""
         for name, final in self._final.items():
             if not os.path.lexists(final):
                 continue
@@ -171,7 +171,6 @@ class DirectorySink:
             with _translate(final):
                 os.rename(final, previous / name)
             aside.append((final, previous / name))
-        return aside
 
     def _roll_back(self, moved: list[tuple[Path, Path]], aside: list[tuple[Path, Path]]) -> None:
         lost = []
