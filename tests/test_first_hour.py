@@ -314,8 +314,8 @@ def test_strict_fails_on_warnings_that_matter(tmp_path: Path, elf_archive: Path)
 
 
 def test_dry_run_is_marked_as_a_plan_and_counts_dropped(tmp_path: Path) -> None:
-    archive = write_archive(tmp_path / f"{TOP}.tar.xz", ENTRIES + [
-        ("file", "lib/11/libold.so", b"o"), ("file", "lib/12/libnew.so", b"n")])
+    archive = write_archive(tmp_path / f"{TOP}.tar.xz", [
+        *ENTRIES, ("file", "lib/11/libold.so", b"o"), ("file", "lib/12/libnew.so", b"n")])
     code, stdout, _ = invoke("split", str(archive), "-o", str(tmp_path / "o"), "--dry-run",
                              "--cuda-major", "12")
     assert code == 0
