@@ -7,7 +7,9 @@ Registered on the main group by :mod:`cudasplit.cli`; the decisions live in
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -158,3 +160,35 @@ def print_closure(output_dir: str | None, nix: bool) -> None:
         return
     for line in report.text_lines():
         click.echo(line)
+
+
+def add_closure_option(command: click.Command) -> None:
+    """Give ``split`` a ``--closure`` flag without touching its (busy) definition: the flag is
+    taken off before the original callback runs, and the report printed after it returns."""
+    command.params.append(click.Option(
+        ["--closure"], is_flag=True,
+        help="Then print the closure report of the outputs (one source; see `cudasplit "
+        "closure`)."))
+    original: Callable[..., Any] | None = command.callback
+    assert original is not None
+
+    def callback(**kw: Any) -> Any:
+        closure = kw.pop("closure")
+        if closure and _batch(kw):
+            raise click.UsageError("--closure takes exactly one source")
+        result = original(**kw)
+        if closure and not kw.get("dry_run"):
+            print_closure(kw.get("output_dir"), bool(kw.get("nix")))
+        return result
+
+    command.callback = callback
+
+
+def _batch(kw: dict[str, Any]) -> bool:
+    from .api import directory_kind
+
+    sources: tuple[str, ...] = tuple(kw.get("sources") or ())
+    if len(sources) != 1:
+        return True
+    path = Path(sources[0])
+    return not kw.get("nix") and path.is_dir() and directory_kind(path) == "batch"
