@@ -29,6 +29,7 @@ from typing import IO, Any, BinaryIO
 from .elf import ELF_MAGIC, ElfInfo, kind_from_head, read_elf_info
 from .errors import ElfError
 from .model import MemberType
+from .runpath import is_driver_name
 from .sources import open_source
 
 __all__ = ["ElfFacts", "PackageLinks", "provider_index", "scan_elf_dir", "scan_elf_source"]
@@ -53,9 +54,12 @@ class PackageLinks:
 
     @property
     def sonames(self) -> frozenset[str]:
-        """What the package provides: SONAMEs, and file names of libraries without one."""
-        names = {f.soname for f in self.files if f.soname}
-        names.update(os.path.basename(f.path) for f in self.files if ".so" in f.path)
+        """What the package provides: SONAMEs, and file names of libraries without one. Stubs
+        (``lib/stubs/libcuda.so``) provide nothing: they are link-time stand-ins for the
+        driver, never what runs."""
+        real = [f for f in self.files if "stubs" not in f.path.split("/")[:-1]]
+        names = {f.soname for f in real if f.soname}
+        names.update(os.path.basename(f.path) for f in real if ".so" in f.path)
         return frozenset(names)
 
     @property
@@ -171,10 +175,11 @@ def dependencies(package: PackageLinks, index: Mapping[str, tuple[str, ...]]
     driver's (``libcuda.so.1``) or optional."""
     by_provider: dict[str, set[str]] = {}
     unresolved = []
-    for name in sorted(package.dlopened - package.needed):
+    # The driver's libraries come from the driver link at run time, never from a package.
+    for name in sorted(n for n in package.dlopened - package.needed if not is_driver_name(n)):
         for owner in (o for o in index.get(name, ()) if o != package.package):
             by_provider.setdefault(owner, set()).add(name)
-    for name in sorted(package.needed):
+    for name in sorted(n for n in package.needed if not is_driver_name(n)):
         owners = [o for o in index.get(name, ()) if o != package.package]
         if not owners:
             unresolved.append(name)

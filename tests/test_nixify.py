@@ -274,3 +274,21 @@ def test_table_needs_of_every_vintage() -> None:
         "cuda_cccl": "nvcc_includes", "cuda_nvrtc": "dlopen", "libcufft":
         "runpath_append_packages", "libnvjitlink": "runpath_append", "libnvvm": "copy_packages"}
     assert "cuda_nvrtc" not in _table_needs(table, "12.6")  # type: ignore[arg-type]
+
+
+def test_stubs_and_driver_names_provide_nothing() -> None:
+    """cuda_cudart's lib/stubs/libcuda.so (SONAME libcuda.so.1) must not make every package
+    that needs or dlopens the driver depend on cuda_cudart; a real library still counts."""
+    from cudasplit.sonames import ElfFacts, dependencies
+
+    cudart = PackageLinks("cuda_cudart", (
+        ElfFacts("lib/libcudart.so.12", "libcudart.so.12", ()),
+        ElfFacts("lib/stubs/libcuda.so", "libcuda.so.1", ()),
+    ))
+    user = PackageLinks("libcufft", (ElfFacts(
+        "lib/libcufft.so.11", "libcufft.so.11", ("libcuda.so.1", "libcudart.so.12", "libc.so.6"),
+        ("libcuda.so.1", "libnvidia-ml.so.1")),))
+    assert "libcuda.so.1" not in cudart.sonames
+    deps, unresolved = dependencies(user, provider_index([cudart, user]))
+    assert deps == {"cuda_cudart": ("libcudart.so.12",)}
+    assert unresolved == ("libc.so.6",)  # the driver's names are neither inputs nor unresolved
