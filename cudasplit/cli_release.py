@@ -97,6 +97,9 @@ def nixify_command(manifest: str, tarball_dir: str, output_dir: str,
         click.echo(f"{plan.pname:24} {plan.version:14} outputs {outputs}  buildInputs {inputs}")
         if plan.missing:
             click.echo(f"  no tarball for: {', '.join(plan.missing)}", err=True)
+        if plan.unresolved:
+            click.echo(f"  needed, provided by nothing here: {', '.join(plan.unresolved)}",
+                       err=True)
         if plan.outside:
             click.echo(f"  package table names packages not in the manifest: "
                        f"{', '.join(plan.outside)}", err=True)

@@ -6,7 +6,11 @@ For each package of ``redistrib_*.json`` whose tarballs are at hand, one ``<pnam
   then falls back for the rest), else the outputs the rules fill from that tarball's members;
 * ``buildInputs``: the packages of the release that provide a ``DT_NEEDED`` name or a
   ``dlopen`` target (where :mod:`cudasplit.dlopen` is present) of one of its ELF files (the
-  soname graph), plus those its table names in ``runpath_append`` (``@cuda_nvrtc@``);
+  soname graph), plus those its table names in ``runpath_append`` (``@cuda_nvrtc@``), plus
+  the Nixpkgs attributes of well-known outside libraries (``libstdc++.so.6`` ->
+  ``stdenv.cc.cc.lib``: :data:`EXTERNAL_PROVIDERS`); other names nothing provides are written
+  as a comment (the strict split fails on them until an input or ``--ignore-missing`` is
+  added);
 * the cudasplit hook's variables: ``cudasplitLibraryPath`` (the providers' ``lib``),
   ``cudasplitFlags`` (``--package-root`` for each ``@pname@`` of the table),
   ``cudasplitStrict``;
@@ -32,6 +36,7 @@ from .model import OUTPUT_NAMES
 from .pipeline import SplitOptions
 from .pipeline import split as _split
 from .rules import PackageSettings, load_ruleset
+from .runpath import is_glibc_name
 from .sonames import PackageLinks, dependencies, provider_index, scan_elf_source
 
 __all__ = ["NixifyResult", "PackagePlan", "nixify", "plan_release", "render_package"]
@@ -64,11 +69,12 @@ class PackagePlan:
     platforms: tuple[PlatformPlan, ...]
     build_inputs: tuple[str, ...]
     resolves: dict[str, tuple[str, ...]]  # provider -> the DT_NEEDED names it resolves
-    unresolved: tuple[str, ...]  # DT_NEEDED names no package of the release provides
+    unresolved: tuple[str, ...]  # DT_NEEDED names nothing here provides (glibc's left out)
     dlopened: tuple[str, ...]  # names of ``resolves`` found only as dlopen targets
     package_roots: tuple[str, ...]  # packages whose lib dir the split appends (--package-root)
     table_inputs: dict[str, str] = field(default_factory=dict)  # pname -> the table key
     outside: tuple[str, ...] = ()  # packages the table names that the manifest lacks
+    external: dict[str, tuple[str, ...]] = field(default_factory=dict)  # Nixpkgs expr -> names
     missing: tuple[str, ...] = ()  # platforms named by the manifest without a tarball here
 
 
@@ -148,6 +154,8 @@ def _plan_package(package: Package, arts: Sequence[Artifact], missing: Sequence[
     needs = {k: v for k, v in wanted.items() if k in release and k != package.pname}
     roots = tuple(sorted(p for p, key in needs.items() if key in _RUNPATH_KEYS))
     inputs = sorted(set(resolves) | set(needs))
+    external = _external(unresolved)
+    external_names = {n for names in external.values() for n in names}
     return PackagePlan(
         pname=package.pname, version=package.version, description=package.name,
         license=package.license,
@@ -155,7 +163,9 @@ def _plan_package(package: Package, arts: Sequence[Artifact], missing: Sequence[
                                      outputs[a]) for a in sorted(arts, key=_platform_key)),
         build_inputs=tuple(inputs),
         resolves={k: tuple(sorted(v)) for k, v in sorted(resolves.items())},
-        unresolved=tuple(sorted(unresolved)), package_roots=roots, table_inputs=needs,
+        unresolved=tuple(sorted(n for n in unresolved if n not in external_names
+                                and not is_glibc_name(n))),
+        package_roots=roots, table_inputs=needs, external=external,
         outside=tuple(sorted(set(wanted) - set(needs) - {package.pname})),
         dlopened=tuple(sorted(dlopened & {n for v in resolves.values() for n in v})),
         missing=tuple(sorted(a.platform for a in missing)))
@@ -163,6 +173,25 @@ def _plan_package(package: Package, arts: Sequence[Artifact], missing: Sequence[
 
 def _platform_key(artifact: Artifact) -> str:
     return artifact.platform
+
+
+# Libraries CUDA packages need from outside the release, and the Nixpkgs attribute that provides
+# them (what Nixpkgs' CUDA packages give autoPatchelf). glibc's names need nothing: the
+# toolchain's dynamic linker and libc resolve them. Anything else is listed as unresolved.
+EXTERNAL_PROVIDERS = {
+    "libgcc_s.so.1": "stdenv.cc.cc.lib",
+    "libstdc++.so.6": "stdenv.cc.cc.lib",
+    "libz.so.1": "zlib",
+}
+
+
+def _external(names: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    found: dict[str, set[str]] = {}
+    for name in names:
+        expr = EXTERNAL_PROVIDERS.get(name)
+        if expr is not None:
+            found.setdefault(expr, set()).add(name)
+    return {expr: tuple(sorted(v)) for expr, v in sorted(found.items())}
 
 
 # Table keys naming packages whose ``lib`` directory goes into RUNPATH (``@pname@/lib``, filled
@@ -210,8 +239,10 @@ def _list(items: Iterable[str], indent: str) -> list[str]:
 
 
 def render_package(plan: PackagePlan, manifest_name: str) -> str:
-    deps = list(plan.build_inputs)
-    args = ["lib", "stdenv", "fetchurl", "cudasplit", *deps]
+    deps = [*plan.build_inputs, *plan.external]
+    tops = [e.split(".")[0] for e in plan.external]
+    args = list(dict.fromkeys(["lib", "stdenv", "fetchurl", "cudasplit", *plan.build_inputs,
+                               *sorted(tops)]))
     lines = [f"# Generated by `cudasplit nixify` from {manifest_name}; do not edit.", "{"]
     lines += _list((f"{_ident(a)}," for a in args), "  ")
     lines += ["}:", "", "let", "  redistPlatform =", "    {"]
@@ -248,14 +279,20 @@ def render_package(plan: PackagePlan, manifest_name: str) -> str:
 
 
 def _build_inputs(plan: PackagePlan) -> list[str]:
-    if not plan.build_inputs:
-        return ["  buildInputs = [ ];"]
-    lines = ["  buildInputs = ["]
+    lines = []
+    if plan.unresolved:
+        lines.append("  # Needed, but provided by nothing here (add an input, or "
+                     "--ignore-missing): " + ", ".join(plan.unresolved))
+    if not plan.build_inputs and not plan.external:
+        return [*lines, "  buildInputs = [ ];"]
+    lines.append("  buildInputs = [")
     for dep in plan.build_inputs:
         why = ", ".join(f"dlopen {n}" if n in plan.dlopened else n
                         for n in plan.resolves.get(dep, ())) or \
             f"package table: {plan.table_inputs.get(dep, '?')}"
         lines.append(f"    {dep} # {why}")
+    for expr, names in plan.external.items():
+        lines.append(f"    {expr} # {', '.join(names)}")
     lines.append("  ];")
     return lines
 

@@ -19,7 +19,13 @@ from click.testing import CliRunner
 from cudasplit.cli import main
 from cudasplit.manifest import load_manifest
 from cudasplit.model import OUTPUT_NAMES
-from cudasplit.nixify import _table_needs, nixify, plan_release, render_package
+from cudasplit.nixify import (
+    EXTERNAL_PROVIDERS,
+    _table_needs,
+    nixify,
+    plan_release,
+    render_package,
+)
 from cudasplit.rules import load_ruleset
 from cudasplit.sonames import PackageLinks, provider_index, scan_elf_dir
 from tests.releases import Release, release
@@ -37,9 +43,11 @@ let
       getLib = p: p.pname;
       makeLibraryPath = ps: builtins.concatStringsSep ":" (map (p: "${p.pname}/lib") ps);
     };
-    stdenv = { mkDerivation = a: a; hostPlatform.system = system; };
+    stdenv = { mkDerivation = a: a; hostPlatform.system = system;
+               cc.cc.lib = { pname = "gcc-lib"; }; };
     fetchurl = a: a;
     cudasplit = { pname = "cudasplit"; };
+    zlib = { pname = "zlib"; };
   };
   callPackage = f: extra:
     let fn = import f;
@@ -80,8 +88,11 @@ def _expected_inputs(rel: Release) -> dict[str, set[str]]:
     links = [PackageLinks(p, scan_elf_dir(rel.roots[p])) for p in rel.versions]
     index = provider_index(links)
     expected: dict[str, set[str]] = {}
+    stub_names = {"stdenv.cc.cc.lib": "gcc-lib", "zlib": "zlib"}
     for package in links:
         providers = {o for name in package.needed for o in index.get(name, ())}
+        providers |= {stub_names[EXTERNAL_PROVIDERS[n]] for n in package.needed
+                      if n in EXTERNAL_PROVIDERS and n not in index}
         table = set(_table_needs(load_ruleset(package.package).package,
                                  rel.versions[package.package]))
         expected[package.package] = (providers | (table & set(rel.versions))) \
@@ -154,8 +165,9 @@ def test_known_outputs_and_edges(generated: tuple[Release, Path], tmp_path: Path
     assert "lib" not in evaluated["cuda_cccl"]["outputs"]  # type: ignore[operator]
     if rel.label.startswith("12."):
         # libcusparse.so.12 NEEDs libnvJitLink.so.12.
-        assert evaluated["libcusparse"]["buildInputs"] == ["libnvjitlink"]
-        assert evaluated["libcusparse"]["libraryPath"] == "libnvjitlink/lib"
+        # ... and libgcc_s.so.1, which Nixpkgs provides as stdenv.cc.cc.lib.
+        assert evaluated["libcusparse"]["buildInputs"] == ["libnvjitlink", "gcc-lib"]
+        assert evaluated["libcusparse"]["libraryPath"] == "libnvjitlink/lib:gcc-lib/lib"
     else:
         assert evaluated["cuda_crt"]["outputs"] == _table_or("cuda_crt", ["out", "include"])
         assert evaluated["libnvvm"]["outputs"] == _table_or("libnvvm", ["out", "include", "lib"])
@@ -292,3 +304,111 @@ def test_stubs_and_driver_names_provide_nothing() -> None:
     deps, unresolved = dependencies(user, provider_index([cudart, user]))
     assert deps == {"cuda_cudart": ("libcudart.so.12",)}
     assert unresolved == ("libc.so.6",)  # the driver's names are neither inputs nor unresolved
+
+
+# A real nix-build of generated expressions: stdenv.mkDerivation is a builtins.derivation whose
+# bash builder loads the structured attrs and runs the shipped setup hook, as stdenv would.
+BUILD_STUB = r"""
+{ dir, tarballs, python, checkout, hook, nonce, ccLib }:
+let
+  lib = {
+    licenses.unfree = "unfree";
+    getLib = p: p.lib or p.out;
+    makeLibraryPath = ps: builtins.concatStringsSep ":" (map (p: "${lib.getLib p}/lib") ps);
+  };
+  script = ''
+    set -euo pipefail
+    source "$NIX_ATTRS_SH_FILE"
+    export PYTHONPATH
+    runHook() { :; }
+    source ${hook}
+    [[ "$installPhase" == cudasplitInstallPhase ]]
+    cudasplitInstallPhase
+  '';
+  stdenv = {
+    hostPlatform.system = "x86_64-linux";
+    cc.cc.lib = { lib = ccLib; };  # the host's libgcc_s/libstdc++ (no nixpkgs here)
+    mkDerivation = a: builtins.derivation (removeAttrs a [ "meta" "nativeBuildInputs" ] // {
+      name = "${a.pname}-${a.version}";
+      system = builtins.currentSystem;
+      builder = "/bin/bash";
+      args = [ "-c" script ];
+      cudasplitCommand = "${python} -m cudasplit";
+      PYTHONPATH = checkout;
+      inherit nonce;
+    });
+  };
+  fetchurl = a: builtins.path { path = tarballs + "/${baseNameOf a.url}"; };
+  stubs = { inherit lib stdenv fetchurl; cudasplit = ""; };
+  callPackage = f: extra:
+    let fn = import f;
+    in fn (builtins.intersectAttrs (builtins.functionArgs fn) (stubs // self)) // extra;
+  self = import (dir + "/default.nix") { inherit callPackage; };
+in
+self
+"""
+
+
+@pytest.mark.nix
+def test_generated_expressions_build_with_the_setup_hook(tmp_path: Path) -> None:
+    """libcusparse.nix from the 12.9 release, built for real: its buildInput libnvjitlink is
+    built first, cudasplitLibraryPath resolves libnvJitLink.so.12 under --strict, and the
+    store references show libcusparse's lib pointing at libnvjitlink's lib (its RUNPATH)."""
+    import sys
+    import uuid
+
+    from cudasplit.closure import closure_of_roots
+    from tests.test_nix import CHECKOUT, HOOK, STORE_PATH, Nix, nix  # noqa: F401
+
+    _need_nix()
+    rel = release("12.9.1")
+    out = tmp_path / "nix"
+    nixify(load_manifest(rel.manifest), rel.tarballs, out, packages=["libcusparse",
+                                                                     "libnvjitlink"])
+    stub = tmp_path / "build.nix"
+    stub.write_text(BUILD_STUB)
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "nix.conf").write_text("sandbox = false\nbuild-users-group =\nsubstituters =\n")
+    env = {**os.environ, "NIX_CONF_DIR": str(conf)}
+    args = ["--arg", "dir", str(out), "--arg", "tarballs", str(rel.tarballs),
+            "--argstr", "python", sys.executable, "--argstr", "checkout", str(CHECKOUT),
+            "--argstr", "hook", str(HOOK), "--argstr", "nonce", uuid.uuid4().hex,
+            "--argstr", "ccLib", str(_host_gcc_lib(tmp_path))]
+    handle = Nix(env, tmp_path, "")
+    try:
+        names = json.loads(subprocess.run(
+            ["nix-instantiate", "--eval", "--json", str(stub), *args, "-A",
+             "libcusparse.outputs"], env=env, capture_output=True, text=True, check=True
+        ).stdout)
+        built = subprocess.run(["nix-build", str(stub), *args, "-A", "libcusparse",
+                                "--no-out-link"], env=env, capture_output=True, text=True,
+                               timeout=600)
+        handle.created.update(STORE_PATH.findall(built.stdout + built.stderr))
+        assert built.returncode == 0, built.stderr[-3000:]
+        paths = {}
+        for name in names:
+            found = subprocess.run(["nix-build", str(stub), *args, "-A", f"libcusparse.{name}",
+                                    "--no-out-link"], env=env, capture_output=True, text=True,
+                                   check=True).stdout.split()
+            handle.created.update(found)
+            paths[name] = found[-1]
+        lib_refs = handle.references(paths["lib"])
+        assert any(p.endswith("-libnvjitlink-12.9.86-lib") for p in lib_refs), lib_refs
+        report = closure_of_roots(paths)
+        assert report.warnings == ()
+        assert report.referenced("lib") == set()
+    finally:
+        handle.cleanup()
+
+
+def _host_gcc_lib(tmp_path: Path) -> Path:
+    """``<dir>/lib`` holding links to this machine's libgcc_s and libstdc++ (what
+    ``stdenv.cc.cc.lib`` is in Nixpkgs)."""
+    root = tmp_path / "gcc-lib"
+    (root / "lib").mkdir(parents=True)
+    for name in ("libgcc_s.so.1", "libstdc++.so.6"):
+        found = subprocess.run(["gcc", f"-print-file-name={name}"], capture_output=True,
+                               text=True, check=True).stdout.strip()
+        os.symlink(os.path.realpath(found), root / "lib" / name)
+    return root
