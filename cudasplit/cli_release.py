@@ -93,7 +93,7 @@ def nixify_command(manifest: str, tarball_dir: str, output_dir: str,
         return
     for plan in result.packages:
         outputs = "; ".join(f"{p.platform}: {','.join(p.outputs)}" for p in plan.platforms)
-        inputs = ", ".join(plan.build_inputs) or "-"
+        inputs = ", ".join([*plan.build_inputs, *plan.external]) or "-"
         click.echo(f"{plan.pname:24} {plan.version:14} outputs {outputs}  buildInputs {inputs}")
         if plan.missing:
             click.echo(f"  no tarball for: {', '.join(plan.missing)}", err=True)
