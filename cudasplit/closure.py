@@ -18,8 +18,11 @@ edges are reported but not followed for ``out``'s warnings, since they are the c
 an accident of the split.
 
 Needles: in ``/nix/store`` the root up to its hash (``/nix/store/<hash>``), so a reference to
-any path inside the output counts, as in Nix; elsewhere the root path itself. Nix also counts a
-bare hash without the ``/nix/store/`` prefix; such references are not seen here.
+any path inside the output counts, as in Nix; elsewhere the root path itself. In the store,
+every other ``/nix/store/<hash>-<name>`` in the bytes is listed as an external reference (a
+dependency's output), so own plus external references are what ``nix-store -q --references``
+lists. Nix also counts a bare hash without the ``/nix/store/`` prefix (and only hashes of the
+build's inputs); such references are not seen here.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ from .model import OUTPUT_NAMES
 __all__ = ["ClosureReport", "ClosureWarning", "Reference", "closure_of_dir", "closure_of_roots"]
 
 _STORE_ROOT = re.compile(r"^(/nix/store/[0-9a-df-np-sv-z]{32})-[^/]+$")
+_STORE_PATH = re.compile(rb"/nix/store/[0-9a-df-np-sv-z]{32}-[A-Za-z0-9+._?=-]+")
+_MAX_STORE_PATH = 11 + 32 + 1 + 211  # /nix/store/ + hash + - + the longest name Nix allows
 COMPILERS = frozenset({"nvcc", "ptxas", "cicc", "nvlink", "fatbinary", "cudafe++", "bin2c",
                        "nvdisasm", "cuobjdump", "nvptxcompiler", "libnvptxcompiler_static.a"})
 # Categories an output may hold that a runtime library should never drag along.
@@ -87,6 +92,8 @@ class ClosureReport:
     sizes: dict[str, OutputSize]
     references: tuple[Reference, ...]  # sorted, self references left out
     warnings: tuple[ClosureWarning, ...]
+    # Store roots only: other store paths each output names (dependencies' outputs).
+    external: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def edges(self, *, skip_propagation_of: str | None = None) -> dict[str, set[str]]:
         out: dict[str, set[str]] = {name: set() for name in self.roots}
@@ -109,7 +116,8 @@ class ClosureReport:
             "outputs": {
                 name: {"root": self.roots[name], "files": size.files, "bytes": size.bytes,
                        "closure_bytes": self.closure_bytes(name), "holds": size.holds,
-                       "references": sorted(edges[name])}
+                       "references": sorted(edges[name]),
+                       "external": list(self.external.get(name, ()))}
                 for name, size in sorted(self.sizes.items(), key=_output_order)
             },
             "references": [asdict(r) for r in self.references],
@@ -128,6 +136,7 @@ class ClosureReport:
                          f"closure {self.closure_bytes(name):>14,}  -> "
                          + (", ".join(f"{t} ({_vias(self.references, name, t)})" for t in refs)
                             or "nothing"))
+            lines.extend(f"{'':8} also {path}" for path in self.external.get(name, ()))
         lines.extend(f"warning: {w}" for w in self.warnings)
         return lines
 
@@ -166,8 +175,9 @@ def closure_of_roots(roots: Mapping[str, str]) -> ClosureReport:
     scanner = _Scanner(dict(roots))
     sizes = {name: scanner.scan_output(name) for name in roots}
     references = tuple(sorted(set(scanner.references)))
+    external = {name: tuple(sorted(paths)) for name, paths in scanner.external.items()}
     report = ClosureReport(dict(roots), sizes, references, ())
-    return ClosureReport(report.roots, sizes, references, _warnings(report))
+    return ClosureReport(report.roots, sizes, references, _warnings(report), external)
 
 
 class _Scanner:
@@ -181,10 +191,18 @@ class _Scanner:
         # Every needle of a split directory (or the store) starts alike: find that prefix with
         # memmem-speed ``find`` and test the few hits, instead of one search per output.
         self.prefix = os.path.commonprefix(list(self.needles.values()))  # noqa: RUF071 bytes
+        # In the store, any other store path named in the bytes is a reference too (what
+        # nix-store -q --references lists besides the package's own outputs).
+        self.store = all(not bounded for bounded in self.bounded.values())
+        if self.store:
+            self.prefix = b"/nix/store/"
         self.references: list[Reference] = []
+        self.external: dict[str, set[str]] = {name: set() for name in roots}
+        self.current = ""
 
     def scan_output(self, name: str) -> OutputSize:
         root = self.roots[name]
+        self.current = name
         files = total = 0
         holds: dict[str, str] = {}
         for rel, full in _walk(root):
@@ -254,12 +272,19 @@ class _Scanner:
             return {n for n, needle in self.needles.items() if data.find(needle) >= 0}
         pos = data.find(self.prefix)
         while pos >= 0:
-            for name, needle in self.needles.items():
-                end = pos + len(needle)
-                if data[pos:end] == needle and (not self.bounded[name] or _ends(data, end)):
-                    found.add(name)
+            own = {name for name, needle in self.needles.items()
+                   if data[pos:pos + len(needle)] == needle
+                   and (not self.bounded[name] or _ends(data, pos + len(needle)))}
+            found |= own
+            if self.store and not own:
+                self._external(data[pos:pos + _MAX_STORE_PATH])
             pos = data.find(self.prefix, pos + 1)
         return found
+
+    def _external(self, text: bytes) -> None:
+        match = _STORE_PATH.match(text)
+        if match is not None:
+            self.external[self.current].add(match.group(0).decode())
 
     def _add(self, source: str, target: str, via: str, path: str) -> None:
         if source != target:

@@ -398,6 +398,11 @@ def test_generated_expressions_build_with_the_setup_hook(tmp_path: Path) -> None
         report = closure_of_roots(paths)
         assert report.warnings == ()
         assert report.referenced("lib") == set()
+        # The closure report sees the same store references as Nix, the dependency included.
+        for name, path in paths.items():
+            ours = {paths[t] for t in report.referenced(name)} | set(report.external[name])
+            assert ours == set(handle.references(path)) - {path}, name
+        assert any(p.endswith("-libnvjitlink-12.9.86-lib") for p in report.external["lib"])
     finally:
         handle.cleanup()
 
