@@ -165,8 +165,12 @@ def closure_of_dir(split_dir: str | os.PathLike[str]) -> ClosureReport:
         raise OutputError(f"{base}: not a directory")
     roots = {p.name: str(p.resolve()) for p in sorted(base.iterdir())
              if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")}
-    if not roots:
-        raise OutputError(f"{base}: holds no output directories")
+    unknown = sorted(set(roots) - set(OUTPUT_NAMES))
+    if not roots or unknown:
+        what = ("no output directories" if not unknown else f"{unknown[0]} is not an output name"
+                if len(unknown) == 1 else f"{', '.join(unknown[:3])} are not output names")
+        raise OutputError(f"{base}: not a split directory (DIR/<output>/...): {what}; for a "
+                          "batch split give DIR/<pname>-<platform>-<version>")
     return closure_of_roots(roots)
 
 

@@ -152,3 +152,14 @@ def test_split_closure_option(redist_tree: Path, tmp_path: Path) -> None:
     batch = CliRunner().invoke(main, ["split", str(redist_tree), str(redist_tree), "-o",
                                       str(tmp_path / "b"), "--closure"])
     assert batch.exit_code == 2 and "--closure takes exactly one source" in batch.output
+
+
+def test_not_a_split_directory(default_split: Path, tmp_path: Path) -> None:
+    batch = tmp_path / "batch"
+    shutil.copytree(default_split, batch / "cuda_demo-linux-x86_64-12.9.79", symlinks=True)
+    result = CliRunner().invoke(main, ["closure", str(batch)])
+    assert result.exit_code == 2
+    assert "not a split directory" in result.output
+    assert "cuda_demo-linux-x86_64-12.9.79 is not an output name" in result.output
+    ok = CliRunner().invoke(main, ["closure", str(batch / "cuda_demo-linux-x86_64-12.9.79")])
+    assert ok.exit_code == 0, ok.output
