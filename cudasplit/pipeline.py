@@ -598,11 +598,6 @@ class SplitRun:
             if record.rule == f"{BUILTIN}:unclaimed":
                 self._problem("unclaimed", record.path,
                               "no rule claimed this member (it went to out)")
-        for record in self.report.members:
-            if record.needed_unresolved:
-                self._warn("needed-unresolved", record.path,
-                           f"DT_NEEDED {', '.join(record.needed_unresolved)} found neither in "
-                           "the package nor in --library-path")
         failing = [*self.report.problems,
                    *(w for w in self.report.warnings if w.code in STRICT_WARNINGS)]
         if self.options.strict and failing:
