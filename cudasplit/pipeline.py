@@ -32,6 +32,7 @@ from .runpath import (
 )
 from .sinks.base import Sink
 from .sources import (
+    DEFAULT_MAX_MEMBERS,
     DEFAULT_MAX_RATIO,
     DEFAULT_MAX_TOTAL_BYTES,
     Limits,
@@ -81,6 +82,7 @@ class SplitOptions:
     nix_markers: bool = False                   # write nix-support/ files (see nixsupport.py)
     max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES  # bomb guard: expanded bytes (--max-size)
     max_ratio: float = DEFAULT_MAX_RATIO        # bomb guard: expanded/compressed (--max-ratio)
+    max_members: int = DEFAULT_MAX_MEMBERS      # member count guard (--max-members)
 
     def effective_jobs(self) -> int:
         if self.jobs > 0:
@@ -607,7 +609,8 @@ def open_for(source: str | os.PathLike[str] | Source, options: SplitOptions) -> 
     if not isinstance(source, (str, os.PathLike)):
         return source
     return open_source(source, package=options.package, jobs=options.effective_jobs(),
-                       limits=Limits(options.max_total_bytes, options.max_ratio))
+                       limits=Limits(options.max_total_bytes, options.max_ratio,
+                                     options.max_members))
 
 
 def split(source: str | os.PathLike[str] | Source, sink: Sink | None, *,

@@ -420,10 +420,13 @@ def _in_member(exc: CorruptArchiveError, source: str, name: str) -> CorruptArchi
 class DirectorySource:
     """An unpacked redistributable (the ``*-archive`` dir itself, or a dir holding only it)."""
 
-    def __init__(self, path: Path, *, package: PackageId | None = None) -> None:
+    def __init__(self, path: Path, *, package: PackageId | None = None,
+                 limits: Limits | None = None) -> None:
         self.root = _find_top(path)
         self.description = str(path)
         self._package = package or parse_top_dir(self.root.name) or PackageId(self.root.name)
+        # Only the member count applies (the bytes are on disk already, nothing expands).
+        self._guard = _Guard(limits or Limits(), self.description, lambda: 0)
 
     @property
     def package(self) -> PackageId:
@@ -431,20 +434,36 @@ class DirectorySource:
 
     def members(self) -> Iterator[tuple[Member, BinaryIO | None]]:
         inodes: dict[tuple[int, int], str] = {}
-        for rel in self._walk(self.root, ""):
+        for rel in self._walk():
+            self._guard.count_member(rel)
+            # The same depth, length and character rules as for archive members; checked
+            # before the walk descends, so a 100,000-level tree is refused at level 65.
+            normalise_member_path(rel, source=self.description)
             yield from self._member(rel, inodes)
 
-    def _walk(self, directory: Path, prefix: str) -> Iterator[str]:
-        try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
-        except OSError as exc:
-            raise SourceError(f"cannot list directory ({exc.strerror})",
-                              source=self.description, member=prefix or ".") from exc
-        for entry in entries:
+    def _walk(self) -> Iterator[str]:
+        """Relative paths in sorted pre-order, walked with an explicit stack (no recursion:
+        a deep tree must not end in RecursionError)."""
+        stack: list[tuple[str, Iterator[os.DirEntry[str]]]] = [("", self._list(self.root, ""))]
+        while stack:
+            prefix, entries = stack[-1]
+            entry = next(entries, None)
+            if entry is None:
+                stack.pop()
+                continue
             rel = prefix + entry.name
             yield rel
             if entry.is_dir(follow_symlinks=False):
-                yield from self._walk(Path(entry.path), rel + "/")
+                stack.append((rel + "/", self._list(Path(entry.path), rel)))
+
+    def _list(self, directory: Path, rel: str) -> Iterator[os.DirEntry[str]]:
+        try:
+            with os.scandir(directory) as scan:
+                entries = sorted(scan, key=lambda e: e.name)
+        except OSError as exc:
+            raise SourceError(f"cannot list directory ({exc.strerror})",
+                              source=self.description, member=_short(rel or ".")) from exc
+        return iter(entries)
 
     def _member(
         self, rel: str, inodes: dict[tuple[int, int], str]
@@ -501,7 +520,7 @@ def open_source(path: str | os.PathLike[str], *, package: PackageId | None = Non
     """A tarball (recognised by magic bytes in the codec layer) or an unpacked directory."""
     p = Path(path)
     if p.is_dir():
-        return DirectorySource(p, package=package)
+        return DirectorySource(p, package=package, limits=limits)
     if not p.exists():
         raise SourceError("no such file or directory", source=str(p))
     return TarSource(p, package=package, jobs=jobs, limits=limits)
