@@ -234,9 +234,12 @@ def _blocks(size: int) -> int:
 
 def _check_checksum(block: bytes) -> None:
     stored = _number(block[148:156], "checksum")
-    unsigned = sum(block[:148]) + sum(block[156:]) + 8 * 0x20
-    high = sum(1 for b in block[:148] if b & 0x80) + sum(1 for b in block[156:] if b & 0x80)
-    if stored not in (unsigned, unsigned - 256 * high):  # old tars summed signed chars
+    unsigned = sum(block) - sum(block[148:156]) + 8 * 0x20  # the field counts as spaces
+    if stored == unsigned:
+        return
+    # Old tars summed signed chars: every byte >= 0x80 then counts 256 less.
+    high = sum(1 for b in block[:148] + block[156:] if b & 0x80)
+    if stored != unsigned - 256 * high:
         raise TarFormatError("bad header checksum")
 
 
@@ -252,7 +255,7 @@ def _number(field: bytes, what: str, *, signed: bool = False) -> int:
     text = field.split(b"\0", 1)[0].strip(b" ")
     if not text:
         return 0
-    if any(c not in b"01234567" for c in text):
+    if text.translate(None, b"01234567"):
         raise TarFormatError(f"{what} field is not an octal number: {text[:24]!r}")
     return int(text, 8)
 
