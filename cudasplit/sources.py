@@ -476,6 +476,9 @@ class DirectorySource:
         if stat.S_ISLNK(st.st_mode):
             target = os.readlink(full)
             check_text(target, source=self.description, what="link target", member=rel)
+            if len(target.encode()) > MAX_PATH_BYTES:  # as for archives: O(length^2) to resolve
+                raise UnsafeMemberError("link target too long", source=self.description,
+                                        member=_short(rel))
             yield Member(rel, MemberType.SYMLINK, mode, 0, target, mtime), None
         elif stat.S_ISDIR(st.st_mode):
             yield Member(rel, MemberType.DIR, mode, 0, None, mtime), None

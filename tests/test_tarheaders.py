@@ -197,6 +197,14 @@ def test_directory_source_refuses_long_paths(tmp_path: Path) -> None:
         list(open_source(top).members())
 
 
+def test_directory_source_refuses_long_link_targets(tmp_path: Path) -> None:
+    top = tmp_path / "cuda_demo-linux-x86_64-12.9.79-archive"
+    (top / "lib").mkdir(parents=True)
+    (top / "lib" / "l.so").symlink_to("x/" * 1000 + "a.so")
+    with pytest.raises(UnsafeMemberError, match="link target too long"):
+        list(open_source(top).members())
+
+
 def test_directory_source_counts_members(tmp_path: Path) -> None:
     top = tmp_path / "cuda_demo-linux-x86_64-12.9.79-archive"
     (top / "share").mkdir(parents=True)
