@@ -183,7 +183,7 @@ class TarReader:
                 ext.longlink = name
         elif typeflag == _PAX_GLOBAL:
             self._global_bytes += size
-            parse_pax(data)  # validated, then ignored: see the module docstring of sources
+            parse_pax(data)  # validated, then ignored: no member of a redistributable needs one
         else:
             ext.pax_bytes += size
             ext.pax.update(parse_pax(data))
@@ -191,7 +191,7 @@ class TarReader:
     # -- the member header -------------------------------------------------------------------
 
     def _member(self, block: bytes, typeflag: bytes, size: int, ext: _Extended) -> TarHeader:
-        name, linkname = _names(block, typeflag, ext)
+        name, linkname = _names(block, ext)
         pax = ext.pax
         if "size" in pax:
             size = _pax_int(pax["size"], "size")
@@ -321,7 +321,7 @@ def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
-def _names(block: bytes, typeflag: bytes, ext: _Extended) -> tuple[str, str]:
+def _names(block: bytes, ext: _Extended) -> tuple[str, str]:
     name = block[0:100].split(b"\0", 1)[0]
     prefix = block[345:500].split(b"\0", 1)[0]
     if block[257:263] == b"ustar\0" and prefix:  # POSIX ustar; GNU uses that space otherwise
