@@ -23,6 +23,18 @@ from typing import Any
 from .errors import RulesError
 from .globs import Glob, GlobError, compile_glob
 from .model import OUTPUT_NAMES, Kind
+from .pkgtable import (
+    DropEdit,
+    OutputWhen,
+    PcEdit,
+    RunpathPackage,
+    Where,
+    declared_outputs,
+    parse_drops,
+    parse_output_when,
+    parse_pc_edits,
+    parse_runpath_packages,
+)
 
 RULE_KEYS = frozenset(
     {"name", "match", "kind", "output", "action", "patch", "keep_runpath", "runpath_append",
@@ -32,7 +44,8 @@ RENAME_KEYS = frozenset({"name", "from", "to", "link_back", "description"})
 PACKAGE_KEYS = frozenset(
     {"outputs", "cuda_compat", "runpath_append", "lift", "description", "stub_links",
      "pkgconfig_driver_rpath", "pkgconfig_stubs_libdir", "optional_outputs",
-     "replace_needed"}
+     "replace_needed", "propagated_outputs", "runpath_append_packages", "pkgconfig_edits",
+     "allow_fhs_references", "output_when", "drop", "compiler", "redist", "nixpkgs"}
 )
 TOP_KEYS = frozenset({"schema", "profile", "package", "rule", "rename"})
 PROFILE_KEYS = frozenset({"name", "description", "outputs"})
@@ -106,6 +119,39 @@ class PackageSettings:
     optional_outputs: tuple[str, ...] = ()
     # DT_NEEDED renames in every ELF file of the package (nsight: libtiff.so.5 -> libtiff.so).
     replace_needed: Mapping[str, str] = field(default_factory=dict)
+    # Outputs that out (and dev) propagate besides bin/include/lib (Nixpkgs'
+    # propagatedBuildOutputs): cuda_cudart adds static and stubs, cuda_nvml_dev stubs.
+    propagated_outputs: tuple[str, ...] = ()
+    # Other packages' dirs appended to every RUNPATH, version-gated (they are dlopen'ed).
+    runpath_append_packages: tuple[RunpathPackage, ...] = ()
+    pkgconfig_edits: tuple[PcEdit, ...] = ()
+    # checkCudaFhsRefs: references to /usr/ fail --check-fhs-refs unless allowed.
+    allow_fhs_references: bool = False
+    output_when: tuple[OutputWhen, ...] = ()
+    drops: tuple[DropEdit, ...] = ()
+    # The compiler's path inside its output (nix-support/cuda-component ``compiler``).
+    compiler: str | None = None
+    # Where the package comes from and its Nixpkgs file: shown by ``rules show``.
+    redist: str = "cuda"
+
+    def outputs_for(self, where: Where) -> tuple[str, ...] | None:
+        """Declared outputs on this platform/version (gated ones left out where they fail)."""
+        if self.outputs is None:
+            return None
+        return declared_outputs(self.outputs, self.output_when, where)
+
+    def propagated(self, outputs: Sequence[str]) -> tuple[str, ...]:
+        """Nixpkgs' default bin/include/lib (those that exist) plus the package's own."""
+        base = [o for o in ("bin", "include", "lib") if o in outputs]
+        return tuple(base + [o for o in self.propagated_outputs if o in outputs and o not in base])
+
+    def runpath_append_for(self, where: Where) -> tuple[str, ...]:
+        """``runpath_append`` plus the gated ``@pname@/lib`` entries that apply."""
+        gated = tuple(e.entry() for e in self.runpath_append_packages if e.gate.applies(where))
+        return self.runpath_append + tuple(g for g in gated if g not in self.runpath_append)
+
+    def dropped(self, path: str, where: Where) -> bool:
+        return any(d.matches(path, where) for d in self.drops)
 
     def lift_path(self, path: str) -> str | None:
         """``path`` with a lifted directory prefix removed; None when ``path`` is that directory."""
@@ -143,12 +189,30 @@ class RuleSet:
                 return new, rename
         return path, None
 
-    def classify(self, path: str, kind: Kind) -> Decision:
-        """Pure: the first rule matching ``path`` (already normalised) and ``kind``."""
+    def classify(self, path: str, kind: Kind,
+                 allowed: frozenset[str] | None = None) -> Decision:
+        """Pure: the first rule matching ``path`` (already normalised) and ``kind`` whose output
+        the package has (``allowed``; None: all).
+
+        A rule naming a missing output passes the member on to the next matching rule: this is
+        Nixpkgs' positional ``moveToOutput`` (D4) -- with no ``static`` output a ``.a`` stays
+        where the ``lib`` move put it. ``include`` alone falls back to ``dev`` first
+        (``outputInclude``'s fallback). A drop rule wins when it is the first match.
+        """
+        first: Rule | None = None
         for rule in self.rules:
-            if rule.matches(path, kind):
-                output = None if rule.action == "drop" else rule.output
-                return Decision(output, rule.ref, rule)
+            if not rule.matches(path, kind):
+                continue
+            if rule.action == "drop" and first is None:
+                return Decision(None, rule.ref, rule)
+            first = first or rule
+            output = _present(rule.output, allowed)
+            if output is not None:
+                # The first matching rule still names the decision and decides transforms
+                # and patching (nvcc.profile is rewritten wherever it lands).
+                return Decision(output, first.ref, first)
+        if first is not None:
+            return Decision("out", first.ref, first)
         return Decision("out", RuleRef("<builtin>", "unclaimed"), None)
 
     def explain(self, path: str, kind: Kind) -> list[tuple[Rule, bool]]:
@@ -160,6 +224,14 @@ class RuleSet:
             if hit:
                 break
         return tried
+
+
+def _present(output: str | None, allowed: frozenset[str] | None) -> str | None:
+    if output is None or allowed is None or output in allowed:
+        return output
+    if output == "include" and "dev" in allowed:
+        return "dev"
+    return None
 
 
 def kind_matches(kinds: frozenset[str], kind: Kind) -> bool:
@@ -400,4 +472,37 @@ def _load_package(tables: Sequence[tuple[str, Mapping[str, Any]]]) -> PackageSet
         optional_outputs=_str_list(merged.get("optional_outputs", (None, []))[1], "[package]",
                                    "optional_outputs"),
         replace_needed=replace_needed,
+        **_load_table_entries(merged),
     )
+
+
+def _load_table_entries(merged: Mapping[str, tuple[str, Any]]) -> dict[str, Any]:
+    """The structured package-table keys (see pkgtable.py)."""
+    def get(key: str) -> tuple[str, Any]:
+        return merged.get(key, ("[package]", None))
+
+    values: dict[str, Any] = {}
+    filename, value = get("propagated_outputs")
+    outputs = _str_list(value, f"{filename}:[package]", "propagated_outputs")
+    if set(outputs) - set(OUTPUT_NAMES):
+        raise RulesError(f"{filename}:[package]: unknown propagated output(s)")
+    values["propagated_outputs"] = outputs
+    parsers = {"runpath_append_packages": parse_runpath_packages,
+               "pkgconfig_edits": parse_pc_edits, "output_when": parse_output_when,
+               "drop": parse_drops}
+    for key, parse in parsers.items():
+        filename, value = get(key)
+        if value is not None:
+            values["drops" if key == "drop" else key] = parse(value, filename)
+    for key in ("allow_fhs_references",):
+        filename, value = get(key)
+        if value is not None and not isinstance(value, bool):
+            raise RulesError(f"{filename}:[package].{key}: must be true or false")
+        values[key] = bool(value)
+    for key in ("compiler", "redist"):
+        filename, value = get(key)
+        if value is not None:
+            if not isinstance(value, str):
+                raise RulesError(f"{filename}:[package].{key}: must be a string")
+            values[key] = value
+    return values

@@ -839,8 +839,10 @@ def build_redist_tree(
 # absolute symlink by its own path. Directories are not listed: they follow their contents.
 DEFAULT_RULES: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("bin", ("host-*/**", "target-*/**", "host/**", "target/**")),  # nsight trees, kept whole
-    ("static", ("*.a",)),  # at any depth, also lib/stubs/ and lib/x64/
-    ("stubs", ("lib/stubs/**", "stubs/**")),
+    ("samples", ("samples/**",)),  # samples keep their .a/.cmake/.pc (D8)
+    ("python", ("*.whl",)),
+    ("stubs", ("lib/stubs/**", "stubs/**")),  # the whole dir, .a stubs too (D5)
+    ("static", ("*.a",)),  # at any depth, also lib/x64/
     (
         "dev",
         (
@@ -856,8 +858,6 @@ DEFAULT_RULES: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("include", ("include/**",)),
     ("lib", ("lib/**", "lib64/**")),
     ("bin", ("bin/**",)),
-    ("samples", ("samples/**",)),
-    ("python", ("*.whl",)),
     ("doc", ("doc/**", "share/doc/**", "share/man/**", "share/info/**")),
 )
 FALLBACK_OUTPUT: Final = "out"  # LICENSE, nvvm/, src/, extras/, ...
@@ -959,7 +959,7 @@ EXPECTED_DEFAULT: Final[Mapping[str, str]] = {
     "lib/libdemoRtc.so.12.9.79": "lib",  # DT_RUNPATH=$ORIGIN:
     "lib/libdemo_static.a": "static",
     "lib/stubs/libcuda.so": "stubs",
-    "lib/stubs/libcuda_stub_extra.a": "static",  # *.a wins over lib/stubs/**
+    "lib/stubs/libcuda_stub_extra.a": "stubs",  # the whole stubs dir, as Nixpkgs (D5)
     "lib/x64/libnested.a": "static",
     "lib64/libextra.so": "lib",
     "nvvm/include/nvvm.h": "out",

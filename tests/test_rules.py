@@ -23,7 +23,7 @@ DEFAULT_EXPECTATIONS = {
     "lib/libcudart.so.12.9.79": "lib",
     "lib/libcudart_static.a": "static",
     "lib/stubs/libcuda.so": "stubs",
-    "lib/stubs/libcuda_extra.a": "static",
+    "lib/stubs/libcuda_extra.a": "stubs",
     "lib/x64/libnested.a": "static",
     "stubs/libnvidia-ml.so": "stubs",
     "lib/cmake/cudart/cudart-config.cmake": "dev",
