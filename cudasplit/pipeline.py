@@ -22,7 +22,7 @@ from .elf import kind_from_head
 from .errors import ProblemsFound, SourceError
 from .model import Kind, Member, MemberType, PackageId
 from .nixsupport import NixSupport, find_fhs_refs, write_nix_support
-from .nvccprofile import rewrite_nvcc_profile
+from .nvccprofile import ProfileExtras, rewrite_nvcc_profile
 from .patchstage import ElfJob, PatchSettings, PatchStage
 from .pkgconfig import (
     MAX_PC_SIZE,
@@ -191,6 +191,8 @@ class SplitRun:
                 patches.wait_early()
             self._finish_links()
             patches.finish(self.occupied)
+            if self.sink is not None:
+                self._copy_packages()
             self._check()
             if self.options.nix_markers and self.sink is not None:
                 write_nix_support(self.sink, self._nix_support())
@@ -428,9 +430,65 @@ class SplitRun:
         roots = {"include": self._root("include"), "lib": self._root("lib"),
                  "stubs": self._root("stubs"), "nvvm": self._root(nvvm),
                  "bin": self._root(output)}
-        text = rewrite_nvcc_profile(self._small_text(member, stream), roots)
+        package = self.ruleset.package
+        cccl = self._package_root("cuda_cccl", "include") if package.nvcc_includes else None
+        if cccl is not None:
+            roots["cccl"] = cccl
+        extras = ProfileExtras(
+            includes=self._package_dirs(package.nvcc_includes, "include", ("include",)),
+            libraries=self._package_dirs(package.nvcc_libraries, "lib", ("lib",))
+            + self._package_dirs(package.nvcc_libraries, "stubs", ("lib/stubs",)))
+        text = rewrite_nvcc_profile(self._small_text(member, stream), roots, extras)
         return self.sink.write_bytes(output, dest, text.encode("utf-8", "surrogateescape"),
                                      member.mode)
+
+    def _package_root(self, pname: str, output: str) -> str | None:
+        """``--package-root PNAME.OUTPUT=DIR`` for a split package, else ``PNAME=DIR``."""
+        roots = dict(self.options.package_roots)
+        return roots.get(f"{pname}.{output}") or roots.get(pname)
+
+    def _package_dirs(self, pnames: tuple[str, ...], output: str,
+                      subdirs: tuple[str, ...]) -> tuple[str, ...]:
+        dirs: list[str] = []
+        for pname in pnames:
+            root = self._package_root(pname, output)
+            if root is None:
+                self._warn("package-root-missing", None,
+                           f"nvcc.profile: no --package-root for {pname}; its {output} "
+                           "directory is not searched")
+                continue
+            dirs.extend(f"{root}/{sub}" for sub in subdirs if Path(root, sub).is_dir())
+        return tuple(dirs)
+
+    def _copy_packages(self) -> None:
+        """Package ``copy_packages`` (cuda_nvcc 13: libnvvm's tree into nvvm/), by root."""
+        assert self.ruleset is not None
+        for entry in self.ruleset.package.copy_packages:
+            if not entry.gate.applies(self.where):
+                continue
+            root = self._package_root(entry.package, "out")
+            if root is None or not Path(root).is_dir():
+                self._warn("package-root-missing", None, f"{entry.package} is copied into "
+                           f"{entry.subdir}/: pass --package-root {entry.package}=DIR")
+                continue
+            self._copy_tree(Path(root), entry.subdir)
+
+    def _copy_tree(self, root: Path, subdir: str) -> None:
+        assert self.ruleset is not None and self.sink is not None
+        for path in sorted(root.rglob("*")):
+            rel = path.relative_to(root).as_posix()
+            if rel == "nix-support" or rel.startswith("nix-support/") or (path.is_dir() \
+                    and not path.is_symlink()):
+                continue
+            dest = f"{subdir}/{rel}"
+            output = self.ruleset.classify(dest, Kind.FILE, self.allowed).output or "out"
+            if path.is_symlink():
+                self._add_link(output, dest, os.readlink(path), f"{BUILTIN}:copy-package")
+                continue
+            with open(path, "rb") as fh:
+                self.sink.write_file(output, dest, fh, path.stat().st_mode & 0o777)
+            self.occupied[(output, dest)] = f"{BUILTIN}:copy-package"
+            self._count(output, path.stat().st_size)
 
     # -- links ------------------------------------------------------------------------------
 

@@ -45,7 +45,8 @@ PACKAGE_KEYS = frozenset(
     {"outputs", "cuda_compat", "runpath_append", "lift", "description", "stub_links",
      "pkgconfig_driver_rpath", "pkgconfig_stubs_libdir", "optional_outputs",
      "replace_needed", "propagated_outputs", "runpath_append_packages", "pkgconfig_edits",
-     "allow_fhs_references", "output_when", "drop", "compiler", "redist", "nixpkgs"}
+     "allow_fhs_references", "output_when", "drop", "compiler", "redist", "nixpkgs",
+     "nvcc_includes", "nvcc_libraries", "copy_packages"}
 )
 TOP_KEYS = frozenset({"schema", "profile", "package", "rule", "rename"})
 PROFILE_KEYS = frozenset({"name", "description", "outputs"})
@@ -133,6 +134,12 @@ class PackageSettings:
     compiler: str | None = None
     # Where the package comes from and its Nixpkgs file: shown by ``rules show``.
     redist: str = "cuda"
+    # nvcc.profile: other packages whose include (and lib, lib/stubs) dirs nvcc searches (D7).
+    nvcc_includes: tuple[str, ...] = ()
+    nvcc_libraries: tuple[str, ...] = ()
+    # Other packages copied into this one (cuda_nvcc 13: libnvvm into nvvm/), version-gated;
+    # ``subdir`` is the destination directory.
+    copy_packages: tuple[RunpathPackage, ...] = ()
 
     def outputs_for(self, where: Where) -> tuple[str, ...] | None:
         """Declared outputs on this platform/version (gated ones left out where they fail)."""
@@ -488,12 +495,16 @@ def _load_table_entries(merged: Mapping[str, tuple[str, Any]]) -> dict[str, Any]
         raise RulesError(f"{filename}:[package]: unknown propagated output(s)")
     values["propagated_outputs"] = outputs
     parsers = {"runpath_append_packages": parse_runpath_packages,
+               "copy_packages": parse_runpath_packages,
                "pkgconfig_edits": parse_pc_edits, "output_when": parse_output_when,
                "drop": parse_drops}
     for key, parse in parsers.items():
         filename, value = get(key)
         if value is not None:
             values["drops" if key == "drop" else key] = parse(value, filename)
+    for key in ("nvcc_includes", "nvcc_libraries"):
+        filename, value = get(key)
+        values[key] = _str_list(value, f"{filename}:[package]", key)
     for key in ("allow_fhs_references",):
         filename, value = get(key)
         if value is not None and not isinstance(value, bool):
