@@ -236,7 +236,9 @@ class SplitRun:
             self.ruleset = replace(ruleset, package=replace(
                 ruleset.package, runpath_append=ruleset.package.runpath_append_for(self.where)))
             self.report.rules_files = list(self.ruleset.files)
-            self.cuda_major = self.options.cuda_major or package.cuda_variant
+            # D9: lib/<cudaMajor>/ replaces lib/ whenever the CUDA major is known.
+            self.cuda_major = (self.options.cuda_major or package.cuda_variant
+                               or (self.where.cuda_version or "").split(".")[0] or None)
             declared = self.options.outputs or self.ruleset.package.outputs_for(self.where)
             self.declared = declared
             self.allowed = None if declared is None else frozenset(declared) | {"out"}

@@ -26,7 +26,7 @@ def where(ruleset: RuleSet, path: str, kind: Kind = Kind.FILE) -> str | None:
         return None
     declared = ruleset.package.outputs
     allowed = None if declared is None else frozenset(declared) | {"out"}
-    return fallback_output(decision.output, allowed)
+    return fallback_output(ruleset.classify(dest, kind, allowed).output or "out", allowed)
 
 
 def test_every_listed_package_has_a_file() -> None:
@@ -45,8 +45,10 @@ def test_package_file_loads_on_top_of_the_default(path: Path) -> None:
 def test_cuda_cudart() -> None:
     rs = load_ruleset("cuda_cudart")
     assert rs.package.outputs == ("out", "dev", "include", "lib", "static", "stubs")
-    assert dict(rs.package.stub_links) == {"lib/stubs/libcuda.so.1": "libcuda.so"}
-    assert rs.package.pkgconfig_driver_rpath
+    # The SONAME link, and Nixpkgs' link of every stub into <stubs>/lib/.
+    assert dict(rs.package.stub_links) == {"lib/stubs/libcuda.so.1": "libcuda.so",
+                                           "lib/libcuda.so": "stubs/libcuda.so"}
+    assert any(e.driver_rpath and e.drop_cudaroot for e in rs.package.pkgconfig_edits)
     assert [g.pattern for g in rs.package.pkgconfig_stubs_libdir] == ["cuda-*.pc"]
     assert where(rs, "lib/libcudart.so.12.9.79", Kind.ELF_SHARED) == "lib"
     assert where(rs, "lib/libcudart_static.a", Kind.STATIC) == "static"
@@ -87,7 +89,8 @@ def test_libraries_with_fixed_outputs() -> None:
 
 def test_cuda_nvml_dev() -> None:
     rs = load_ruleset("cuda_nvml_dev")
-    assert dict(rs.package.stub_links) == {"lib/stubs/libnvidia-ml.so.1": "libnvidia-ml.so"}
+    assert dict(rs.package.stub_links) == {"lib/stubs/libnvidia-ml.so.1": "libnvidia-ml.so",
+                                           "lib/stubs/libnvidia-ml.a.1": "libnvidia-ml.a"}
     assert where(rs, "lib/stubs/libnvidia-ml.so", Kind.ELF_SHARED) == "stubs"
     assert where(rs, "include/nvml.h") == "include"
     assert where(rs, "pkg-config/nvidia-ml-12.2.pc") == "dev"

@@ -193,6 +193,8 @@ def implied_extras(pname: str, version: str, cuda: str, shared: Iterable[str],
     if "stubs" in outs:
         stubs = STUBS.get(pname, libs)
         lines += [f"elf-so {top}/lib/stubs/{lib}.so  # implied: stubs output" for lib in stubs]
+    if "samples" in outs:
+        lines.append(f"text {top}/samples/{pname}/README  # implied: samples output")
     for module, _lib in PC_MODULES.get(pname, ()):
         lines.append(f"text {top}/pkg-config/{module}-{cuda}.pc  # implied: NVIDIA .pc module")
     return lines
@@ -309,10 +311,10 @@ IMPLIED: dict[str, tuple[str, list[str]]] = {
     "nvlsm": ("2025.03.2", ["elf-exe usr/bin/nvlsm", "text usr/share/nvlsm/nvlsm.conf"]),
     "nvidia_fs": ("2.25.7", ["text usr/src/nvidia-fs-2.25.7/nvfs-core.c",
                              "text usr/src/nvidia-fs-2.25.7/Makefile"]),
-    "mft": ("4.32.0-120", ["elf-exe usr/bin/mst", "elf-exe usr/bin/flint",
+    "mft": ("4.32.0.120", ["elf-exe usr/bin/mst", "elf-exe usr/bin/flint",
                            *_so("usr/lib64/libmtcr_ul", "1", "1.0.0"), "text etc/mft/mft.conf"]),
-    "mft_autocomplete": ("4.32.0-120", ["text etc/bash_completion.d/mft"]),
-    "mft_oem": ("4.32.0-120", ["elf-exe usr/bin/mlxfwmanager_oem"]),
+    "mft_autocomplete": ("4.32.0.120", ["text etc/bash_completion.d/mft"]),
+    "mft_oem": ("4.32.0.120", ["elf-exe usr/bin/mlxfwmanager_oem"]),
     "collectx_bringup": ("1.20.4", ["elf-exe opt/mellanox/collectx/bin/clx",
                                     "text opt/mellanox/collectx/etc/clx.conf"]),
     "libcuobjclient": ("1.0.0.9", ["header include/cuobjclient.h",
