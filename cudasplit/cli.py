@@ -24,7 +24,7 @@ from .errors import CudasplitError, ProblemsFound
 from .model import OUTPUT_NAMES, PackageId
 from .pipeline import Progress, SplitOptions
 from .report import Report
-from .rules import build_ruleset, load_ruleset, read_rule_file
+from .rules import build_ruleset, describe_package, load_ruleset, read_rule_file
 from .runpath import DEFAULT_DRIVER_LINK, RunpathPolicy
 from .sources import DEFAULT_MAX_RATIO, DEFAULT_MAX_TOTAL_BYTES, parse_top_dir
 
@@ -84,6 +84,11 @@ def common_options(func: F) -> F:
                      "beyond SIZE (bytes, or K/M/G/T; default 64G): decompression bomb guard."),
         click.option("--max-ratio", type=float, metavar="N", help="Refuse an archive that expands "
                      "more than N times its file size (default 200; counted past 16 MiB)."),
+        click.option("--cuda-version", metavar="X.Y", help="The CUDA release (gates in the "
+                     "package table; lib/<major>/ lifting). Default: a cuda_* package's version."),
+        click.option("--platform", "split_platform", metavar="NAME", help="Platform for the "
+                     "package table's gates: linux-x86_64, linux-sbsa, ..., or "
+                     "aarch64-linux:CAP (Jetson capabilities pick linux-aarch64)."),
     ]):
         func = decorator(func)
     return func
@@ -140,7 +145,21 @@ def _options(kw: dict[str, Any], *, dry_run: bool = False) -> SplitOptions:
         nix_markers=bool(kw.get("nix_support")),
         cuda_major=kw.get("cuda_major"),
         package_roots=_package_roots(kw.get("package_root", ())),
+        cuda_version=kw.get("cuda_version"),
+        platform=_split_platform(kw.get("split_platform"), kw.get("cuda_version")),
+        check_fhs_refs=bool(kw.get("check_fhs_refs")),
     )
+
+
+def _split_platform(word: str | None, cuda_version: str | None) -> str | None:
+    from .manifest import resolve_platform_word
+
+    if word is None:
+        return None
+    try:
+        return resolve_platform_word(word, cuda_version) or word
+    except CudasplitError as exc:
+        raise click.BadParameter(str(exc), param_hint="--platform") from exc
 
 
 def _package_roots(values: Sequence[str]) -> tuple[tuple[str, str], ...]:
@@ -175,6 +194,8 @@ def main() -> None:
               "unclaimed members, dangling links or failed patches.")
 @click.option("--dry-run", is_flag=True, help="Plan and report; write nothing.")
 @click.option("--overwrite", is_flag=True, help="Replace existing output directories.")
+@click.option("--check-fhs-refs", is_flag=True, help="Fail on /usr/ in any output unless the "
+              "package table allows it (Nixpkgs' checkCudaFhsRefs).")
 @click.option("-j", "--jobs", type=int, default=0, help="Parallelism (default: available CPUs).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what happens.")
@@ -365,6 +386,10 @@ def rules_show(files: Sequence[str], package: str | None) -> None:
     except CudasplitError as exc:
         _fail(exc)
     click.echo("# files, highest precedence first: " + ", ".join(ruleset.files))
+    if package:
+        click.echo(f"# package table entry of {package}")
+        for line in describe_package(ruleset.package):
+            click.echo(f"package.{line}")
     for rename in ruleset.renames:
         click.echo(f"rename {rename.ref}: {rename.source} -> {rename.target}")
     for index, rule in enumerate(ruleset.rules, 1):

@@ -104,6 +104,7 @@ class SplitOptions:
     # nix-support/cuda-component; default: the version of a cuda_* package.
     cuda_version: str | None = None
     check_fhs_refs: bool = False                # fail on /usr/ references (checkCudaFhsRefs)
+    platform: str | None = None                 # for gates; default: the tarball's platform
 
     def effective_jobs(self) -> int:
         if self.jobs > 0:
@@ -231,7 +232,7 @@ class SplitRun:
             ruleset = load_ruleset(package.name, self.options.rules_files,
                                    self.options.rules_dir)
             self.where = Where(package.version, _cuda_version(self.options, package),
-                               package.platform)
+                               self.options.platform or package.platform)
             # Version-gated dlopen entries become plain ``@pname@/lib`` entries for this run.
             self.ruleset = replace(ruleset, package=replace(
                 ruleset.package, runpath_append=ruleset.package.runpath_append_for(self.where)))
