@@ -295,9 +295,11 @@ class SplitRun:
             if match[1] != self.cuda_major.split(".")[0]:
                 return None, None, f"built for CUDA {match[1]}, not {self.cuda_major}"
             lifted = "lib/" + lifted[match.end():]
-        dest, rename = self.ruleset.normalise(lifted)
-        if self.ruleset.package.dropped(dest, self.where):
+        # Drops name archive paths before renames: cuda_cccl 13 deletes the stale top-level
+        # include/nv/ *before* include/cccl/nv/ is un-nested into its place.
+        if self.ruleset.package.dropped(lifted, self.where):
             return None, None, _PACKAGE_DROP + " (drop)"
+        dest, rename = self.ruleset.normalise(lifted)
         if dest.endswith(".pc") and any(
                 e.drop and e.matches(posixpath.basename(dest), self.where)
                 for e in self.ruleset.package.pkgconfig_edits):
@@ -440,7 +442,9 @@ class SplitRun:
         extras = ProfileExtras(
             includes=self._package_dirs(package.nvcc_includes, "include", ("include",)),
             libraries=self._package_dirs(package.nvcc_libraries, "lib", ("lib",))
+            + self._package_dirs(package.nvcc_libraries, "static", ("lib",))
             + self._package_dirs(package.nvcc_libraries, "stubs", ("lib/stubs",)))
+        extras = replace(extras, libraries=tuple(dict.fromkeys(extras.libraries)))
         text = rewrite_nvcc_profile(self._small_text(member, stream), roots, extras)
         return self.sink.write_bytes(output, dest, text.encode("utf-8", "surrogateescape"),
                                      member.mode)
