@@ -3,7 +3,7 @@
 * every output: ``nix-support/include-in-cudatoolkit-root`` (empty marker: the output belongs
   in a merged cudatoolkit root, markForCudatoolkitRootHook);
 * ``out`` and ``dev``: ``nix-support/propagated-build-inputs`` listing the *propagated*
-  outputs only -- bin, include and lib where they exist, plus the package's own
+  outputs only -- bin, include and lib where they exist; ``dev`` also the package's own
   ``propagated_outputs`` (cuda_cudart: static and stubs; cuda_nvml_dev: stubs). Static archives
   and stubs are not dragged into every consumer's closure (D3, NixOS/nixpkgs#323056);
 * every output: ``nix-support/cuda-component`` (cudaComponentHook's metadata, format 3; a
@@ -68,12 +68,19 @@ def write_nix_support(sink: Sink, info: NixSupport | None = None) -> None:
 
 
 def _write_propagation(sink: Sink, outputs: Sequence[str], propagated: Sequence[str]) -> None:
-    # Nixpkgs writes the list to out (fixupCudaPropagatedBuildOutputsToOut) and dev
-    # (_multioutPropagateDev); a single-output package propagates nothing.
-    for holder in ("out", "dev"):
+    """Nixpkgs writes the whole list to out (fixupCudaPropagatedBuildOutputsToOut) and dev.
+
+    Deliberately better: out lists bin/include/lib only; a package's extra propagated outputs
+    (cuda_cudart's static and stubs, cuda_nvml_dev's stubs) are listed by dev alone. stdenv
+    hands consumers the dev output of a build input, so builds still get them, while out -- what
+    a runtime closure holds -- never references static archives or stubs (#323056).
+    """
+    base = [o for o in propagated if o in ("bin", "include", "lib")]
+    has_dev = "dev" in outputs
+    for holder, listed in (("out", base if has_dev else propagated), ("dev", propagated)):
         if holder not in outputs:
             continue
-        roots = [sink.output_root(o) for o in propagated if o in outputs and o != holder]
+        roots = [sink.output_root(o) for o in listed if o in outputs and o != holder]
         if roots or holder == "out":
             text = " ".join(roots) + "\n" if roots else ""
             sink.write_bytes(holder, PROPAGATED, text.encode(), 0o644)

@@ -683,7 +683,7 @@ class SplitRun:
         driver = self.options.runpath.driver_lib_dir() or "/run/opengl-driver/lib"
         return NixSupport(
             pname=ident.name, version=ident.version, cuda_version=self.where.cuda_version,
-            propagated=package.propagated(outputs) if self.declared is not None else None,
+            propagated=package.propagated(outputs),
             compiler=compiler, compiler_output=compiler_output,
             stubs_outputs=tuple(stubs), driver_lib=driver)
 

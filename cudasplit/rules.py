@@ -38,7 +38,7 @@ from .pkgtable import (
 
 RULE_KEYS = frozenset(
     {"name", "match", "kind", "output", "action", "patch", "keep_runpath", "runpath_append",
-     "transform", "description"}
+     "transform", "description", "fallback"}
 )
 RENAME_KEYS = frozenset({"name", "from", "to", "link_back", "description"})
 PACKAGE_KEYS = frozenset(
@@ -77,6 +77,8 @@ class Rule:
     runpath_append: tuple[str, ...] = ()
     transform: str | None = None
     description: str = ""
+    # Where the member goes when ``output`` is missing, instead of the next matching rule.
+    fallback: str | None = None
 
     def matches(self, path: str, kind: Kind) -> bool:
         if self.kinds is not None and not kind_matches(self.kinds, kind):
@@ -213,7 +215,7 @@ class RuleSet:
             if rule.action == "drop" and first is None:
                 return Decision(None, rule.ref, rule)
             first = first or rule
-            output = _present(rule.output, allowed)
+            output = _present(rule.output, allowed) or _present(rule.fallback, allowed)
             if output is not None:
                 # The first matching rule still names the decision and decides transforms
                 # and patching (nvcc.profile is rewritten wherever it lands).
@@ -371,7 +373,14 @@ def _load_rule(table: Mapping[str, Any], filename: str, label: str, name: str) -
         runpath_append=_str_list(table.get("runpath_append", []), where, "runpath_append"),
         transform=transform,
         description=str(table.get("description", "")),
+        fallback=_fallback(table.get("fallback"), where),
     )
+
+
+def _fallback(value: Any, where: str) -> str | None:
+    if value is not None and value not in OUTPUT_NAMES:
+        raise RulesError(f"{where}: unknown fallback output {value!r}")
+    return value
 
 
 def _globs(value: Any, where: str) -> tuple[Glob, ...]:
