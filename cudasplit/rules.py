@@ -380,7 +380,7 @@ def _load_rule(table: Mapping[str, Any], filename: str, label: str, name: str) -
 def _fallback(value: Any, where: str) -> str | None:
     if value is not None and value not in OUTPUT_NAMES:
         raise RulesError(f"{where}: unknown fallback output {value!r}")
-    return value
+    return None if value is None else str(value)
 
 
 def _globs(value: Any, where: str) -> tuple[Glob, ...]:
