@@ -1206,6 +1206,7 @@ class _ElfFacts:
 # loosely); the real stub libcuda.so has SONAME libcuda.so.1.
 _REFERENCE_ELF_FACTS: Final[tuple[tuple[str, _ElfFacts], ...]] = (
     ("lib/stubs/libcuda.so", _ElfFacts(soname="libcuda.so.1")),
+    ("lib/stubs/libnvidia-ml.so", _ElfFacts(soname="libnvidia-ml.so.1")),
     # Stubs carry the runtime SONAME of the library they stand in for.
     ("lib/stubs/libcublas.so", _ElfFacts(soname="libcublas.so.12")),
     ("lib/stubs/libcublasLt.so", _ElfFacts(soname="libcublasLt.so.12")),
@@ -1236,7 +1237,9 @@ def _reference_text(rel: str) -> str:
     if name.endswith(".pc"):
         stem = name.removesuffix(".pc")
         lib, _, mm = stem.rpartition("-")
-        return pkgconfig_text(lib, f"{lib} (test fixture)", mm, "x86_64-linux", f"-l{lib}")
+        # NVIDIA's nvidia-ml module links the stub: its Libs append /stubs to libdir.
+        libs = "-L${libdir}/stubs -lnvidia-ml" if lib == "nvidia-ml" else f"-l{lib}"
+        return pkgconfig_text(lib, f"{lib} (test fixture)", mm, "x86_64-linux", libs)
     if name.endswith(".py"):
         return f'"""{name} (test fixture)."""\n'
     if name.endswith((".c", ".h")):
