@@ -22,12 +22,12 @@ from pathlib import Path
 import pytest
 
 from cudasplit.rules import load_ruleset
-from tests.builders import dynamic_entries, have_compiler, tree_from_reference, write_tarball
 from tests import test_nix
+from tests.builders import dynamic_entries, have_compiler, tree_from_reference, write_tarball
 from tests.test_nix import CHECKOUT, Nix
 
-# The session fixture ``nix`` of tests/test_nix.py (pytest finds it under its own name).
-_nix_fixture = test_nix.nix
+# The session fixture ``nix`` of tests/test_nix.py (pytest names a fixture after the attribute).
+nix = test_nix.nix
 
 pytestmark = [pytest.mark.nix,
               pytest.mark.skipif(not have_compiler("x86_64"), reason="needs gcc")]
