@@ -667,7 +667,10 @@ class SplitRun:
         assert self.ruleset is not None
         for dest, target in sorted(self.ruleset.package.stub_links.items()):
             target_dest = posixpath.normpath(posixpath.join(member_parent(dest), target))
-            for output in sorted(o for (o, d) in self.occupied if d == target_dest):
+            holders = {o for (o, d) in self.occupied if d == target_dest}
+            # A link to a directory (cuda_cccl's include/cccl -> .) goes where it has content.
+            holders |= {o for (o, d) in self.output_dirs if d == target_dest}
+            for output in sorted(holders):
                 self._add_link(output, dest, target, f"{BUILTIN}:stub-link")
 
     # -- nix-support and checks -------------------------------------------------------------

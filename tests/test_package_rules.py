@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -156,3 +157,46 @@ def test_tensorrt() -> None:
     assert where(rs, "targets/x86_64-linux-gnu/lib/stubs/libnvinfer.so", Kind.ELF_SHARED) is None
     assert where(rs, "python/tensorrt-10.3.0-cp311-none-linux_x86_64.whl") is None
     assert where(rs, "include/NvInfer.h") == "include"
+
+
+HOOK = Path(__file__).resolve().parent.parent / "cudasplit" / "nix" / "setup-hook.sh"
+
+
+def _run_hook(env_lines: str) -> tuple[list[str], dict[str, str]]:
+    """Source the setup hook with a fake cudasplit that prints its arguments, one per line."""
+    script = (f"set -euo pipefail\nrunHook() {{ :; }}\n{env_lines}\n"
+              f"cudasplitCommand='printf %s\\n'\nsource {HOOK}\n"
+              "for v in dontUnpack dontPatchELF dontStrip; do echo \"@$v=${!v-unset}\"; done\n"
+              "cudasplitInstallPhase\n")
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True,
+                          env={"PATH": "/usr/bin:/bin", "src": "/src.tar.xz"})
+    lines = done.stdout.splitlines()
+    settings = dict(line[1:].split("=", 1) for line in lines if line.startswith("@"))
+    return [line for line in lines if not line.startswith("@")], settings
+
+
+def test_setup_hook_variables_become_flags() -> None:
+    args, settings = _run_hook(
+        "NIX_BUILD_CORES=3\ncudaMajorMinorVersion=12.9\n"
+        "cudasplitPackageRoots='cuda_nvrtc=/nix/store/a-nvrtc cuda_cccl=/nix/store/b-cccl'\n"
+        "cudasplitIgnoreMissing='libcuda.so.1 libnvidia-ml.so.1'\n"
+        "cudasplitInterpreter=/nix/store/c-glibc/lib/ld-linux-x86-64.so.2\n"
+        "cudasplitLibraryPath=/nix/store/d-gcc/lib\ncudasplitCheckFhsRefs=1")
+    joined = " ".join(args)
+    assert args[:2] == ["split", "/src.tar.xz"]
+    for expected in ("--jobs 3", "--cuda-version 12.9", "--check-fhs-refs",
+                     "--package-root cuda_nvrtc=/nix/store/a-nvrtc",
+                     "--package-root cuda_cccl=/nix/store/b-cccl",
+                     "--ignore-missing libcuda.so.1", "--ignore-missing libnvidia-ml.so.1",
+                     "--interpreter /nix/store/c-glibc/lib/ld-linux-x86-64.so.2",
+                     "--library-path /nix/store/d-gcc/lib"):
+        assert expected in joined, joined
+    assert settings == {"dontUnpack": "1", "dontPatchELF": "1", "dontStrip": "1"}
+
+
+def test_setup_hook_sets_phases_only_where_needed() -> None:
+    args, settings = _run_hook("NIX_BUILD_CORES=0\ncudasplitNoPatch=1\ncudasplitSource=$PWD")
+    assert "--jobs" not in args and "--no-patch" in args
+    assert settings == {"dontUnpack": "unset", "dontPatchELF": "unset", "dontStrip": "unset"}
+    _args, settings = _run_hook("installPhase=myInstall")
+    assert settings == {"dontUnpack": "unset", "dontPatchELF": "unset", "dontStrip": "unset"}

@@ -296,6 +296,26 @@ def _check_runpaths(s: Split) -> None:
             assert not any(e.startswith("/nix/store/") for e in runpath), (m.path, runpath)
 
 
+def test_cuda_cccl_13_unnests_and_keeps_the_old_spelling(tmp_path: Path) -> None:
+    """CUDA 13's include/cccl/* -> include/*, the stale include/nv/ gone first (its
+    replacement comes from include/cccl/nv/), and include/cccl -> . for old spellings."""
+    lines = ["text cuda_cccl-linux-x86_64-13.0.85-archive/LICENSE",
+             "header cuda_cccl-linux-x86_64-13.0.85-archive/include/nv/target",
+             "header cuda_cccl-linux-x86_64-13.0.85-archive/include/cccl/nv/target",
+             "header cuda_cccl-linux-x86_64-13.0.85-archive/include/cccl/thrust/version.h"]
+    listing = tmp_path / "cuda_cccl.txt"
+    listing.write_text("\n".join(lines) + "\n")
+    top = tree_from_reference(listing, tmp_path / "tree")
+    (top / "include/nv/target").write_text("// stale\n")
+    report = split_to_dir(top, tmp_path / "split", SplitOptions())
+    out = tmp_path / "split/out"
+    assert (out / "include/thrust/version.h").is_file()
+    assert "stale" not in (out / "include/nv/target").read_text()
+    assert report.member("include/nv/target").note.startswith("dropped by the package table")
+    assert os.readlink(out / "include/cccl") == "."
+    assert (out / "include/cccl/thrust/version.h").is_file()
+
+
 def _check_nix_support(s: Split) -> None:
     outputs = s.expect.outputs
     default = tuple(o for o in ("bin", "include", "lib") if o in outputs)
