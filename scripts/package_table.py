@@ -78,7 +78,7 @@ def render(rules_dir: Path = ROOT / "rules") -> str:
         ruleset = load_ruleset(path.stem, rules_dir=rules_dir)
         p = ruleset.package
         outputs = " ".join(p.outputs or ("(all)",))
-        fixups = "; ".join(_fixups(ruleset)).replace("|", "\\|") or "–"
+        fixups = "; ".join(_fixups(ruleset)).replace("|", "\\|") or "-"
         rows.append(f"| {path.stem} | {p.redist} | {outputs} | "
                     f"{'yes' if p.allow_fhs_references else 'no'} | {fixups} |")
     return "\n".join(rows) + "\n"

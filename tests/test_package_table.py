@@ -14,6 +14,8 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -174,6 +176,18 @@ def _split(list_file: Path, tmp_path: Path) -> Split:
         package_roots=(("cuda_nvrtc", NVRTC_ROOT), ("libnvjitlink", JITLINK_ROOT)))
     report = split_to_dir(top, tmp_path / "split", options)
     return Split(pname, expect, report, tmp_path / "split")
+
+
+def test_readme_package_table_is_generated_from_the_rules() -> None:
+    script = Path(__file__).resolve().parent.parent / "scripts" / "package_table.py"
+    done = subprocess.run([sys.executable, str(script), "--check"], capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    table = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                           check=True).stdout
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) - 1 == len(LISTS)  # one row per package, plus the header
+    assert any(r.startswith("| libcublas |") and "cuda_nvrtc" in r and "12.8" in r for r in rows)
 
 
 def test_every_package_has_a_list_and_an_expectation() -> None:
