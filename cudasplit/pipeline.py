@@ -698,7 +698,8 @@ class SplitRun:
         local_path = getattr(self.sink, "local_path", None)
         if self.sink is None or local_path is None:
             return
-        roots = {o: Path(local_path(o, "")) for o in self.sink.outputs()}
+        # The sink's working directory of each output (staged until the run finishes).
+        roots = {o: Path(local_path(o, "nix-support")).parent for o in self.sink.outputs()}
         hits = find_fhs_refs({o: r for o, r in roots.items() if r.is_dir()})
         for output, path in hits:
             self._problem("fhs-reference", path, f"{output}: mentions /usr/ (the package table "

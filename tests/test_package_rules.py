@@ -200,3 +200,23 @@ def test_setup_hook_sets_phases_only_where_needed() -> None:
     assert settings == {"dontUnpack": "unset", "dontPatchELF": "unset", "dontStrip": "unset"}
     _args, settings = _run_hook("installPhase=myInstall")
     assert settings == {"dontUnpack": "unset", "dontPatchELF": "unset", "dontStrip": "unset"}
+
+
+@pytest.mark.parametrize(("pname", "allowed"), [("cuda_cudart", False), ("cuda_nvcc", True)])
+def test_check_fhs_refs_fails_unless_the_package_allows_it(tmp_path: Path, pname: str,
+                                                           allowed: bool) -> None:
+    from cudasplit import SplitOptions, split_to_dir
+    from cudasplit.errors import ProblemsFound
+
+    top = tmp_path / f"{pname}-linux-x86_64-12.9.79-archive"
+    (top / "include").mkdir(parents=True)
+    (top / "include/a.h").write_text("/* see /usr/include/stdio.h */\n")
+    (top / "LICENSE").write_text("mentions /usr/share/doc, which is fine in a LICENSE\n")
+    options = SplitOptions(check_fhs_refs=True, patch=False)
+    if allowed:
+        split_to_dir(top, tmp_path / "out", options)
+        return
+    with pytest.raises(ProblemsFound, match="/usr/"):
+        split_to_dir(top, tmp_path / "out", options)
+    (top / "include/a.h").write_text("/* nothing */\n")
+    split_to_dir(top, tmp_path / "out2", options)  # only LICENSE mentions /usr/: fine
