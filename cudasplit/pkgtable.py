@@ -85,8 +85,8 @@ def _before(version: str | None, ceiling: str | None) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class RunpathPackage:
-    """``{package = "cuda_nvrtc", since = "12.8"}``: ``<root of cuda_nvrtc>/lib`` appended to
-    every RUNPATH (the package ``dlopen``s it), filled from ``--package-root``."""
+    """``{package = "libnvvm", subdir = "nvvm", cuda_since = "13.0"}``: another package
+    (root from ``--package-root``), gated; ``copy_packages`` copies it into ``subdir``."""
 
     package: str
     subdir: str = "lib"
@@ -184,9 +184,9 @@ def _globs(value: Any, where: str, key: str) -> tuple[Glob, ...]:
         raise RulesError(f"{where}: {exc}") from exc
 
 
-def parse_runpath_packages(value: Any, filename: str) -> tuple[RunpathPackage, ...]:
+def parse_package_refs(value: Any, filename: str) -> tuple[RunpathPackage, ...]:
     entries = []
-    for where, table in _tables(value, filename, "runpath_append_packages"):
+    for where, table in _tables(value, filename, "copy_packages"):
         _check(table, frozenset({"package", "subdir"}), where)
         package, subdir = table.get("package"), table.get("subdir", "lib")
         if not isinstance(package, str) or not re.fullmatch(r"[A-Za-z0-9_.+-]+", package):

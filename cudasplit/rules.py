@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .dlopen import DlopenNeed, parse_dlopen_key
 from .errors import RulesError
 from .globs import Glob, GlobError, compile_glob
 from .model import OUTPUT_NAMES, Kind
@@ -32,8 +33,8 @@ from .pkgtable import (
     declared_outputs,
     parse_drops,
     parse_output_when,
+    parse_package_refs,
     parse_pc_edits,
-    parse_runpath_packages,
 )
 
 RULE_KEYS = frozenset(
@@ -44,7 +45,7 @@ RENAME_KEYS = frozenset({"name", "from", "to", "link_back", "description"})
 PACKAGE_KEYS = frozenset(
     {"outputs", "cuda_compat", "runpath_append", "lift", "description", "stub_links",
      "pkgconfig_driver_rpath", "pkgconfig_stubs_libdir", "optional_outputs",
-     "replace_needed", "propagated_outputs", "runpath_append_packages", "pkgconfig_edits",
+     "replace_needed", "dlopen", "propagated_outputs", "pkgconfig_edits",
      "allow_fhs_references", "output_when", "drop", "compiler", "redist", "nixpkgs",
      "nvcc_includes", "nvcc_libraries", "copy_packages"}
 )
@@ -122,11 +123,11 @@ class PackageSettings:
     optional_outputs: tuple[str, ...] = ()
     # DT_NEEDED renames in every ELF file of the package (nsight: libtiff.so.5 -> libtiff.so).
     replace_needed: Mapping[str, str] = field(default_factory=dict)
+    # Packages this one dlopens, version-gated: their lib dir goes into RUNPATH (dlopen.py).
+    dlopen: tuple[DlopenNeed, ...] = ()
     # Outputs that out (and dev) propagate besides bin/include/lib (Nixpkgs'
     # propagatedBuildOutputs): cuda_cudart adds static and stubs, cuda_nvml_dev stubs.
     propagated_outputs: tuple[str, ...] = ()
-    # Other packages' dirs appended to every RUNPATH, version-gated (they are dlopen'ed).
-    runpath_append_packages: tuple[RunpathPackage, ...] = ()
     pkgconfig_edits: tuple[PcEdit, ...] = ()
     # checkCudaFhsRefs: references to /usr/ fail --check-fhs-refs unless allowed.
     allow_fhs_references: bool = False
@@ -153,11 +154,6 @@ class PackageSettings:
         """Nixpkgs' default bin/include/lib (those that exist) plus the package's own."""
         base = [o for o in ("bin", "include", "lib") if o in outputs]
         return tuple(base + [o for o in self.propagated_outputs if o in outputs and o not in base])
-
-    def runpath_append_for(self, where: Where) -> tuple[str, ...]:
-        """``runpath_append`` plus the gated ``@pname@/lib`` entries that apply."""
-        gated = tuple(e.entry() for e in self.runpath_append_packages if e.gate.applies(where))
-        return self.runpath_append + tuple(g for g in gated if g not in self.runpath_append)
 
     def dropped(self, path: str, where: Where) -> bool:
         return any(d.matches(path, where) for d in self.drops)
@@ -198,7 +194,7 @@ class RuleSet:
                 return new, rename
         return path, None
 
-    def classify(self, path: str, kind: Kind,
+    def classify(self, path: str, kind: Kind | str,
                  allowed: frozenset[str] | None = None) -> Decision:
         """Pure: the first rule matching ``path`` (already normalised) and ``kind`` whose output
         the package has (``allowed``; None: all).
@@ -208,6 +204,7 @@ class RuleSet:
         where the ``lib`` move put it. ``include`` alone falls back to ``dev`` first
         (``outputInclude``'s fallback). A drop rule wins when it is the first match.
         """
+        kind = Kind(kind)  # the report's strings ("elf-shared") work as well as Kind members
         first: Rule | None = None
         for rule in self.rules:
             if not rule.matches(path, kind):
@@ -488,6 +485,7 @@ def _load_package(tables: Sequence[tuple[str, Mapping[str, Any]]]) -> PackageSet
         optional_outputs=_str_list(merged.get("optional_outputs", (None, []))[1], "[package]",
                                    "optional_outputs"),
         replace_needed=replace_needed,
+        dlopen=parse_dlopen_key(merged.get("dlopen", (None, []))[1], "[package] dlopen"),
         **_load_table_entries(merged),
     )
 
@@ -503,8 +501,7 @@ def _load_table_entries(merged: Mapping[str, tuple[str, Any]]) -> dict[str, Any]
     if set(outputs) - set(OUTPUT_NAMES):
         raise RulesError(f"{filename}:[package]: unknown propagated output(s)")
     values["propagated_outputs"] = outputs
-    parsers = {"runpath_append_packages": parse_runpath_packages,
-               "copy_packages": parse_runpath_packages,
+    parsers = {"copy_packages": parse_package_refs,
                "pkgconfig_edits": parse_pc_edits, "output_when": parse_output_when,
                "drop": parse_drops}
     for key, parse in parsers.items():
@@ -531,7 +528,7 @@ def _load_table_entries(merged: Mapping[str, tuple[str, Any]]) -> dict[str, Any]
 def describe_package(package: PackageSettings) -> list[str]:
     """The package-table entry as ``key: value`` lines (``rules show --package``); keys left
     at their defaults are shown too, so the entry reads the same for every package."""
-    return [f"{name}: {_describe(getattr(package, name))}"
+    return [f"{name} = {_describe(getattr(package, name))}"
             for name in PackageSettings.__dataclass_fields__]
 
 

@@ -27,8 +27,7 @@ def _fixups(ruleset: RuleSet) -> list[str]:
     notes: list[str] = []
     if p.propagated_outputs:
         notes.append("propagates " + "+".join(p.propagated_outputs) + " (via dev)")
-    notes += [f"dlopen RUNPATH {e.entry()}" + (f" ({e.gate.describe()})" if e.gate.describe()
-                                               else "") for e in p.runpath_append_packages]
+    notes += [f"dlopen RUNPATH @{d.package}@/lib" + _dlopen_gate(d) for d in p.dlopen]
     notes += [f"RUNPATH {entry}" for entry in p.runpath_append]
     notes += _pc_notes(p)
     notes += [f"link {k} -> {v}" for k, v in p.stub_links.items()]
@@ -51,6 +50,13 @@ def _fixups(ruleset: RuleSet) -> list[str]:
     if p.cuda_compat:
         notes.append("cuda_compat")
     return notes
+
+
+def _dlopen_gate(need: object) -> str:
+    since, before = getattr(need, "since", None), getattr(need, "before", None)
+    gate = ", ".join(x for x in (f"version >= {since}" if since else "",
+                                 f"version < {before}" if before else "") if x)
+    return f" ({gate})" if gate else ""
 
 
 def _pc_notes(p: PackageSettings) -> list[str]:

@@ -202,7 +202,7 @@ def test_package_table_entries_are_validated() -> None:
         build_ruleset([("p.toml", tomllib.loads(f"[package]\n{package}\n"))])
 
     with pytest.raises(RulesError, match="since"):
-        load('runpath_append_packages = [{ package = "cuda_nvrtc", since = "new" }]')
+        load('copy_packages = [{ package = "libnvvm", since = "new" }]')
     with pytest.raises(RulesError, match="unknown key"):
         load('pkgconfig_edits = [{ files = ["*.pc"], require = ["cudart"] }]')
     with pytest.raises(RulesError, match="libdir_output"):
@@ -213,8 +213,9 @@ def test_package_table_entries_are_validated() -> None:
 
 def test_rules_show_prints_the_whole_entry() -> None:
     lines = describe_package(load_ruleset("libcublas").package)
-    assert "runpath_append_packages: [@cuda_nvrtc@/lib (version >= 12.8)]" in lines
-    assert any(line.startswith("pkgconfig_edits: [{files=[cublas-*.pc]") for line in lines)
+    assert any(line.startswith("dlopen = [") and "cuda_nvrtc" in line and "12.8" in line
+               for line in lines)
+    assert any(line.startswith("pkgconfig_edits = [{files=[cublas-*.pc]") for line in lines)
     assert len(lines) == len(type(load_ruleset("libcublas").package).__dataclass_fields__)
 
 
