@@ -220,3 +220,35 @@ def test_check_fhs_refs_fails_unless_the_package_allows_it(tmp_path: Path, pname
         split_to_dir(top, tmp_path / "out", options)
     (top / "include/a.h").write_text("/* nothing */\n")
     split_to_dir(top, tmp_path / "out2", options)  # only LICENSE mentions /usr/: fine
+
+
+def test_platform_option_decides_gated_outputs(tmp_path: Path) -> None:
+    """cuda_cupti has static archives on linux-x86_64 only (and sbsa >= 12.6): with
+    --platform aarch64-linux:8.7 on CUDA 12.9 (a Jetson: linux-aarch64) static is not declared,
+    so its .a files stay in lib (positional fallback) and no empty static output is made."""
+    from click.testing import CliRunner
+
+    from cudasplit.cli import main
+
+    top = tmp_path / "cuda_cupti-linux-x86_64-12.9.79-archive"
+    (top / "lib").mkdir(parents=True)
+    (top / "lib/libcupti_static.a").write_bytes(b"!<arch>\n")
+    (top / "LICENSE").write_text("x\n")
+    for platform, static_in in (("x86_64-linux", "static"), ("aarch64-linux:8.7", "lib"),
+                                ("aarch64-linux:9.0", "static")):  # sbsa >= 12.6
+        out = tmp_path / platform.replace(":", "_")
+        done = CliRunner().invoke(main, ["split", str(top), "-o", str(out), "--no-patch", "-q",
+                                         "--cuda-version", "12.9", "--platform", platform])
+        assert done.exit_code == 0, done.output
+        assert (out / static_in / "lib/libcupti_static.a").is_file(), platform
+        assert (out / "static").exists() == (static_in == "static")
+
+
+def test_manifest_platform_words_resolve_jetson_builds() -> None:
+    from cudasplit.manifest import parse_manifest, resolve_platforms
+
+    manifest = parse_manifest({"release_label": "12.9.1"})
+    assert resolve_platforms(["aarch64-linux:8.7"], manifest) == {"linux-aarch64"}
+    assert resolve_platforms(["aarch64-linux:9.0"], manifest) == {"linux-sbsa"}
+    manifest13 = parse_manifest({"release_label": "13.0.2"})
+    assert resolve_platforms(["aarch64-linux:8.7"], manifest13) == {"linux-sbsa"}
