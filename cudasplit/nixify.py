@@ -2,8 +2,8 @@
 
 For each package of ``redistrib_*.json`` whose tarballs are at hand, one ``<pname>.nix``:
 
-* ``outputs`` per platform: the package table's ``outputs`` when it declares them (the split
-  then falls back for the rest), else the outputs the rules fill from that tarball's members;
+* ``outputs`` per platform: the outputs the rules fill from that tarball's members, limited to
+  the package table's ``outputs`` where it declares them (the split falls back for the rest);
 * ``buildInputs``: the packages of the release that provide a ``DT_NEEDED`` name or a
   ``dlopen`` target (where :mod:`cudasplit.dlopen` is present) of one of its ELF files (the
   soname graph), plus those its table names in ``runpath_append`` (``@cuda_nvrtc@``), plus
@@ -118,12 +118,20 @@ def plan_release(manifest: Manifest, tarball_dir: str | os.PathLike[str], *,
 
 
 def _outputs_of(path: Path, pname: str, jobs: int) -> tuple[str, ...]:
-    """The table's outputs if it declares them, else the outputs the rules fill."""
-    declared = load_ruleset(pname).package.outputs
-    if declared is not None:
-        return _ordered({"out", *declared})
-    report = _split(path, None, options=SplitOptions(dry_run=True, patch=False, jobs=jobs))
+    """The outputs this tarball fills, among the table's outputs where it declares them.
+
+    A declared output this platform's tarball leaves empty is dropped (cupti has ``static``
+    on some platforms only): buildRedist's non-empty-output check, and ``--strict``, fail
+    the build on it. ``dev`` stays when declared: it carries ``nix-support`` propagation.
+    """
+    package = load_ruleset(pname).package
+    declared = package.outputs
+    outputs = None if declared is None else tuple(declared)
+    report = _split(path, None, options=SplitOptions(dry_run=True, patch=False, jobs=jobs,
+                                                     outputs=outputs))
     filled = {name for name, rec in report.outputs.items() if rec.files}
+    if declared is not None:
+        filled |= {"dev"} & set(declared)
     return _ordered({"out", *filled})
 
 
