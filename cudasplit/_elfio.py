@@ -15,7 +15,7 @@ import struct
 import sys
 from array import array
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cudasplit.errors import ElfError
 
@@ -115,6 +115,7 @@ class RawElf:
     strtab_addr: int = 0
     strtab_off: int = 0
     strsz: int = 0
+    cache: dict[str, object] = field(default_factory=dict)  # dynstr bytes, version refs
 
     # -- reading ------------------------------------------------------------------------------
     def fail(self, what: str) -> ElfError:
@@ -146,7 +147,11 @@ class RawElf:
         return next((v for t, v in self.entries if t == tag), None)
 
     def dynstr(self) -> bytes:
-        return self.pread(self.strsz, self.strtab_off)
+        """The string table, read once (its names are looked up many times per edit)."""
+        data = self.cache.get("dynstr")
+        if not isinstance(data, bytes):
+            data = self.cache["dynstr"] = self.pread(self.strsz, self.strtab_off)
+        return data
 
     def string_at(self, offset: int, limit: int) -> bytes:
         """NUL-terminated bytes at file `offset`, which must end before file offset `limit`."""
@@ -165,7 +170,11 @@ class RawElf:
         """The .dynstr string at `value`; it must start and end inside DT_STRSZ."""
         if value >= self.strsz:
             raise self.fail(f"string offset {value:#x} beyond DT_STRSZ {self.strsz:#x}")
-        return self.string_at(self.strtab_off + value, self.strtab_off + self.strsz)
+        table = self.dynstr()
+        end = table.find(b"\0", value)
+        if end < 0:
+            raise self.fail(f"string at {value:#x} runs past DT_STRSZ {self.strsz:#x}")
+        return table[value:end]
 
     # -- packing ------------------------------------------------------------------------------
     def pack_phdr(self, ph: Phdr) -> bytes:
@@ -202,7 +211,10 @@ def _read_header(path: str, fd: int, strict: bool = True) -> dict[str, int | str
         raise ElfError(f"{path}: truncated ELF header")
     (_, e_type, e_machine, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum, _) = \
         struct.unpack_from(fmt, head)
-    if (phnum or strict) and (phentsize != struct.calcsize(_PHDR[bits][0]) or phnum == 0):
+    if strict and phnum == 0:
+        from cudasplit.errors import PatchError
+        raise PatchError(f"{path}: no dynamic section (no program headers: relocatable file)")
+    if phnum and phentsize != struct.calcsize(_PHDR[bits][0]):
         raise ElfError(f"{path}: corrupt ELF header (program header size {phentsize}, "
                        f"count {phnum})")
     return {"bits": bits, "bo": bo, "e_type": e_type, "e_machine": e_machine, "phoff": phoff,
@@ -415,9 +427,14 @@ class VersionRef:
 
 
 def version_refs(elf: RawElf) -> list[VersionRef]:
-    """Names of version needs (file and aux names) and version definitions."""
-    return [*_walk_versions(elf, DT_VERNEED, DT_VERNEEDNUM, "HHIII", 2, (3, 4), "IHHII", 3, 4),
+    """Names of version needs (file and aux names) and version definitions (walked once)."""
+    done = elf.cache.get("versions")
+    if isinstance(done, list):
+        return done
+    refs = [*_walk_versions(elf, DT_VERNEED, DT_VERNEEDNUM, "HHIII", 2, (3, 4), "IHHII", 3, 4),
             *_walk_versions(elf, DT_VERDEF, DT_VERDEFNUM, "HHHHIII", None, (5, 6), "II", 0, 1)]
+    elf.cache["versions"] = refs
+    return refs
 
 
 def _walk_versions(elf: RawElf, tag: int, numtag: int, fmt: str, name_field: int | None,

@@ -21,6 +21,8 @@ d. the table grows in place over the sections that follow it (``.interp``, ``.no
 
 from __future__ import annotations
 
+import bisect
+import re
 import struct
 from dataclasses import dataclass, field, replace
 
@@ -107,21 +109,27 @@ class _Refs:
         self.symbols = symbol_name_refs(elf, dynstr_section(elf))
 
     def all_but_path(self) -> list[int] | None:
-        """Every reference except the path tags; None when symbol names are unknown."""
+        """Every reference except the path tags, sorted; None when symbol names are unknown."""
         if self.symbols is None:
             return None
-        return [*self.needed, *self.tags, *(r.value for r in self.versions), *self.symbols]
+        return sorted({*self.needed, *self.tags, *(r.value for r in self.versions),
+                       *self.symbols})
 
 
 def _free(dynstr: bytes, refs: list[int] | None, lo: int, hi: int) -> bool:
     """Can bytes [lo, hi) of .dynstr be overwritten without changing any other name?
 
-    No reference may point inside, and no string may run into ``lo`` from before it: linkers
-    merge tails, so an RPATH can be the tail of another name (the byte before must be NUL).
+    No reference (``refs``, sorted) may point inside, and no string may run into ``lo`` from
+    before it: linkers merge tails, so an RPATH can be the tail of another name (the byte before
+    must be NUL).
     """
     if refs is None or (lo > 0 and dynstr[lo - 1] != 0):
         return False
-    return not any(lo <= r < hi for r in refs)
+    i = bisect.bisect_left(refs, lo)
+    return i == len(refs) or refs[i] >= hi
+
+
+_NOT_NUL = re.compile(rb"[^\0]")
 
 
 # --------------------------------------------------------------------------- in place
@@ -169,9 +177,9 @@ def _path_slot(dynstr: bytes, refs: _Refs, others: list[int] | None, raw: bytes,
         end = dynstr.find(b"\0", off) if off < len(dynstr) else -1
         if end < 0:
             continue
-        run_end = end  # extend over the NULs that follow (the spare bytes of an earlier append)
-        while run_end + 1 < len(dynstr) and dynstr[run_end + 1] == 0:
-            run_end += 1
+        # extend over the NULs that follow (the spare bytes of an earlier append)
+        nxt = _NOT_NUL.search(dynstr, end + 1)
+        run_end = (nxt.start() if nxt else len(dynstr)) - 1
         if off + len(raw) <= run_end and _free(dynstr, others, off, off + max(end - off,
                                                                               len(raw)) + 1):
             return off, max(slack, off + len(raw) + 1)
