@@ -453,11 +453,12 @@ def _walk_versions(elf: RawElf, tag: int, numtag: int, fmt: str, name_field: int
         return
     off = elf.vaddr_to_offset(addr)
     size, auxsize = struct.calcsize(fmt), struct.calcsize(auxfmt)
+    window = _Window(elf, off)
     seen: set[int] = set()
     budget = [elf.size // 8 + 64]
     records = 0
     while True:  # glibc follows the next links until 0 and ignores the counts: so do we
-        rec = struct.unpack(elf.bo + fmt, elf.pread(size, off))
+        rec = window.unpack(elf.bo + fmt, size, off)
         _visit(elf, seen, off, budget)
         records += 1
         if name_field is not None:
@@ -467,7 +468,7 @@ def _walk_versions(elf: RawElf, tag: int, numtag: int, fmt: str, name_field: int
         seen_aux: set[int] = set()
         auxes = 0
         while cnt:
-            arec = struct.unpack(elf.bo + auxfmt, elf.pread(auxsize, aux))
+            arec = window.unpack(elf.bo + auxfmt, auxsize, aux)
             _visit(elf, seen_aux, aux, budget)
             auxes += 1
             # vna_name sits 8 bytes into Elf_Vernaux, vda_name first in Elf_Verdaux
@@ -483,6 +484,20 @@ def _walk_versions(elf: RawElf, tag: int, numtag: int, fmt: str, name_field: int
     if records != count:
         # the loader reads the chain, tools read the count: they would disagree on the names
         raise elf.fail(f"version chain has {records} records, the dynamic count says {count}")
+
+
+class _Window:
+    """One read of the bytes where a record chain starts; records outside it are pread."""
+
+    def __init__(self, elf: RawElf, start: int) -> None:
+        self.elf, self.start = elf, start
+        self.data = elf.pread(min(4096, elf.size - start), start)
+
+    def unpack(self, fmt: str, size: int, off: int) -> tuple[int, ...]:
+        rel = off - self.start
+        if rel >= 0 and rel + size <= len(self.data):
+            return struct.unpack_from(fmt, self.data, rel)
+        return struct.unpack(fmt, self.elf.pread(size, off))
 
 
 def _visit(elf: RawElf, seen: set[int], off: int, budget: list[int]) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import bisect
 import re
 import struct
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from cudasplit._elfio import (
     DT_GNU_HASH,
@@ -439,7 +439,8 @@ def plan_append(elf: RawElf, want: Want) -> Plan | None:
     vaddr = align_up(max(ph.mem_end for ph in loads), align) + start % align
     lay = _Layout(start, vaddr)
     plan = Plan("append")
-    phdrs = [replace(ph) for ph in elf.phdrs]
+    phdrs = [Phdr(ph.p_type, ph.p_flags, ph.p_offset, ph.p_vaddr, ph.p_paddr, ph.p_filesz,
+                  ph.p_memsz, ph.p_align) for ph in elf.phdrs]
     moved, moved_at = _move_sections(elf, room.evict, lay, phdrs, plan,
                                      skip_interp=want.interp is not None)
     new_str, offs = _new_strings(elf, want)
