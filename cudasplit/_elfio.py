@@ -352,6 +352,8 @@ def read_raw(path: str, fd: int, *, need_dynamic: bool = True, strict: bool = Tr
     elf.phdrs = [_unpack_phdr(elf.bits, elf.bo, table[i * elf.phentsize:(i + 1) * elf.phentsize])
                  for i in range(elf.phnum)]
     if strict:
+        if elf.e_type not in (2, 3):  # LIEF aborts on e_type 7 (issue 15.3); ld.so loads neither
+            raise elf.fail(f"e_type {elf.e_type} is neither an executable nor a shared object")
         check_phdrs(elf)
         elf.shdrs = _read_shdrs(elf)
     read_dynamic(elf, strict)

@@ -266,6 +266,16 @@ def test_lief_crash_is_one_line_patch_error(seeds: dict[str, Path], tmp_path: Pa
     assert path.read_bytes() == before
 
 
+def test_unknown_e_type_never_reaches_lief(seeds: dict[str, Path], tmp_path: Path) -> None:
+    """e_type = 7 made LIEF abort in-process (issue 15.3): refused before LIEF is called."""
+    blob = bytearray(seeds["liba"].read_bytes())
+    struct.pack_into("<H", blob, 16, 7)
+    path = _write(tmp_path / "liba.so", blob)
+    for patcher in ("auto", "lief"):
+        msg = _refused_untouched(path, ElfEdit(runpath=TARGET), patcher=patcher)
+        assert "e_type" in msg and "\n" not in msg
+
+
 def test_lief_tier_output_survives_strip(seeds: dict[str, Path], tmp_path: Path) -> None:
     pytest.importorskip("lief")
     path = tmp_path / "liba.so"
