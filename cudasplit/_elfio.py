@@ -16,6 +16,7 @@ import sys
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from cudasplit.errors import ElfError
 
@@ -73,9 +74,11 @@ class Phdr:
         return self.p_vaddr + self.p_memsz
 
 
-@dataclass(frozen=True, slots=True)
-class Shdr:
-    index: int
+class Shdr(NamedTuple):
+    """One section header (a tuple: NVIDIA files have ~30, read twice per edit); ``num`` is its
+    index in the table."""
+
+    num: int
     sh_type: int
     sh_flags: int
     sh_addr: int
@@ -133,11 +136,18 @@ class RawElf:
 
     def vaddr_to_offset(self, vaddr: int, length: int = 1) -> int:
         """File offset of a mapped address range (through PT_LOAD, like the loader)."""
-        for ph in self.phdrs:
-            if ph.p_type == PT_LOAD and ph.p_vaddr <= vaddr and vaddr + length <= ph.p_vaddr + \
-                    ph.p_filesz:
-                return ph.p_offset + vaddr - ph.p_vaddr
+        for p_vaddr, p_offset, p_filesz in self.load_spans():
+            if p_vaddr <= vaddr and vaddr + length <= p_vaddr + p_filesz:
+                return p_offset + vaddr - p_vaddr
         raise self.fail(f"address {vaddr:#x} is not in any PT_LOAD")
+
+    def load_spans(self) -> list[tuple[int, int, int]]:
+        """(p_vaddr, p_offset, p_filesz) of each PT_LOAD (the headers are not edited in place)."""
+        spans = self.cache.get("loads")
+        if not isinstance(spans, list):
+            spans = self.cache["loads"] = [(ph.p_vaddr, ph.p_offset, ph.p_filesz)
+                                           for ph in self.phdrs if ph.p_type == PT_LOAD]
+        return spans
 
     @property
     def entries(self) -> list[tuple[int, int]]:
@@ -401,11 +411,20 @@ def dynstr_section(elf: RawElf) -> Shdr | None:
 
 
 def symbol_name_refs(elf: RawElf, dynstr: Shdr | None) -> list[int] | None:
-    """st_name of every symbol table that uses .dynstr, or None when that cannot be known."""
+    """st_name of every symbol table that uses .dynstr, or None when that cannot be known
+    (read once per parsed file)."""
+    if "symbols" in elf.cache:
+        cached = elf.cache["symbols"]
+        return cached if isinstance(cached, list) else None
+    elf.cache["symbols"] = names = _symbol_names(elf, dynstr)
+    return names
+
+
+def _symbol_names(elf: RawElf, dynstr: Shdr | None) -> list[int] | None:
     if dynstr is None:
         return None  # no section headers: the symbol count is unknown, be conservative
     tables = [s for s in elf.shdrs if s.sh_type in (SHT_DYNSYM, SHT_SYMTAB)
-              and s.sh_link == dynstr.index]
+              and s.sh_link == dynstr.num]
     names = array("I")
     for sym in tables:
         if sym.sh_entsize not in (16, 24) or sym.sh_size % sym.sh_entsize:
