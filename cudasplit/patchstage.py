@@ -141,7 +141,7 @@ class PatchStage:
             try:
                 info = read_elf_info(spool.name)
                 if info is not None:
-                    self._spooled[path] = scan_dlopen(spool.name, info)
+                    self._spooled[path] = _scan(spool.name, info)
                 return info
             except ElfError as exc:
                 self._warn("elf-unreadable", path, str(exc))
@@ -323,4 +323,13 @@ def _read(job: ElfJob) -> None:
     assert job.local is not None
     job.info = read_elf_info(job.local)
     if job.info is not None:
-        job.dlopen = scan_dlopen(job.local, job.info)
+        job.dlopen = _scan(job.local, job.info)
+
+
+def _scan(path: str | Path, info: ElfInfo) -> tuple[DlopenTarget, ...]:
+    # The scan is a report, never a reason not to patch: section headers the loader ignores
+    # may be damaged in a file that loads fine.
+    try:
+        return scan_dlopen(path, info)
+    except ElfError:
+        return ()
