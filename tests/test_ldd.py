@@ -96,3 +96,15 @@ def test_not_found_is_flagged(tmp_path: Path) -> None:
                                 needed_libs=["libnowhere.so.7"])
     views = view_tree(lonely)
     assert [r.flag for r in views[0].needed if r.name == "libnowhere.so.7"] == ["not-found"]
+
+
+def test_dlopen_pattern_resolves_to_a_fitting_file(tmp_path: Path) -> None:
+    source = ('static const char *const n = "libnvrtc.so.%s";\n'
+              'const char *name(void) { return n; }\n')
+    lib = compile_shared(tmp_path, "libopener.so.1", source, soname="libopener.so.1",
+                         runpath="$ORIGIN")
+    compile_shared(tmp_path, "libnvrtc.so.12", "int f(void){return 0;}", soname="libnvrtc.so.12")
+    one = view(lib, LddOptions(system=False))
+    assert one is not None
+    assert [(r.name, r.path) for r in one.dlopen] == [
+        ("libnvrtc.so.12", str(tmp_path / "libnvrtc.so.12"))]
