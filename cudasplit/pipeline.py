@@ -8,23 +8,23 @@ runs once the stream has ended.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import posixpath
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 from .elf import kind_from_head
-from .elfapply import PATCHERS
-from .elfedit import UnknownPatcherError
-from .errors import ProblemsFound, SourceError
+from .errors import OutputError, ProblemsFound, SourceError
 from .model import Kind, Member, MemberType, PackageId
 from .nixsupport import write_nix_support
 from .nvccprofile import rewrite_nvcc_profile
+from .options import available_cpus, check_options, check_package_known
 from .patchstage import ElfJob, PatchSettings, PatchStage
 from .pkgconfig import MAX_PC_SIZE, PcRoots, rewrite_pc, unversioned_alias
 from .report import MemberRecord, OutputRecord, Problem, Report
@@ -45,6 +45,9 @@ log = logging.getLogger(__name__)
 AR_MAGIC = b"!<arch>\n"
 _CUDA_MAJOR_DIR = re.compile(r"^lib/(\d{2})/")
 BUILTIN = "<builtin>"
+# Warnings that --strict treats as problems: a RUNPATH entry the package rules want is
+# missing, or a DT_NEEDED library will not be found at run time.
+STRICT_WARNINGS = frozenset({"package-root-missing", "needed-unresolved"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,16 +84,19 @@ class SplitOptions:
     nix_markers: bool = False                   # write nix-support/ files (see nixsupport.py)
     max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES  # bomb guard: expanded bytes (--max-size)
     max_ratio: float = DEFAULT_MAX_RATIO        # bomb guard: expanded/compressed (--max-ratio)
+    # Issue 14: archives without an NVIDIA top directory need an explicit strip count;
+    # a --package without rules file needs default_rules; fsync before the final renames.
+    strip_components: int | None = None
+    default_rules: bool = False
+    fsync: bool = True
 
     def __post_init__(self) -> None:
-        if self.patcher not in PATCHERS:
-            raise UnknownPatcherError(
-                f"patcher must be one of {', '.join(PATCHERS)}, not {self.patcher!r}")
+        check_options(self)
 
     def effective_jobs(self) -> int:
         if self.jobs > 0:
             return self.jobs
-        return max(1, len(os.sched_getaffinity(0)))
+        return available_cpus()
 
 
 def member_kind(member: Member) -> Kind:
@@ -165,7 +171,8 @@ class SplitRun:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cudasplit-patch") as pool:
                 self.eager_pool = pool
                 for member, stream in self.source.members():
-                    self._take(member, stream)
+                    with self._naming(member.path):
+                        self._take(member, stream)
                     self._tick(member)
                 patches = self._patch_stage()
                 patches.wait_early()
@@ -180,6 +187,23 @@ class SplitRun:
             raise
         self._complete()
         return self.report
+
+    @contextlib.contextmanager
+    def _naming(self, path: str) -> Iterator[None]:
+        """Sink errors name the archive and the member, not only the file being written."""
+        try:
+            yield
+        except OutputError as exc:
+            if f"member {path!r}" in str(exc):
+                raise
+            raise OutputError(f"{self.source.description}: member {path!r}: {exc}") from exc
+
+    def _public_messages(self) -> None:
+        """Problem texts name final paths, never the staging dir (gone when they are read)."""
+        public_text = getattr(self.sink, "public_text", None)
+        if public_text is not None:
+            for issue in (*self.report.problems, *self.report.warnings):
+                issue.message = public_text(issue.message)
 
     def _patch_stage(self) -> PatchStage:
         if self.patches is None:
@@ -425,6 +449,13 @@ class SplitRun:
 
     def _place_symlink(self, member: Member, record: MemberRecord) -> None:
         assert member.link is not None and record.dest is not None
+        if _join_link(member.path, member.link) is None:
+            # Like tarfile's "data" filter: a link that leaves the package root is refused
+            # whatever else the archive does with its name.
+            record.dest = None
+            self._problem("unsafe-symlink", member.path,
+                          f"symlink target {member.link!r} leaves the package root; refused")
+            return
         clash = self._symlink_clash(member.path)
         if clash is not None:
             record.dest = None
@@ -552,6 +583,7 @@ class SplitRun:
 
     def _check(self) -> None:
         assert self.ruleset is not None
+        self._public_messages()
         package = self.ruleset.package
         declared = self.options.outputs or package.outputs or ()
         # Like Nixpkgs, out and dev may stay empty (they carry nix-support files anyway).
@@ -566,10 +598,17 @@ class SplitRun:
             if record.rule == f"{BUILTIN}:unclaimed":
                 self._problem("unclaimed", record.path,
                               "no rule claimed this member (it went to out)")
-        if self.options.strict and self.report.problems:
+        for record in self.report.members:
+            if record.needed_unresolved:
+                self._warn("needed-unresolved", record.path,
+                           f"DT_NEEDED {', '.join(record.needed_unresolved)} found neither in "
+                           "the package nor in --library-path")
+        failing = [*self.report.problems,
+                   *(w for w in self.report.warnings if w.code in STRICT_WARNINGS)]
+        if self.options.strict and failing:
             raise ProblemsFound(
-                f"{self.source.description}: {len(self.report.problems)} problem(s) under "
-                f"--strict; first: {self.report.problems[0]}", self.report)
+                f"{self.source.description}: {len(failing)} problem(s) under "
+                f"--strict; first: {failing[0]}", self.report)
 
     def _complete(self) -> None:
         if self.options.progress is not None:
@@ -612,10 +651,12 @@ def _canonical_link(text: str) -> bool:
 
 def open_for(source: str | os.PathLike[str] | Source, options: SplitOptions) -> Source:
     """A path opened the way ``options`` asks (identity override, jobs, bomb limits)."""
+    check_package_known(options)
     if not isinstance(source, (str, os.PathLike)):
         return source
     return open_source(source, package=options.package, jobs=options.effective_jobs(),
-                       limits=Limits(options.max_total_bytes, options.max_ratio))
+                       limits=Limits(options.max_total_bytes, options.max_ratio),
+                       strip_components=options.strip_components)
 
 
 def split(source: str | os.PathLike[str] | Source, sink: Sink | None, *,

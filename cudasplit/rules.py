@@ -146,8 +146,9 @@ class RuleSet:
                 return new, rename
         return path, None
 
-    def classify(self, path: str, kind: Kind) -> Decision:
+    def classify(self, path: str, kind: Kind | str) -> Decision:
         """Pure: the first rule matching ``path`` (already normalised) and ``kind``."""
+        kind = Kind(kind)  # the report's strings ("elf-shared") work as well as Kind members
         for rule in self.rules:
             if rule.matches(path, kind):
                 output = None if rule.action == "drop" else rule.output

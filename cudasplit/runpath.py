@@ -23,7 +23,7 @@ import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from cudasplit.errors import CudasplitError, SourceError
+from cudasplit.errors import RunpathPolicyError, SourceError
 
 __all__ = [
     "DEFAULT_DRIVER_LINK",
@@ -78,10 +78,6 @@ _DRIVER_PATTERNS = (
 
 _SHARED_OBJECT_NAME = re.compile(r"\.so(\.|$)")
 _SLASHES = re.compile(r"/+")
-
-
-class RunpathPolicyError(CudasplitError, ValueError):
-    """A RUNPATH policy or planning input is invalid (relative dir, ``:`` in a path, ...)."""
 
 
 @dataclass(frozen=True, slots=True)
