@@ -216,12 +216,9 @@ class PatchStage:
                    if plan is not None and plan.unresolved}
         if not missing:
             return
+        # Otherwise the pipeline's check warns per file (needed-unresolved).
         if self.settings.policy.fail_unresolved or self.settings.strict:
             raise unresolved_error(missing, self._report)
-        for path, names in missing.items():
-            self._warn("unresolved-needed", path,
-                       f"DT_NEEDED {', '.join(names)} resolve nowhere (pass --library-path DIR "
-                       "or --ignore-missing NAME-GLOB)")
 
     # -- contexts -----------------------------------------------------------------------------
 
@@ -299,7 +296,9 @@ class PatchStage:
         record.runpath_after, record.runpath_tag = edit.runpath, edit.tag
         if edit.interpreter is not None:
             record.interpreter_after = edit.interpreter
-        record.needed_unresolved = list(plan.runpath.needed_unresolved) if plan.runpath else []
+        # Names --ignore-missing (or a foreign arch) accepts are not listed: the pipeline's
+        # needed-unresolved warning (and --strict) read this field.
+        record.needed_unresolved = list(plan.unresolved)
         if edit.replace_needed:
             verb = "renamed" if self.settings.writing else "would be renamed"
             record.note = f"DT_NEEDED {verb}: " + ", ".join(
