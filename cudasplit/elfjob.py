@@ -89,8 +89,7 @@ def _record_plan(job: ElfJob, plan: ElfPlan, writing: bool) -> None:
     record.runpath_after, record.runpath_tag = edit.runpath, edit.tag
     if edit.interpreter is not None:
         record.interpreter_after = edit.interpreter
-    # Names --ignore-missing (or a foreign arch) accepts are not listed: the pipeline's
-    # needed-unresolved warning (and --strict) read this field.
+    # Names --ignore-missing (or a foreign arch) accepts are not listed: they fail nothing.
     record.needed_unresolved = list(plan.unresolved)
     if edit.replace_needed:
         verb = "renamed" if writing else "would be renamed"

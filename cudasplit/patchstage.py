@@ -196,9 +196,12 @@ class PatchStage:
                    if plan is not None and plan.unresolved}
         if not missing:
             return
-        # Otherwise the pipeline's check warns per file (needed-unresolved).
         if self.settings.policy.fail_unresolved or self.settings.strict:
             raise unresolved_error(missing, self._report)
+        for path, names in missing.items():
+            self._warn("needed-unresolved", path,
+                       f"DT_NEEDED {', '.join(names)} resolve nowhere (pass --library-path DIR "
+                       "or --ignore-missing NAME-GLOB)")
 
     # -- contexts -----------------------------------------------------------------------------
 
