@@ -701,3 +701,12 @@ def features_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...]
             for problem in result.features.problems:
                 click.echo(f"problem: {problem}", err=True)
     sys.exit(EXIT_OK if report.complete else EXIT_PROBLEMS)
+
+
+# -- release-level tools (issue 16): cli_release.py -----------------------------------------
+from . import cli_release  # noqa: E402  (registered last; the module holds the commands)
+
+main.add_command(cli_release.closure_command)
+main.add_command(cli_release.nixify_command)
+main.add_command(cli_release.diff_command)
+cli_release.add_closure_option(split_command)  # split --closure
