@@ -187,21 +187,29 @@ def test_overwrite_keeps_old_outputs_it_cannot_put_back(
     assert kept and (kept[0] / "lib/libdemo_static.a").exists(), "never delete the old output"
 
 
+@pytest.mark.parametrize("syncfs", [True, False], ids=["syncfs", "fsync-each"])
 def test_files_and_dirs_are_synced_before_the_renames(
-        tmp_path: Path, archive: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, archive: Path, monkeypatch: pytest.MonkeyPatch, syncfs: bool) -> None:
     events: list[str] = []
-    real_fsync, real_rename = os.fsync, os.rename
+    real_fsync, real_rename, real_syncfs = os.fsync, os.rename, staging._syncfs
+    if not syncfs:
+        monkeypatch.setattr(staging, "_syncfs", lambda root: False)
+    else:
+        monkeypatch.setattr(staging, "_syncfs",
+                            lambda root: (events.append("syncfs"), real_syncfs(root))[1])
     monkeypatch.setattr(staging.os, "fsync", lambda fd: (events.append("fsync"), real_fsync(fd)))
     monkeypatch.setattr(directory_sink.os, "rename",
                         lambda a, b: (events.append("rename"), real_rename(a, b)))
     api.split_to_dir(archive, tmp_path / "out", SplitOptions(patch=False))
-    first_rename = events.index("rename")
-    # 4 files + 1 owner file + the directories, all before the first rename; the parent after.
-    assert events[:first_rename].count("fsync") >= 10
-    assert events[-1] == "fsync"
+    before = events[:events.index("rename")]
+    if syncfs:
+        assert before == ["syncfs"]
+    else:  # 4 files + the owner file + the directories, all before the first rename
+        assert before.count("fsync") >= 10
+    assert events[-1] == "fsync", "the parent directory after the renames"
     events.clear()
     api.split_to_dir(archive, tmp_path / "out2", SplitOptions(patch=False, fsync=False))
-    assert "fsync" not in events
+    assert "fsync" not in events and "syncfs" not in events
 
 
 # -- identity ----------------------------------------------------------------------------------

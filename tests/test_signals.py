@@ -49,7 +49,7 @@ def test_signal_mid_split_leaves_nothing(tmp_path: Path, signum: int, code: int,
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.02)
     proc.send_signal(signum)
-    stdout, stderr = proc.communicate(timeout=30)
+    _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == code, stderr
     assert "Traceback" not in stderr
     assert stderr.strip().endswith(f"terminated by {name}" if name else "interrupted")
