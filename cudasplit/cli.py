@@ -83,6 +83,8 @@ def common_options(func: F) -> F:
                      "unless --default-rules."),
         click.option("--default-rules", is_flag=True, help="Allow a --package that cudasplit "
                      "has no package rules for (split with the default rules)."),
+        click.option("--cuda-major", metavar="N", help="CUDA major whose lib/<N>/ is kept "
+                     "in multi-CUDA packages (default: the archive's _cudaNN suffix)."),
         click.option("--strip-components", type=click.IntRange(min=0), metavar="N",
                      help="Drop N leading directories of every member (for archives without "
                      "an NVIDIA <pname>-<platform>-<version>-archive top dir; needs --package)."),
@@ -119,8 +121,6 @@ def patch_options(func: F) -> F:
                      help="Write DT_RUNPATH, or DT_RPATH (conda-forge convention)."),
         click.option("--rpath", "rpath_alias", is_flag=True, hidden=True,
                      help="Deprecated spelling of --tag rpath."),
-        click.option("--cuda-major", metavar="N", help="CUDA major whose lib/<N>/ is kept "
-                     "in multi-CUDA packages (default: the archive's _cudaNN suffix)."),
         click.option("--patcher", type=click.Choice(["auto", "lief"]), default="auto",
                      show_default=True, help="ELF writer: fast tiers with LIEF fallback, or LIEF."),
     ]):
