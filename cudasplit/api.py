@@ -17,6 +17,7 @@ from .nixenv import nix_outputs
 from .pipeline import SplitOptions, SplitRun, member_kind, open_for
 from .pipeline import split as _split
 from .report import MemberRecord, Report
+from .resolve import with_nix_defaults
 from .rules import Rename, RuleSet, load_ruleset
 from .sinks import DirectorySink, Sink
 from .sources import Source, package_from_filename, parse_top_dir
@@ -133,6 +134,7 @@ def split_nix(source: PathLike | Source, env: dict[str, str] | None = None,
     """Inside a Nix builder: the derivation's outputs (``$outputs`` or structured attrs)."""
     roots = nix_outputs(env)
     opts = replace(options or SplitOptions(), outputs=tuple(roots))
+    opts = replace(opts, runpath=with_nix_defaults(opts.runpath, env))  # loader, libs, failure
     if opts.dry_run:
         return _split(source, None, options=opts,
                       plan_roots={name: str(path) for name, path in roots.items()})
@@ -162,6 +164,7 @@ class Explanation:
     tried: tuple[RuleTrial, ...]
     output: str | None
     note: str | None
+    elf: dict[str, object] | None = None  # the planned ELF edit (same planner as a split)
 
 
 def explain(source: PathLike | Source, path: str, options: SplitOptions | None = None
@@ -173,8 +176,17 @@ def explain(source: PathLike | Source, path: str, options: SplitOptions | None =
     report = run.run()
     record = _find_member(report, path, source.description)
     assert run.ruleset is not None
-    return _explain_record(run.ruleset, record.path, Kind(record.kind), record.output,
-                           record.note)
+    explanation = _explain_record(run.ruleset, record.path, Kind(record.kind), record.output,
+                                  record.note)
+    return replace(explanation, elf=_elf_plan(record))
+
+
+def _elf_plan(record: MemberRecord) -> dict[str, object] | None:
+    if not record.kind.startswith("elf-"):
+        return None
+    keys = ("patch", "runpath_before", "runpath_after", "runpath_tag", "interpreter_before",
+            "interpreter_after", "needed_unresolved", "dlopen")
+    return {key: getattr(record, key) for key in keys}
 
 
 def _find_member(report: Report, path: str, description: str) -> MemberRecord:

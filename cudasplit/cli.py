@@ -18,15 +18,22 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from . import api
+from .cli_ldd import ldd_command
 from .errors import CudasplitError, OutputError, ProblemsFound
 from .model import OUTPUT_NAMES, PackageId
 from .options import check_package_known
 from .pipeline import SplitOptions
 from .relreport import relative_report
 from .report import Report
+from .resolve import parse_interpreters
 from .rules import PackageSettings, build_ruleset, load_ruleset, read_rule_file
 from .runpath import DEFAULT_DRIVER_LINK, RunpathPolicy
-from .sources import DEFAULT_MAX_RATIO, DEFAULT_MAX_TOTAL_BYTES, parse_top_dir
+from .sources import (
+    DEFAULT_MAX_MEMBERS,
+    DEFAULT_MAX_RATIO,
+    DEFAULT_MAX_TOTAL_BYTES,
+    parse_top_dir,
+)
 from .terminal import ProgressLine, err, print_issues, setup_logging
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -94,6 +101,9 @@ def common_options(func: F) -> F:
                      "beyond SIZE (bytes, or K/M/G/T; default 64G): decompression bomb guard."),
         click.option("--max-ratio", type=float, metavar="N", help="Refuse an archive that expands "
                      "more than N times its file size (default 200; counted past 16 MiB)."),
+        click.option("--max-members", type=click.IntRange(min=1), metavar="N",
+                     help=f"Refuse a source with more than N members (default "
+                     f"{DEFAULT_MAX_MEMBERS}): member count guard."),
     ]):
         func = decorator(func)
     return func
@@ -121,8 +131,14 @@ def patch_options(func: F) -> F:
                      help="Write DT_RUNPATH, or DT_RPATH (conda-forge convention)."),
         click.option("--rpath", "rpath_alias", is_flag=True, hidden=True,
                      help="Deprecated spelling of --tag rpath."),
-        click.option("--patcher", type=click.Choice(["auto", "lief"]), default="auto",
+        click.option("--patcher", type=click.Choice(["auto", "native", "lief"]), default="auto",
                      show_default=True, help="ELF writer: fast tiers with LIEF fallback, or LIEF."),
+        click.option("--interpreter", multiple=True, metavar="[ARCH=]PATH",
+                     help="New PT_INTERP of dynamic executables of ARCH (default: the loader's "
+                     "own arch); --nix: $NIX_CC/nix-support/dynamic-linker. Repeatable."),
+        click.option("--ignore-missing", multiple=True, metavar="NAME-GLOB",
+                     help="DT_NEEDED names that may stay unresolved (--nix and --strict fail "
+                     "on the others). Repeatable; '*' accepts all."),
     ]):
         func = decorator(func)
     return func
@@ -137,6 +153,8 @@ def _options(kw: dict[str, Any], *, dry_run: bool = False) -> SplitOptions:
         append=tuple(kw.get("append_runpath", ())),
         keep_absolute=bool(kw.get("keep_runpath")),
         tag=_tag(kw),
+        interpreters=parse_interpreters(kw.get("interpreter", ())),
+        ignore_missing=tuple(kw.get("ignore_missing", ())),
     ) if "driver_link" in kw else RunpathPolicy()
     return SplitOptions(
         outputs=_outputs(kw.get("outputs")),
@@ -151,6 +169,7 @@ def _options(kw: dict[str, Any], *, dry_run: bool = False) -> SplitOptions:
         overwrite=bool(kw.get("overwrite")),
         max_total_bytes=_size(kw.get("max_size")),
         max_ratio=kw.get("max_ratio") or DEFAULT_MAX_RATIO,
+        max_members=kw.get("max_members") or DEFAULT_MAX_MEMBERS,
         nix_markers=bool(kw.get("nix_support")),
         cuda_major=kw.get("cuda_major"),
         package_roots=_package_roots(kw.get("package_root", ())),
@@ -195,6 +214,9 @@ class _Group(click.Group):
 @click.version_option(package_name="cudasplit")
 def main() -> None:
     """Split NVIDIA CUDA redistributable tarballs into outputs and rewrite RUNPATHs."""
+
+
+main.add_command(ldd_command)  # cudasplit ldd: the loader view (cli_ldd.py)
 
 
 @main.command("split")
@@ -371,6 +393,7 @@ def inspect_command(source: str, as_json: bool, **kw: Any) -> None:
 @click.argument("source", type=click.Path(exists=False))
 @click.argument("path")
 @common_options
+@patch_options
 @click.option("--json", "as_json", is_flag=True)
 def explain_command(source: str, path: str, as_json: bool, **kw: Any) -> None:
     """Say which rule placed PATH and which rules it passed over.
@@ -394,6 +417,9 @@ def explain_command(source: str, path: str, as_json: bool, **kw: Any) -> None:
                    + (f" kind={','.join(trial.kinds)}" if trial.kinds else ""))
     click.echo(f"  => output: {result.output or '(not placed)'}"
                + (f"  ({result.note})" if result.note else ""))
+    for key, value in (result.elf or {}).items():
+        if value not in (None, []):
+            click.echo(f"  => {key}: {value}")
 
 
 @main.group("rules")

@@ -12,7 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["DryRunBackend", "EditResult", "ElfBackend", "ElfEdit"]
+from cudasplit.errors import OptionsError
+
+__all__ = ["BACKENDS", "DryRunBackend", "EditResult", "ElfBackend", "ElfEdit", "LiefBackend",
+           "NativeBackend", "UnknownPatcherError", "backend_for"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,3 +70,52 @@ class DryRunBackend:
 
     def apply(self, path: str, edit: ElfEdit) -> EditResult:
         return EditResult("unchanged" if edit.is_empty else "planned")
+
+
+class NativeBackend:
+    """Tiers 1-2 (in place, then append), LIEF only as the fallback (``fallback=False``: never).
+
+    The tiers and their guarantees are described in :mod:`cudasplit.patch`.
+    """
+
+    name = "native"
+
+    def __init__(self, *, fallback: bool = True) -> None:
+        self.fallback = fallback
+
+    def apply(self, path: str, edit: ElfEdit) -> EditResult:
+        from cudasplit.patch import apply_edit
+
+        return apply_edit(path, edit, patcher="auto" if self.fallback else "native")
+
+
+class LiefBackend:
+    """LIEF only, isolated in a capped child process (see :mod:`cudasplit._lief_worker`)."""
+
+    name = "lief"
+
+    def apply(self, path: str, edit: ElfEdit) -> EditResult:
+        from cudasplit.patch import apply_edit
+
+        return apply_edit(path, edit, patcher="lief")
+
+
+class UnknownPatcherError(OptionsError):
+    """A ``patcher`` name that names no backend."""
+
+
+BACKENDS = ("auto", "native", "lief", "dry-run")
+
+
+def backend_for(patcher: str) -> ElfBackend:
+    """The backend for a ``patcher`` option value: ``auto`` (native tiers, LIEF as fallback),
+    ``native`` (no LIEF), ``lief``, ``dry-run``; UnknownPatcherError for anything else."""
+    if patcher == "auto":
+        return NativeBackend()
+    if patcher == "native":
+        return NativeBackend(fallback=False)
+    if patcher == "lief":
+        return LiefBackend()
+    if patcher == "dry-run":
+        return DryRunBackend()
+    raise UnknownPatcherError(f"unknown patcher {patcher!r}; one of {', '.join(BACKENDS)}")

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .elfapply import PATCHERS
+from .elfedit import UnknownPatcherError
 from .errors import OptionsError
 from .model import OUTPUT_NAMES, PackageId
 from .rules import default_rules_dir
@@ -20,7 +22,6 @@ from .runpath import RunpathPolicy
 if TYPE_CHECKING:
     from .pipeline import SplitOptions
 
-PATCHERS = ("auto", "lief")
 
 
 def check_options(options: SplitOptions) -> None:
@@ -28,7 +29,7 @@ def check_options(options: SplitOptions) -> None:
     if not isinstance(options.runpath, RunpathPolicy):
         raise OptionsError(f"runpath must be a RunpathPolicy, not {options.runpath!r}")
     if options.patcher not in PATCHERS:
-        raise OptionsError(f"patcher must be one of {', '.join(PATCHERS)}, "
+        raise UnknownPatcherError(f"patcher must be one of {', '.join(PATCHERS)}, "
                            f"not {options.patcher!r}")
     if options.package is not None and not isinstance(options.package, PackageId):
         raise OptionsError(f"package must be a PackageId, not {options.package!r} "

@@ -29,11 +29,10 @@ from .patchstage import ElfJob, PatchSettings, PatchStage
 from .pkgconfig import MAX_PC_SIZE, PcRoots, rewrite_pc, unversioned_alias
 from .report import MemberRecord, OutputRecord, Problem, Report
 from .rules import Decision, Rename, RuleSet, load_ruleset
-from .runpath import (
-    RunpathPolicy,
-)
+from .runpath import RunpathPolicy
 from .sinks.base import Sink
 from .sources import (
+    DEFAULT_MAX_MEMBERS,
     DEFAULT_MAX_RATIO,
     DEFAULT_MAX_TOTAL_BYTES,
     Limits,
@@ -86,6 +85,7 @@ class SplitOptions:
     nix_markers: bool = False                   # write nix-support/ files (see nixsupport.py)
     max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES  # bomb guard: expanded bytes (--max-size)
     max_ratio: float = DEFAULT_MAX_RATIO        # bomb guard: expanded/compressed (--max-ratio)
+    max_members: int = DEFAULT_MAX_MEMBERS      # member count guard (--max-members)
     # Issue 14: archives without an NVIDIA top directory need an explicit strip count;
     # a --package without rules file needs default_rules; fsync before the final renames.
     strip_components: int | None = None
@@ -144,7 +144,7 @@ class SplitRun:
         self.options = options
         # Without a sink (dry run, inspect) RUNPATHs and .pc files are planned against these
         # roots; unknown outputs show as ``/${output}`` (absolute, as RUNPATH entries must be).
-        self.plan_roots = dict(plan_roots or {})
+        self.plan_roots = plan_roots or {}  # not copied: repack's roots are computed lazily
         self.ruleset: RuleSet | None = None
         self.allowed: frozenset[str] | None = None
         self.report = Report(source=source.description, package={}, dry_run=sink is None)
@@ -213,7 +213,8 @@ class SplitRun:
             settings = PatchSettings(
                 policy=self.options.runpath, patcher=self.options.patcher,
                 jobs=self.options.effective_jobs(), package_roots=dict(self.options.package_roots),
-                enabled=self.options.patch, writing=self.sink is not None)
+                enabled=self.options.patch, writing=self.sink is not None,
+                strict=self.options.strict, package_version=self.report.package.get("version"))
             self.patches = PatchStage(
                 settings, ruleset.package, self._final_root,
                 has_stubs_output=self.allowed is None or "stubs" in self.allowed,
@@ -298,6 +299,8 @@ class SplitRun:
         record.output = output
         rule = decision.rule_obj
         local: Path | None = None
+        if self.patches is not None:  # a duplicate path: never patch a file being rewritten
+            self.patches.supersede(output, record.dest)
         if self.sink is not None:
             if rule is not None and rule.transform == "pkgconfig":
                 local = self._write_pkgconfig(member, stream, output, record.dest)
@@ -597,11 +600,6 @@ class SplitRun:
             if record.rule == f"{BUILTIN}:unclaimed":
                 self._problem("unclaimed", record.path,
                               "no rule claimed this member (it went to out)")
-        for record in self.report.members:
-            if record.needed_unresolved:
-                self._warn("needed-unresolved", record.path,
-                           f"DT_NEEDED {', '.join(record.needed_unresolved)} found neither in "
-                           "the package nor in --library-path")
         failing = [*self.report.problems,
                    *(w for w in self.report.warnings if w.code in STRICT_WARNINGS)]
         if self.options.strict and failing:
@@ -654,7 +652,8 @@ def open_for(source: str | os.PathLike[str] | Source, options: SplitOptions) -> 
     if not isinstance(source, (str, os.PathLike)):
         return source
     return open_source(source, package=options.package, jobs=options.effective_jobs(),
-                       limits=Limits(options.max_total_bytes, options.max_ratio),
+                       limits=Limits(options.max_total_bytes, options.max_ratio,
+                                     options.max_members),
                        strip_components=options.strip_components)
 
 

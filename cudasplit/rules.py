@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .dlopen import DlopenNeed, parse_dlopen_key
 from .errors import RulesError
 from .globs import Glob, GlobError, compile_glob
 from .model import OUTPUT_NAMES, Kind
@@ -32,7 +33,7 @@ RENAME_KEYS = frozenset({"name", "from", "to", "link_back", "description"})
 PACKAGE_KEYS = frozenset(
     {"outputs", "cuda_compat", "runpath_append", "lift", "description", "stub_links",
      "pkgconfig_driver_rpath", "pkgconfig_stubs_libdir", "optional_outputs",
-     "replace_needed"}
+     "replace_needed", "dlopen"}
 )
 TOP_KEYS = frozenset({"schema", "profile", "package", "rule", "rename"})
 PROFILE_KEYS = frozenset({"name", "description", "outputs"})
@@ -106,6 +107,8 @@ class PackageSettings:
     optional_outputs: tuple[str, ...] = ()
     # DT_NEEDED renames in every ELF file of the package (nsight: libtiff.so.5 -> libtiff.so).
     replace_needed: Mapping[str, str] = field(default_factory=dict)
+    # Packages this one dlopens, version-gated: their lib dir goes into RUNPATH (dlopen.py).
+    dlopen: tuple[DlopenNeed, ...] = ()
 
     def lift_path(self, path: str) -> str | None:
         """``path`` with a lifted directory prefix removed; None when ``path`` is that directory."""
@@ -401,4 +404,5 @@ def _load_package(tables: Sequence[tuple[str, Mapping[str, Any]]]) -> PackageSet
         optional_outputs=_str_list(merged.get("optional_outputs", (None, []))[1], "[package]",
                                    "optional_outputs"),
         replace_needed=replace_needed,
+        dlopen=parse_dlopen_key(merged.get("dlopen", (None, []))[1], "[package] dlopen"),
     )

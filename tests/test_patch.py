@@ -17,8 +17,10 @@ from hypothesis import strategies as st
 
 from cudasplit import patch as patch_mod
 from cudasplit.elf import read_elf_info
-from cudasplit.errors import ElfError, PatchError
-from cudasplit.patch import SPARE_BYTES, set_runpath
+from cudasplit.elfedit import ElfEdit, UnknownPatcherError, backend_for
+from cudasplit.errors import CudasplitError, ElfError, PatchError
+from cudasplit.patch import SPARE_BYTES, apply_edit, set_runpath
+from tests import nvlayout
 
 NIX = "/nix/store/" + "0123456789abcdfghijklmnpqrsvwxyz" + "-cuda_compat-12.9/compat"
 TARGET = f"{NIX}:/run/opengl-driver/lib:$ORIGIN"
@@ -297,7 +299,7 @@ def test_failed_verification_restores_bytes(
     files = _copy_set(built["stubs" if stage == "in-place" else "none"], tmp_path / "t")
     before = files["liba"].read_bytes()
 
-    def broken(path: str, raw: bytes, tag: str) -> None:
+    def broken(path: str, expect: object) -> None:
         raise PatchError(f"{path}: simulated verification failure")
 
     monkeypatch.setattr(patch_mod, "_verify", broken)
@@ -445,3 +447,168 @@ def test_patch_result_is_frozen() -> None:
     setter: Callable[[], None] = lambda: setattr(res, "method", "x")  # noqa: E731
     with pytest.raises(AttributeError):
         setter()
+
+
+# --------------------------------------------------------------------------- NVIDIA's layout
+
+GLIBC_LOADER = "/lib64/ld-linux-x86-64.so.2"
+
+
+@pytest.fixture(scope="session")
+def nvlike(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    if not nvlayout.have_gcc():
+        pytest.skip("gcc/readelf not installed")
+    return nvlayout.build_nvlike(tmp_path_factory.mktemp("nvlike"))
+
+
+def _copy_nvlike(nvlike: dict[str, Path], dst: Path) -> dict[str, Path]:
+    dst.mkdir(parents=True)
+    return {k: Path(shutil.copy2(v, dst / v.name)) for k, v in nvlike.items()}
+
+
+def _ctypes_value(lib: Path, func: str = "nv_value") -> str:
+    code = (f"import ctypes; lib = ctypes.CDLL({str(lib)!r}); f = getattr(lib, {func!r});"
+            f" print(f(0) if {func!r} == 'nv_value' else f())")
+    done = _run(sys.executable, "-c", code)
+    return done.stdout.strip() or f"failed {done.returncode}: {done.stderr.strip()[-300:]}"
+
+
+AFTER = {
+    "strip-debug": ("strip", "--strip-debug"),
+    "strip-all": ("strip", "--strip-all"),
+    "objcopy": ("objcopy",),
+    "shrink-rpath": ("patchelf", "--shrink-rpath"),
+    "set-rpath": ("patchelf", "--set-rpath", "$ORIGIN:/nowhere"),
+}
+
+
+@pytest.mark.parametrize("after", sorted(AFTER))
+@pytest.mark.parametrize("key", ["note", "nonote"])
+def test_nvidia_layout_survives_strip_and_patchelf(
+    nvlike: dict[str, Path], tmp_path: Path, key: str, after: str,
+) -> None:
+    """The append tier on NVIDIA's layout (one build-id note, or none) and then what a Nix
+    build's fixup does: the library still loads and answers (issue 11: cupti, nvperf_host)."""
+    files = _copy_nvlike(nvlike, tmp_path / "t")
+    lib = files[key]
+    assert set_runpath(lib, TARGET).method == "append"
+    assert _ctypes_value(lib) == "42"
+    tool = AFTER[after]
+    if shutil.which(tool[0]) is None:
+        pytest.skip(f"{tool[0]} not installed")
+    done = _run(*tool, str(lib))
+    assert done.returncode == 0, done.stderr
+    assert "adjusted" not in done.stderr, done.stderr  # binutils moved a section: the old bug
+    assert _ctypes_value(lib) == "42"
+    _readelf_clean(lib)
+
+
+@pytest.mark.parametrize("key", ["note", "nonote"])
+def test_nvidia_layout_second_patch_in_place_keeps_build_id(
+    nvlike: dict[str, Path], tmp_path: Path, key: str,
+) -> None:
+    files = _copy_nvlike(nvlike, tmp_path / "t")
+    lib = files[key]
+    build_id = _run("readelf", "-n", str(lib)).stdout
+    assert set_runpath(lib, TARGET).method == "append"
+    assert set_runpath(lib, TARGET + ":/more").method == "in-place"
+    assert read_elf_info(lib).runpath == TARGET + ":/more"  # type: ignore[union-attr]
+    assert _run("readelf", "-n", str(lib)).stdout == build_id  # the note section stays
+    assert _ctypes_value(lib) == "42"
+
+
+def _nix_loader(tmp_path: Path) -> Path:
+    """The system loader copied to a long Nix-store-like path (a non-default interpreter)."""
+    loader = tmp_path / "nix/store" / ("0123456789abcdfghijklmnpqrsvwxyz" + "-glibc-2.40") / \
+        "lib/ld-linux-x86-64.so.2"
+    loader.parent.mkdir(parents=True)
+    shutil.copy2(os.path.realpath(GLIBC_LOADER), loader)
+    return loader
+
+
+def test_interpreter_longer_goes_to_the_new_segment_and_runs(
+    nvlike: dict[str, Path], tmp_path: Path,
+) -> None:
+    if not os.path.exists(GLIBC_LOADER):
+        pytest.skip("no x86_64 glibc loader")
+    files = _copy_nvlike(nvlike, tmp_path / "t")
+    loader = _nix_loader(tmp_path)
+    exe = files["exe"]
+    res = apply_edit(exe, ElfEdit(runpath="$ORIGIN", interpreter=str(loader)))
+    assert res.method == "append" and res.interpreter_before == GLIBC_LOADER
+    assert read_elf_info(exe).interp == str(loader)  # type: ignore[union-attr]
+    rows = [ln.split()[0] for ln in _run("readelf", "-lW", str(exe)).stdout.splitlines()
+            if ln.strip().split()[:1] in (["INTERP"], ["LOAD"])]
+    assert rows.index("INTERP") < rows.index("LOAD")  # PT_INTERP stays before the PT_LOADs
+    for step in ((), ("strip", "--strip-all")):
+        if step:
+            assert _run(*step, str(exe)).returncode == 0
+        done = _run(str(exe), "--version")
+        assert done.stdout.strip() == "nvlike 1.0", done.stderr
+    shorter = apply_edit(exe, ElfEdit(interpreter=GLIBC_LOADER))
+    assert shorter.method == "in-place"
+    assert _run(str(exe), "--version").returncode == 0
+
+
+def test_interpreter_only_on_files_with_pt_interp(nvlike: dict[str, Path], tmp_path: Path) -> None:
+    files = _copy_nvlike(nvlike, tmp_path / "t")
+    before = files["note"].read_bytes()
+    with pytest.raises(PatchError, match="PT_INTERP"):
+        apply_edit(files["note"], ElfEdit(interpreter=GLIBC_LOADER))
+    assert files["note"].read_bytes() == before
+
+
+def test_interpreter_of_another_machine_is_refused(
+    nvlike: dict[str, Path], cross: dict[str, Path | None], tmp_path: Path,
+) -> None:
+    other = cross.get("aarch64")
+    if other is None:
+        pytest.skip("no aarch64 cross compiler")
+    files = _copy_nvlike(nvlike, tmp_path / "t")
+    before = files["exe"].read_bytes()
+    with pytest.raises(PatchError, match="another machine"):
+        apply_edit(files["exe"], ElfEdit(interpreter=str(other)))
+    assert files["exe"].read_bytes() == before
+
+
+def test_add_needed_and_longer_rename(nvlike: dict[str, Path], tmp_path: Path) -> None:
+    """trtexec needs an added DT_NEEDED; libqtiff a rename (here: longer, via append)."""
+    files = _copy_nvlike(nvlike, tmp_path / "t")
+    user = files["user"]
+    shutil.copy2(files["note"], tmp_path / "t" / "libnvnote-renamed.so.1")
+    res = apply_edit(user, ElfEdit(runpath="$ORIGIN", add_needed=("libnvnonote.so.1",),
+                                   replace_needed=(("libnvnote.so.1",
+                                                    "libnvnote-renamed.so.1"),)))
+    assert res.method == "append"
+    info = read_elf_info(user)
+    assert info is not None
+    assert info.needed[0] == "libnvnote-renamed.so.1"
+    assert "libnvnonote.so.1" in info.needed and "libnvnote.so.1" not in info.needed
+    assert _ctypes_value(user, "nv_user") == "42"
+    maps = _run(sys.executable, "-c", f"import ctypes; ctypes.CDLL({str(user)!r});"
+                "print(open('/proc/self/maps').read())").stdout
+    assert "libnvnonote.so.1" in maps and "libnvnote-renamed.so.1" in maps
+    # the same edit again changes nothing
+    again = apply_edit(user, ElfEdit(runpath="$ORIGIN", add_needed=("libnvnonote.so.1",)))
+    assert again.method == "unchanged"
+
+
+def test_add_needed_in_place_uses_slack(nvlike: dict[str, Path], tmp_path: Path) -> None:
+    files = _copy_nvlike(nvlike, tmp_path / "t")
+    lib = files["note"]
+    set_runpath(lib, TARGET)  # append: leaves SPARE_BYTES of slack
+    res = apply_edit(lib, ElfEdit(add_needed=("libm.so.6",)))
+    assert res.method == "in-place"
+    assert read_elf_info(lib).needed[-1] == "libm.so.6"  # type: ignore[union-attr]
+    assert _ctypes_value(lib) == "42"
+
+
+def test_backend_factory() -> None:
+    assert backend_for("auto").name == "native"
+    assert backend_for("lief").name == "lief"
+    assert backend_for("dry-run").apply("/nonexistent", ElfEdit(runpath="x")).method == "planned"
+    with pytest.raises(UnknownPatcherError) as err:
+        backend_for("patchelf")
+    assert isinstance(err.value, CudasplitError)
+    with pytest.raises(CudasplitError):
+        set_runpath("/nonexistent", "x", patcher="bogus")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cudasplit import SplitOptions, split_to_dir
-from cudasplit.errors import PatchError, RulesError
+from cudasplit.errors import RulesError
 from cudasplit.patch import rename_needed
 from cudasplit.rules import build_ruleset
 from tests.builders import compile_shared, dynamic_entries
@@ -29,11 +29,28 @@ def test_rename_in_place_and_read_back(tmp_path: Path) -> None:
     assert rename_needed(lib, "libtiff.so.5", "libtiff.so") is False  # nothing left to do
 
 
-def test_longer_name_is_refused_and_file_untouched(tmp_path: Path) -> None:
+def test_longer_name_goes_through_append_and_loads(tmp_path: Path) -> None:
+    """A longer name cannot overwrite the old one: the append tier adds it (patchelf does too)."""
+    tiff = compile_shared(tmp_path / "t", "libtiff.so.5.8.0", "int tiff(void) { return 2; }",
+                          soname="libtiff.so.5.8.0")
+    lib = qtiff(tmp_path)
+    size = lib.stat().st_size
+    assert rename_needed(lib, "libtiff.so.5", "libtiff.so.5.8.0") is True
+    assert dynamic_entries(lib)["NEEDED"][0] == "libtiff.so.5.8.0"
+    assert lib.stat().st_size > size
+    code = f"import ctypes; ctypes.CDLL({str(lib)!r}); print('ok')"
+    run = subprocess.run(["python3", "-c", code], capture_output=True, text=True, check=False,
+                         env={"LD_LIBRARY_PATH": str(tiff.parent), "PATH": "/usr/bin:/bin"})
+    assert run.stdout.strip() == "ok", run.stderr
+
+
+def test_bad_names_are_refused_and_file_untouched(tmp_path: Path) -> None:
     lib = qtiff(tmp_path)
     before = lib.read_bytes()
-    with pytest.raises(PatchError, match="longer"):
-        rename_needed(lib, "libtiff.so.5", "libtiff.so.5.8.0")
+    with pytest.raises(ValueError):
+        rename_needed(lib, "libtiff.so.5", "a\0b")
+    with pytest.raises(ValueError):
+        rename_needed(lib, "libtiff.so.5", "")
     assert lib.read_bytes() == before
 
 
