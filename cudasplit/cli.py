@@ -279,7 +279,7 @@ def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
 def _print_summary(report: Report, *, to_stderr: bool = False) -> None:
     lines = report.summary_lines()
     if report.dry_run:
-        lines = ["plan (--dry-run): nothing was written; these directories do not exist",
+        lines = ["plan (--dry-run): nothing was written; outputs would go to these directories",
                  *lines]
     dropped = sum(1 for m in report.members if m.output is None and m.kind != "dir"
                   and m.note != "directories are created where their content lands")
