@@ -10,8 +10,8 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, fields, replace
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -26,7 +26,7 @@ from .pipeline import SplitOptions
 from .relreport import relative_report
 from .report import Report
 from .resolve import parse_interpreters
-from .rules import PackageSettings, build_ruleset, load_ruleset, read_rule_file
+from .rules import build_ruleset, describe_package, load_ruleset, read_rule_file
 from .runpath import DEFAULT_DRIVER_LINK, RunpathPolicy
 from .sources import (
     DEFAULT_MAX_MEMBERS,
@@ -104,6 +104,11 @@ def common_options(func: F) -> F:
         click.option("--max-members", type=click.IntRange(min=1), metavar="N",
                      help=f"Refuse a source with more than N members (default "
                      f"{DEFAULT_MAX_MEMBERS}): member count guard."),
+        click.option("--cuda-version", metavar="X.Y", help="The CUDA release (gates in the "
+                     "package table; lib/<major>/ lifting). Default: a cuda_* package's version."),
+        click.option("--platform", "split_platform", metavar="NAME", help="Platform for the "
+                     "package table's gates: linux-x86_64, linux-sbsa, ..., or "
+                     "aarch64-linux:CAP (Jetson capabilities pick linux-aarch64)."),
     ]):
         func = decorator(func)
     return func
@@ -173,10 +178,24 @@ def _options(kw: dict[str, Any], *, dry_run: bool = False) -> SplitOptions:
         nix_markers=bool(kw.get("nix_support")),
         cuda_major=kw.get("cuda_major"),
         package_roots=_package_roots(kw.get("package_root", ())),
+        cuda_version=kw.get("cuda_version"),
+        platform=_split_platform(kw.get("split_platform"), kw.get("cuda_version")),
+        check_fhs_refs=bool(kw.get("check_fhs_refs")),
         strip_components=kw.get("strip_components"),
         default_rules=bool(kw.get("default_rules")),
         fsync=not kw.get("no_fsync", False),
     )
+
+
+def _split_platform(word: str | None, cuda_version: str | None) -> str | None:
+    from .manifest import resolve_platform_word
+
+    if word is None:
+        return None
+    try:
+        return resolve_platform_word(word, cuda_version) or word
+    except CudasplitError as exc:
+        raise click.BadParameter(str(exc), param_hint="--platform") from exc
 
 
 def _tag(kw: dict[str, Any]) -> str:
@@ -238,6 +257,8 @@ main.add_command(ldd_command)  # cudasplit ldd: the loader view (cli_ldd.py)
 @click.option("--dry-run", is_flag=True, help="Plan and report; write nothing.")
 @click.option("--overwrite", is_flag=True, help="Replace the previous split in DIR (all of "
               "its outputs, also those this run does not produce).")
+@click.option("--check-fhs-refs", is_flag=True, help="Fail on /usr/ in any output unless the "
+              "package table allows it (Nixpkgs' checkCudaFhsRefs).")
 @click.option("--no-fsync", is_flag=True, help="Do not fsync before the final renames "
               "(faster on slow disks; a power loss may then leave truncated files).")
 @click.option("-j", "--jobs", type=int, default=0, help="Parallelism (default: available CPUs; "
@@ -439,8 +460,11 @@ def rules_show(files: Sequence[str], package: str | None) -> None:
     except CudasplitError as exc:
         _fail(exc)
     click.echo("# files, highest precedence first: " + ", ".join(ruleset.files))
-    for line in _package_table(ruleset.package):
-        click.echo(line)
+    if package:
+        # The whole package-table entry, every key (defaults too), gates spelled out.
+        click.echo(f"[package]  # {package}")
+        for line in describe_package(ruleset.package):
+            click.echo(line)
     for rename in ruleset.renames:
         click.echo(f"rename {rename.ref}: {rename.source} -> {rename.target}")
     for index, rule in enumerate(ruleset.rules, 1):
@@ -448,22 +472,6 @@ def rules_show(files: Sequence[str], package: str | None) -> None:
         kinds = f" kind={','.join(sorted(rule.kinds))}" if rule.kinds else ""
         click.echo(f"{index:3}. {rule.ref!s:40} -> {target:8} "
                    f"{', '.join(g.pattern for g in rule.globs)}{kinds}")
-
-
-def _package_table(settings: PackageSettings) -> list[str]:
-    """The effective ``[package]`` table, keys that differ from the defaults only."""
-    lines = []
-    default = PackageSettings()
-    for item in fields(settings):
-        value = getattr(settings, item.name)
-        if value == getattr(default, item.name):
-            continue
-        if isinstance(value, tuple):
-            value = [getattr(v, "pattern", v) for v in value]
-        elif isinstance(value, Mapping):
-            value = dict(value)
-        lines.append(f"{item.name} = {json.dumps(value)}")
-    return ["[package]", *lines] if lines else ["[package]  # no package settings"]
 
 
 @rules_group.command("check")
@@ -693,3 +701,12 @@ def features_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...]
             for problem in result.features.problems:
                 click.echo(f"problem: {problem}", err=True)
     sys.exit(EXIT_OK if report.complete else EXIT_PROBLEMS)
+
+
+# -- release-level tools (issue 16): cli_release.py -----------------------------------------
+from . import cli_release  # noqa: E402  (registered last; the module holds the commands)
+
+main.add_command(cli_release.closure_command)
+main.add_command(cli_release.nixify_command)
+main.add_command(cli_release.diff_command)
+cli_release.add_closure_option(split_command)  # split --closure
