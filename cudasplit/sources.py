@@ -49,7 +49,7 @@ DEFAULT_MAX_RATIO = 200.0
 RATIO_GRACE = 16 << 20
 # Member count guard (``--max-members``). The largest redistributables hold a few thousand
 # members (cuda_cccl 13.0: 1,845 entries; nsight's Qt and Python trees fewer than 10,000);
-# every member costs a report record, a file and ~1.5 KB of memory in the pipeline, so a
+# every member costs a report record, a file and ~1.1 KB of memory in the pipeline, so a
 # million empty ones (3.5 MB of .tar.zst) is a bomb of its own.
 DEFAULT_MAX_MEMBERS = 100_000
 
