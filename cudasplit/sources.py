@@ -142,11 +142,13 @@ def _short(name: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Decompression bomb guard: bytes the members may expand to, absolute and per input byte.
+    """Bomb guards: bytes the members may expand to (absolute and per input byte), and how
+    many members a source may have (archives and directories).
 
     Sizes are charged from the headers, before a member's data is read, so nothing of a
     member that would cross a limit is written. Hard links count again (they may be copied
-    between outputs), GNU sparse members count with their expanded size.
+    between outputs), GNU sparse members count with their expanded size (and are then
+    refused), pax and GNU long-name headers count with their size.
     """
 
     max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES
