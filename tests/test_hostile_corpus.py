@@ -40,12 +40,13 @@ from tests.hostile import (
     Accept,
     Ctx,
     catalog,
+    deep_tree,
     padded,
     raw_header,
+    remove_deep,
 )
 from tests.tarutil import TOP, compress
 from tests.test_hostile import CANARY, assert_links_inside, make_ctx, snapshot
-from tests.test_tarheaders import _deep_tree, _remove_deep
 
 TIME_LIMIT_S = 10.0
 RSS_LIMIT = 200 << 20
@@ -200,7 +201,7 @@ def cpython_inputs(directory: Path) -> list[Input]:
 
 
 def _deep_dir(directory: Path, ctx: Ctx) -> Path:
-    return _deep_tree(directory, 1500)
+    return deep_tree(directory, 1500)
 
 
 def _fifo_dir(directory: Path, ctx: Ctx) -> Path:
@@ -318,7 +319,7 @@ def _run_all(inputs: list[Input], tmp_path: Path) -> dict[str, list[str]]:
         for run in runs:  # deep trees defeat pytest's recursive cleanup
             for top in run.source.parent.glob(TOP):
                 if top.is_dir():
-                    _remove_deep(top)
+                    remove_deep(top)
     peak = max(m["maxrss"] for m in measured) / 2**20
     slowest = max(m["wall"] for m in measured)
     print(f"{len(runs)} inputs; slowest {slowest:.2f} s; peak RSS {peak:.0f} MiB")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import tarfile
 import time
 from pathlib import Path
@@ -30,7 +29,7 @@ from cudasplit._tarheaders import (
 )
 from cudasplit.errors import LimitExceededError, UnsafeMemberError
 from cudasplit.sources import Limits, open_source
-from tests.hostile import ext_header, member_after, pax_record, raw_tar
+from tests.hostile import deep_tree, ext_header, member_after, pax_record, raw_tar, remove_deep
 
 _KIND = {tarfile.REGTYPE: REGULAR, tarfile.DIRTYPE: DIRECTORY, tarfile.SYMTYPE: SYMLINK,
          tarfile.LNKTYPE: HARDLINK}
@@ -145,47 +144,15 @@ def test_pax_parser_refuses_bogus_records(buf: bytes) -> None:
 # -- directory sources (issue 15, item 9) -------------------------------------------------------
 
 
-def _deep_tree(root: Path, depth: int) -> Path:
-    """``depth`` nested directories, created relative to a moving cwd-free fd (paths this
-    long exceed PATH_MAX)."""
-    top = root / "cuda_demo-linux-x86_64-12.9.79-archive"
-    top.mkdir()
-    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        for _ in range(depth):
-            os.mkdir("d", dir_fd=fd)
-            new = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
-            os.close(fd)
-            fd = new
-        os.close(os.open("f", os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd))
-    finally:
-        os.close(fd)
-    return top
-
-
-def _remove_deep(top: Path) -> None:
-    """Take the chain apart one level at a time, lifting the rest up (shutil.rmtree, and so
-    pytest's cleanup, recurses once per level)."""
-    while (top / "d").exists():
-        level = top / "d"
-        if (level / "d").exists():
-            os.rename(level / "d", top / "rest")
-        for leftover in level.iterdir():
-            leftover.unlink()
-        level.rmdir()
-        if (top / "rest").exists():
-            os.rename(top / "rest", top / "d")
-
-
 @pytest.mark.parametrize("depth", [65, 1500])
 def test_directory_source_refuses_deep_trees(tmp_path: Path, depth: int) -> None:
-    top = _deep_tree(tmp_path, depth)
+    top = deep_tree(tmp_path, depth)
     try:
         with pytest.raises(UnsafeMemberError, match="too deep"):
             split_to_dir(top, tmp_path / "out", SplitOptions(jobs=1))
         assert not (tmp_path / "out").exists()
     finally:
-        _remove_deep(top)
+        remove_deep(top)
 
 
 def test_directory_source_refuses_long_paths(tmp_path: Path) -> None:
