@@ -189,3 +189,39 @@ def test_directory_walk_order_is_sorted_preorder(tmp_path: Path) -> None:
         (top / rel).write_bytes(b"")
     paths = [m.path for m, _ in open_source(top).members()]
     assert paths == ["a", "a/y", "a/y/x", "b", "b/z", "c"]
+
+
+# -- mutated archives -----------------------------------------------------------------------------
+
+_SEED = _write([(tarfile.REGTYPE, "top/lib/" + "n" * 120 + ".so", b"\x7fELF" + b"e" * 900, "", 0o755),
+                (tarfile.SYMTYPE, "top/lib/link.so", b"", "n" * 120 + ".so", 0o777),
+                (tarfile.LNKTYPE, "top/lib/hard.so", b"", "top/lib/" + "n" * 120 + ".so", 0o644),
+                (tarfile.DIRTYPE, "top/include", b"", "", 0o755),
+                (tarfile.REGTYPE, "top/include/ü.h", b"#pragma once\n" * 50, "", 0o644)],
+               tarfile.PAX_FORMAT)
+_SEED_GNU = _write([(tarfile.REGTYPE, "top/" + "g" * 150, b"data" * 300, "", 0o644),
+                    (tarfile.SYMTYPE, "top/l", b"", "x" * 140, 0o777)], tarfile.GNU_FORMAT)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([_SEED, _SEED_GNU]),
+       st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), min_size=1, max_size=8),
+       st.integers(0, 20_000))
+def test_mutated_archives_raise_only_tar_format_errors(seed: bytes,
+                                                       flips: list[tuple[int, int]],
+                                                       cut: int) -> None:
+    data = bytearray(seed)
+    for position, value in flips:
+        data[position % len(data)] = value
+    charged: list[int] = []
+    reader = TarReader(io.BytesIO(bytes(data[:cut] if cut < len(data) else data)),  # type: ignore[arg-type]
+                       charged.append)
+    start = time.perf_counter()
+    with contextlib.suppress(TarFormatError):
+        while (header := reader.next()) is not None:
+            if header.type == REGULAR:
+                stream = reader.data(header.size)
+                while stream.read(1 << 16):
+                    pass
+    assert time.perf_counter() - start < 1.0
+    assert all(0 <= size <= 1 << 20 for size in charged)
