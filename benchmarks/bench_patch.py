@@ -1,20 +1,22 @@
-"""Compare cudasplit's RUNPATH writer with patchelf and LIEF on real NVIDIA libraries.
+"""Compare cudasplit's ELF writer with patchelf and LIEF on real NVIDIA libraries.
 
     python benchmarks/bench_patch.py [--no-lief]
 
-Downloads (once, into .bench-cache/, never committed) the cuBLAS, NVRTC and CUDA runtime wheels
-from PyPI with pip, extracts their shared objects, and patches a fresh copy of each file with
-every method. Copies are made outside the timed region. Prints a markdown table.
+Takes the cuBLAS, NVRTC, CUDA runtime and CUPTI wheels pinned in ``tests/realwheels.py`` (cached
+in ``~/.cache/cudasplit``, downloaded with pip on first use), and patches a fresh copy of every
+shared object in them with every method. Copies are made outside the timed region. Prints a
+markdown table; the "strip" column says whether the file still loads (``ctypes``, RTLD_LAZY, in
+a child) after ``strip --strip-debug`` of our output.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
 import time
-import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,26 +24,35 @@ sys.path.insert(0, str(ROOT))
 
 from cudasplit.elf import read_elf_info  # noqa: E402
 from cudasplit.patch import set_runpath  # noqa: E402
+from tests.realwheels import cu12  # noqa: E402
 
-CACHE = ROOT / ".bench-cache"
-WHEELS = ("nvidia-cublas-cu12", "nvidia-cuda-nvrtc-cu12", "nvidia-cuda-runtime-cu12")
+WORK = Path(os.environ.get("TMPDIR", "/tmp")) / "cudasplit-bench-patch"
+WHEELS = ("nvidia-cublas-cu12", "nvidia-cuda-nvrtc-cu12", "nvidia-cuda-runtime-cu12",
+          "nvidia-cuda-cupti-cu12")
 TARGET = ("/nix/store/0123456789abcdfghijklmnpqrsvwxyz-cuda_compat-12.9/compat:"
           "/run/opengl-driver/lib:$ORIGIN")
 
 
 def elf_files() -> list[Path]:
-    wheels, out = CACHE / "wheels", CACHE / "elf"
-    if not any(wheels.glob("*.whl")):
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", *WHEELS, "-d",
-                        str(wheels)], check=True)
-    if not out.exists():
-        out.mkdir(parents=True)
-        for whl in sorted(wheels.glob("*.whl")):
-            with zipfile.ZipFile(whl) as zf:
-                for name in zf.namelist():
-                    if ".so" in Path(name).name:
-                        (out / Path(name).name).write_bytes(zf.read(name))
-    return sorted(p for p in out.iterdir() if read_elf_info(p) is not None)
+    out = []
+    for wheel in WHEELS:
+        for path in sorted((cu12(wheel) / "nvidia").glob("*/lib/*.so*")):
+            if read_elf_info(path) is not None:
+                out.append(path)
+    return out
+
+
+def loads_after_strip(path: Path, libdir: Path) -> str:
+    stripped = path.with_suffix(".stripped")
+    done = subprocess.run(["strip", "--strip-debug", "-o", str(stripped), str(path)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return "strip failed"
+    code = f"import ctypes, os; ctypes.CDLL({str(stripped)!r}, mode=os.RTLD_LAZY)"
+    env = {"LD_LIBRARY_PATH": str(libdir), "PATH": "/usr/bin:/bin"}
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, check=False)
+    stripped.unlink()
+    return "ok" if ran.returncode == 0 else f"exit {ran.returncode}"
 
 
 def timed(fn: object) -> float:
@@ -72,6 +83,7 @@ def bench_file(src: Path, work: Path, use_lief: bool) -> dict[str, object]:
     row["ours"] = best
     row["method"] = res["r"].method  # type: ignore[attr-defined]
     row["ours_growth"] = work.stat().st_size - size
+    row["strip"] = loads_after_strip(work, src.parent)
     row["again"] = timed(lambda: set_runpath(work, TARGET + ":/again"))
     row["again_method"] = set_runpath(work, TARGET + ":/again2").method
     shutil.copyfile(src, work)
@@ -92,16 +104,16 @@ def fmt_ms(sec: object) -> str:
 
 
 def table(rows: list[dict[str, object]]) -> str:
-    head = ("| file | MB | method | ours ms | re-patch ms | patchelf ms | LIEF ms | "
+    head = ("| file | MB | method | ours ms | strip | re-patch ms | patchelf ms | LIEF ms | "
             "patchelf/ours | LIEF/ours | growth ours / patchelf / LIEF (bytes) |")
-    lines = [head, "|" + "---|" * 10]
+    lines = [head, "|" + "---|" * 11]
     for r in rows:
         ours = float(r["ours"])  # type: ignore[arg-type]
         ratio_p = float(r["patchelf"]) / ours  # type: ignore[arg-type]
         ratio_l = f"{float(r['lief']) / ours:.0f}x" if "lief" in r else "-"  # type: ignore[arg-type]
         lines.append(
             f"| {r['file']} | {int(r['size']) / 1e6:.1f} | {r['method']} | "  # type: ignore[call-overload]
-            f"{fmt_ms(r['ours'])} | {fmt_ms(r['again'])} ({r['again_method']}) | "
+            f"{fmt_ms(r['ours'])} | {r['strip']} | {fmt_ms(r['again'])} ({r['again_method']}) | "
             f"{fmt_ms(r['patchelf'])} | {fmt_ms(r.get('lief'))} | {ratio_p:.0f}x | {ratio_l} | "
             f"{r['ours_growth']} / {r['patchelf_growth']} / {r.get('lief_growth', '-')} |")
     return "\n".join(lines)
@@ -112,8 +124,8 @@ def main() -> None:
     parser.add_argument("--no-lief", action="store_true", help="skip LIEF (slow, ~3x file RAM)")
     args = parser.parse_args()
     files = elf_files()
-    work_dir = CACHE / "work"
-    work_dir.mkdir(exist_ok=True)
+    work_dir = WORK
+    work_dir.mkdir(parents=True, exist_ok=True)
     rows = []
     for src in files:
         rows.append(bench_file(src, work_dir / src.name, not args.no_lief))

@@ -5,6 +5,8 @@ The public API never prints and never exits; every error derives from :class:`Cu
 
 from __future__ import annotations
 
+import logging
+
 from .api import (
     BatchResult,
     Explanation,
@@ -22,10 +24,12 @@ from .errors import (
     LimitExceededError,
     ManifestError,
     NixEnvironmentError,
+    OptionsError,
     OutputError,
     PatchError,
     ProblemsFound,
     RulesError,
+    RunpathPolicyError,
     SourceError,
     UnsafeMemberError,
 )
@@ -39,6 +43,10 @@ from .sinks import DirectorySink, MemorySink, Sink
 from .sources import open_source
 
 __version__ = "0.1.0"
+
+# The library logs (e.g. the LIEF fallback) but never prints: without this, logging's
+# last-resort handler would write warnings to stderr of an application that set up nothing.
+logging.getLogger("cudasplit").addHandler(logging.NullHandler())
 
 __all__ = [
     "OUTPUT_NAMES",
@@ -56,6 +64,7 @@ __all__ = [
     "MemberType",
     "MemorySink",
     "NixEnvironmentError",
+    "OptionsError",
     "OutputError",
     "OutputRecord",
     "PackageId",
@@ -70,6 +79,7 @@ __all__ = [
     "RulesError",
     "RunpathPlan",
     "RunpathPolicy",
+    "RunpathPolicyError",
     "Sink",
     "SourceError",
     "SplitOptions",

@@ -189,7 +189,7 @@ def _unpack_phdr(elf_bits: int, bo: str, data: bytes) -> Phdr:
     return Phdr(**values)
 
 
-def _read_header(path: str, fd: int) -> dict[str, int | str]:
+def _read_header(path: str, fd: int, strict: bool = True) -> dict[str, int | str]:
     head = os.pread(fd, 64, 0)
     if head[:4] != b"\x7fELF":
         raise ElfError(f"{path}: not an ELF file")
@@ -202,7 +202,7 @@ def _read_header(path: str, fd: int) -> dict[str, int | str]:
         raise ElfError(f"{path}: truncated ELF header")
     (_, e_type, e_machine, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum, _) = \
         struct.unpack_from(fmt, head)
-    if phentsize != struct.calcsize(_PHDR[bits][0]) or phnum == 0:
+    if (phnum or strict) and (phentsize != struct.calcsize(_PHDR[bits][0]) or phnum == 0):
         raise ElfError(f"{path}: corrupt ELF header (program header size {phentsize}, "
                        f"count {phnum})")
     return {"bits": bits, "bo": bo, "e_type": e_type, "e_machine": e_machine, "phoff": phoff,
@@ -216,6 +216,13 @@ def _read_shdrs(elf: RawElf) -> list[Shdr]:
     if elf.shnum == 0 or elf.shentsize != struct.calcsize(fmt) or \
             elf.shoff + elf.shnum * elf.shentsize > elf.size:
         return []
+    lo, hi = elf.shoff, elf.shoff + elf.shnum * elf.shentsize
+    # The writer updates section headers and .symtab entries in place: a table that overlaps
+    # the headers or any segment (hostile, or damaged) is ignored rather than written into.
+    used = [(0, elf.phoff + elf.phnum * elf.phentsize)]
+    used += [(ph.p_offset, ph.file_end) for ph in elf.phdrs if ph.p_type != PT_NULL]
+    if any(a < hi and lo < b for a, b in used):
+        return []
     data = elf.pread(elf.shnum * elf.shentsize, elf.shoff)
     out = []
     for i, fields in enumerate(struct.iter_unpack(fmt, data)):
@@ -224,8 +231,9 @@ def _read_shdrs(elf: RawElf) -> list[Shdr]:
     return out
 
 
-def read_dynamic(elf: RawElf) -> None:
-    """Fill ``dyn``/``strtab_*``/``strsz``; refuse what the writer could not edit safely."""
+def read_dynamic(elf: RawElf, strict: bool = True) -> None:
+    """Fill ``dyn``/``strtab_*``/``strsz``; refuse what the writer could not edit safely
+    (``strict``; the facts reader only needs what the loader reads)."""
     dyn = [ph for ph in elf.phdrs if ph.p_type == PT_DYNAMIC]
     if not dyn:
         elf.dyn = None
@@ -242,10 +250,22 @@ def read_dynamic(elf: RawElf) -> None:
         raise elf.fail("dynamic array has no DT_NULL terminator")
     elf.dyn = entries
     tags = [t for t, _ in entries]
+    if not strict:
+        if any(t in STRING_TAGS for t in tags):
+            _locate_strtab(elf, tags)
+        return
     if tags.count(DT_STRTAB) > 1 or tags.count(DT_STRSZ) > 1:
         # glibc uses the last, readelf the first: any edit would be read differently.
         raise elf.fail("more than one DT_STRTAB or DT_STRSZ")
-    strtab, strsz = elf.dyn_value(DT_STRTAB), elf.dyn_value(DT_STRSZ)
+    _check_addresses(elf, entries)
+    _check_hash_tables(elf)
+    _locate_strtab(elf, tags)
+
+
+def _locate_strtab(elf: RawElf, tags: list[int]) -> None:
+    # glibc uses the last DT_STRTAB/DT_STRSZ (strict mode refuses two)
+    strtab = next((v for t, v in reversed(elf.entries) if t == DT_STRTAB), None)
+    strsz = next((v for t, v in reversed(elf.entries) if t == DT_STRSZ), None)
     if strtab is None or strsz is None:
         if any(t in STRING_TAGS for t in tags):
             raise elf.fail("DT_STRTAB or DT_STRSZ missing")
@@ -254,22 +274,82 @@ def read_dynamic(elf: RawElf) -> None:
     elf.strtab_off = elf.vaddr_to_offset(strtab, max(strsz, 1))
 
 
-def read_raw(path: str, fd: int, *, need_dynamic: bool = True) -> RawElf:
-    """Parse headers, program headers, section headers and the dynamic array of an open file."""
+# Tags whose value is an address the loader dereferences: PLTGOT HASH STRTAB SYMTAB RELA INIT
+# FINI REL JMPREL INIT_ARRAY FINI_ARRAY RELR GNU_HASH VERSYM VERDEF VERNEED
+ADDRESS_TAGS = (3, 4, 5, 6, 7, 12, 13, 17, 23, 25, 26, 36, DT_GNU_HASH, DT_VERSYM, DT_VERDEF,
+                DT_VERNEED)
+
+
+def _check_addresses(elf: RawElf, entries: list[tuple[int, int]]) -> None:
+    """Every address tag must point into a PT_LOAD: one that does not reads whatever happens to
+    be mapped there (the ELF header, a neighbour), and any edit would change what it reads."""
+    spans = [(ph.p_vaddr, ph.mem_end) for ph in elf.phdrs if ph.p_type == PT_LOAD]
+    ehdr, table_end = (64 if elf.bits == 64 else 52), elf.phoff + elf.phnum * elf.phentsize
+    for tag, value in entries:
+        if tag not in ADDRESS_TAGS:
+            continue
+        if not any(lo <= value < hi for lo, hi in spans):
+            raise elf.fail(f"dynamic tag {tag:#x} points at {value:#x}, outside every PT_LOAD")
+        try:
+            offset = elf.vaddr_to_offset(value)
+        except ElfError:
+            continue  # .bss-like memory: not file bytes
+        if offset < ehdr or elf.phoff <= offset < table_end:
+            # the writer rewrites the headers: a table "found" there would change under it
+            raise elf.fail(f"dynamic tag {tag:#x} points into the ELF or program headers")
+
+
+def _check_hash_tables(elf: RawElf) -> None:
+    """The hash tables must fit the segment that maps them (glibc reads them unchecked: a
+    table that reaches outside reads whatever is mapped next to the object)."""
+    word = elf.bits // 8
+    for tag in (DT_HASH, DT_GNU_HASH):
+        addr = elf.dyn_value(tag)
+        if addr is None:
+            continue
+        load = next((ph for ph in elf.phdrs if ph.p_type == PT_LOAD and
+                     ph.p_vaddr <= addr < ph.p_vaddr + ph.p_filesz), None)
+        if load is None:
+            raise elf.fail(f"hash table at {addr:#x} is not file-backed")
+        room = load.p_vaddr + load.p_filesz - addr
+        head = elf.pread(min(16, room), load.p_offset + addr - load.p_vaddr)
+        if tag == DT_HASH:
+            nbucket, nchain = struct.unpack_from(elf.bo + "II", head.ljust(8, b"\0"))
+            need = 8 + 4 * (nbucket + nchain)
+        else:
+            nbuckets, _, bloom, _ = struct.unpack_from(elf.bo + "IIII", head.ljust(16, b"\0"))
+            if bloom & (bloom - 1) or not bloom:
+                raise elf.fail(f"GNU hash bloom size {bloom} is not a power of two")
+            need = 16 + bloom * word + 4 * nbuckets
+        if need > room:
+            raise elf.fail(f"hash table at {addr:#x} reaches past its segment")
+
+
+def read_raw(path: str, fd: int, *, need_dynamic: bool = True, strict: bool = True) -> RawElf:
+    """Parse headers, program headers, section headers and the dynamic array of an open file.
+
+    ``strict`` (the writer): refuse what the loader would refuse or what could not be edited
+    safely, and read the section headers. Not strict (the facts of :mod:`cudasplit.elf`):
+    files without program headers (``.o``) are fine, only the dynamic array is read.
+    """
     size = os.fstat(fd).st_size
-    h = _read_header(path, fd)
+    h = _read_header(path, fd, strict)
     elf = RawElf(path=path, fd=fd, size=size, phdrs=[], shdrs=[],
                  **h)  # type: ignore[arg-type]
     table = elf.pread(elf.phnum * elf.phentsize, elf.phoff)
     elf.phdrs = [_unpack_phdr(elf.bits, elf.bo, table[i * elf.phentsize:(i + 1) * elf.phentsize])
                  for i in range(elf.phnum)]
-    check_phdrs(elf)
-    elf.shdrs = _read_shdrs(elf)
-    read_dynamic(elf)
+    if strict:
+        check_phdrs(elf)
+        elf.shdrs = _read_shdrs(elf)
+    read_dynamic(elf, strict)
     if need_dynamic and elf.dyn is None:
         from cudasplit.errors import PatchError
         raise PatchError(f"{path}: no dynamic section (static or relocatable file)")
     return elf
+
+
+_INSIDE_TYPES = (PT_DYNAMIC, PT_INTERP, 7, 0x6474E550, 0x6474E552)  # TLS, EH_FRAME, RELRO
 
 
 def check_phdrs(elf: RawElf) -> None:
@@ -286,6 +366,13 @@ def check_phdrs(elf: RawElf) -> None:
             raise elf.fail(f"bad PT_LOAD at {ph.p_offset:#x}")
         if ph.p_align > 1 and ph.p_offset % ph.p_align != ph.p_vaddr % ph.p_align:
             raise elf.fail(f"PT_LOAD at {ph.p_offset:#x} breaks offset/address congruence")
+    for ph in elf.phdrs:
+        # The loader uses these addresses (l_ld, mprotect of RELRO, TLS image, unwinding):
+        # outside every PT_LOAD they reach whatever is mapped next to the object.
+        if ph.p_type in _INSIDE_TYPES and ph.p_memsz and not any(
+                ld.p_vaddr <= ph.p_vaddr and ph.mem_end <= ld.mem_end for ld in loads):
+            raise elf.fail(f"segment type {ph.p_type:#x} at {ph.p_vaddr:#x} lies outside every "
+                           "PT_LOAD")
     for prev, cur in itertools.pairwise(loads):
         if cur.p_vaddr < prev.mem_end:
             raise elf.fail(f"PT_LOAD segments overlap or are unsorted ({prev.p_vaddr:#x}, "
@@ -345,31 +432,40 @@ def _walk_versions(elf: RawElf, tag: int, numtag: int, fmt: str, name_field: int
     by one per 8 bytes of the file.
     """
     addr, count = elf.dyn_value(tag), elf.dyn_value(numtag)
-    if addr is None or not count:
+    if addr is None:
         return
     off = elf.vaddr_to_offset(addr)
     size, auxsize = struct.calcsize(fmt), struct.calcsize(auxfmt)
     seen: set[int] = set()
     budget = [elf.size // 8 + 64]
-    for _ in range(count):
+    records = 0
+    while True:  # glibc follows the next links until 0 and ignores the counts: so do we
         rec = struct.unpack(elf.bo + fmt, elf.pread(size, off))
         _visit(elf, seen, off, budget)
+        records += 1
         if name_field is not None:
             yield VersionRef(off + 4, rec[name_field], True)  # vn_file
         aux = off + rec[aux_next[0]]
         cnt = rec[1] if name_field is not None else rec[3]  # vn_cnt | vd_cnt
         seen_aux: set[int] = set()
-        for _ in range(cnt):
+        auxes = 0
+        while cnt:
             arec = struct.unpack(elf.bo + auxfmt, elf.pread(auxsize, aux))
             _visit(elf, seen_aux, aux, budget)
+            auxes += 1
             # vna_name sits 8 bytes into Elf_Vernaux, vda_name first in Elf_Verdaux
             yield VersionRef(aux + (8 if name_field is not None else 0), arec[aux_name], False)
             if not arec[aux_link]:
                 break
             aux += arec[aux_link]
+        if auxes != cnt and name_field is not None:
+            raise elf.fail(f"version need at {off:#x} counts {cnt} entries, links {auxes}")
         if not rec[aux_next[1]]:
             break
         off += rec[aux_next[1]]
+    if records != count:
+        # the loader reads the chain, tools read the count: they would disagree on the names
+        raise elf.fail(f"version chain has {records} records, the dynamic count says {count}")
 
 
 def _visit(elf: RawElf, seen: set[int], off: int, budget: list[int]) -> None:

@@ -63,6 +63,7 @@ from cudasplit._elfio import (
     symbol_name_refs,
     version_refs,
 )
+from cudasplit.errors import ElfError, PatchError
 
 SPARE_BYTES = 256  # NULs kept after an appended string so that later rewrites fit in place
 _MAX_EVICT_BYTES = 8 << 20  # sections moved to make room for one program header, at most
@@ -278,6 +279,40 @@ def _phdr_users(elf: RawElf, lo: int, hi: int, evict: tuple[Shdr, ...]) -> bool:
     return any(a < hi and lo < b for a, b in users)
 
 
+_ADDR_TAGS = (3, 4, 5, 6, 7, 12, 13, 17, 23, 25, 26, 36, DT_GNU_HASH, DT_VERSYM, DT_VERNEED,
+              DT_VERDEF)  # PLTGOT HASH STRTAB SYMTAB RELA INIT FINI REL JMPREL *_ARRAY RELR ...
+
+
+def _sections_match_segments(elf: RawElf) -> bool:
+    """Does every allocated section sit where its address says (through PT_LOAD)?
+
+    Growing the table trusts the section headers to say what follows it; a header that lies
+    (hostile or damaged) would let the table overwrite live bytes.
+    """
+    for sec in elf.shdrs:
+        if not sec.index or not sec.sh_flags & 2 or sec.sh_type == SHT_NOBITS or not sec.sh_size:
+            continue
+        try:
+            if elf.vaddr_to_offset(sec.sh_addr, sec.sh_size) != sec.sh_offset:
+                return False
+        except ElfError:
+            return False
+    return True
+
+
+def _tag_targets_in(elf: RawElf, lo: int, hi: int, moved: tuple[Shdr, ...]) -> bool:
+    """Does a dynamic tag (other than those of moved sections) point into file bytes [lo, hi)?"""
+    gone = {s.sh_addr for s in moved}
+    for t, v in elf.entries:
+        if t in _ADDR_TAGS and v not in gone:
+            try:
+                if lo <= elf.vaddr_to_offset(v) < hi:
+                    return True
+            except ElfError:
+                continue
+    return False
+
+
 def _table_span(elf: RawElf) -> tuple[int, int] | None:
     """[end of the table, end + one entry), when the first PT_LOAD covers it."""
     lo = elf.phoff + elf.phnum * elf.phentsize
@@ -291,7 +326,8 @@ def _table_span(elf: RawElf) -> tuple[int, int] | None:
 def _padding_free(elf: RawElf) -> bool:
     """Can the table grow by one entry into zero padding inside the segment that maps it?"""
     span = _table_span(elf)
-    if span is None or _phdr_users(elf, *span, ()):
+    if span is None or _phdr_users(elf, *span, ()) or _tag_targets_in(elf, *span, ()) or \
+            not _sections_match_segments(elf):
         return False
     return elf.pread(span[1] - span[0], span[0]) == b"\0" * (span[1] - span[0])
 
@@ -326,7 +362,7 @@ def _evictable(elf: RawElf, sec: Shdr) -> bool:
 def _eviction(elf: RawElf) -> tuple[Shdr, ...] | None:
     """Sections to move so the table can grow by one entry in place (docstring, d)."""
     span = _table_span(elf)
-    if span is None or not elf.shdrs:
+    if span is None or not elf.shdrs or not _sections_match_segments(elf):
         return None
     lo, hi = span
     alloc = sorted((s for s in elf.shdrs if s.index and s.sh_size and s.sh_type != SHT_NOBITS
@@ -336,7 +372,8 @@ def _eviction(elf: RawElf) -> tuple[Shdr, ...] | None:
         return None  # a section straddles the end of the table
     evict = tuple(alloc)
     if not all(_evictable(elf, s) for s in evict) or \
-            sum(s.sh_size for s in evict) > _MAX_EVICT_BYTES or _phdr_users(elf, lo, hi, evict):
+            sum(s.sh_size for s in evict) > _MAX_EVICT_BYTES or _phdr_users(elf, lo, hi, evict) or \
+            _tag_targets_in(elf, lo, hi, evict):
         return None
     return evict
 
@@ -378,7 +415,15 @@ def plan_append(elf: RawElf, want: Want) -> Plan | None:
     loads = [ph for ph in elf.phdrs if ph.p_type == PT_LOAD]
     align = max(ph.p_align for ph in loads)
     if min(ph.p_align for ph in loads) < PAGE:
-        return None  # a new segment could not be placed congruently for every page size
+        # glibc refuses such files anyway; a new segment could not be placed congruently
+        raise PatchError(f"{elf.path}: PT_LOAD alignment {min(ph.p_align for ph in loads):#x} "
+                         "is below the page size; no segment can be appended")
+    refs = symbol_name_refs(elf, dynstr_section(elf)) or []
+    unterminated = elf.strsz > 0 and elf.pread(1, elf.strtab_off + elf.strsz - 1) != b"\0"
+    if (refs and max(refs) >= elf.strsz) or unterminated:
+        # the copy holds DT_STRSZ bytes: a symbol name beyond it would be lost
+        raise PatchError(f"{elf.path}: a symbol name lies beyond DT_STRSZ ({elf.strsz:#x}); "
+                         ".dynstr cannot be copied safely")
     room = choose_room(elf)
     if room is None:
         return None
@@ -550,8 +595,10 @@ def _section_symbol_writes(elf: RawElf, sec: Shdr, addr: int) -> list[tuple[int,
     writes = []
     is64 = elf.bits == 64
     fmt = elf.bo + ("IBBHQQ" if is64 else "IIIBBH")
+    segments = [(ph.p_offset, ph.file_end) for ph in elf.phdrs if ph.p_type != PT_NULL]
     for tab in (s for s in elf.shdrs if s.sh_type == SHT_SYMTAB and
-                s.sh_entsize == struct.calcsize(fmt)):
+                s.sh_entsize == struct.calcsize(fmt) and not
+                any(a < s.file_end and s.sh_offset < b for a, b in segments)):
         count = min(tab.sh_size // tab.sh_entsize, len(elf.shdrs) + 1)
         data = elf.pread(count * tab.sh_entsize, tab.sh_offset)
         for i, rec in enumerate(struct.iter_unpack(fmt, data)):

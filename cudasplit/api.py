@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import os
+import posixpath
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -14,7 +16,8 @@ from .model import OUTPUT_NAMES, Kind, PackageId
 from .nixenv import nix_outputs
 from .pipeline import SplitOptions, SplitRun, member_kind, open_for
 from .pipeline import split as _split
-from .report import Report
+from .report import MemberRecord, Report
+from .resolve import with_nix_defaults
 from .rules import Rename, RuleSet, load_ruleset
 from .sinks import DirectorySink, Sink
 from .sources import Source, package_from_filename, parse_top_dir
@@ -37,7 +40,7 @@ def split_to_dir(source: PathLike | Source, output_dir: PathLike,
         return _split(source, None, options=opts,
                       plan_roots={name: str(base / name) for name in OUTPUT_NAMES})
     sink = DirectorySink.for_output_dir(Path(output_dir), list(OUTPUT_NAMES),
-                                        overwrite=opts.overwrite)
+                                        overwrite=opts.overwrite, durable=opts.fsync)
     return _split(source, sink, options=opts)
 
 
@@ -56,16 +59,31 @@ def batch_sources(paths: Sequence[PathLike]) -> list[Path]:
     result: list[Path] = []
     for raw in paths:
         path = Path(raw)
-        if path.is_dir() and _is_tarball_dir(path):
-            result.extend(sorted(p for p in path.iterdir() if p.is_file() and _is_archive(p)))
+        if path.is_dir() and directory_kind(path) == "batch":
+            result.extend(_archives_in(path))
         else:
             result.append(path)
     return result
 
 
-def _is_tarball_dir(path: Path) -> bool:
-    entries = [p for p in path.iterdir() if not p.name.startswith(".")]
-    return bool(entries) and all(p.is_file() for p in entries) and any(map(_is_archive, entries))
+def directory_kind(path: PathLike) -> str:
+    """``"tree"`` (an unpacked redistributable) or ``"batch"`` (a downloads directory), by
+    content: a ``*-archive`` directory itself, or a directory holding exactly one, is a tree;
+    otherwise a directory holding tarballs (by magic bytes) is a batch, whatever else it holds.
+    """
+    directory = Path(path)
+    if parse_top_dir(directory.name) is not None:
+        return "tree"
+    entries = [p for p in directory.iterdir() if not p.name.startswith(".")]
+    tops = [p for p in entries if p.is_dir() and parse_top_dir(p.name) is not None]
+    if len(tops) == 1 and len(entries) == 1:
+        return "tree"
+    return "batch" if any(p.is_file() and _is_archive(p) for p in entries) else "tree"
+
+
+def _archives_in(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.iterdir()
+                  if p.is_file() and not p.name.startswith(".") and _is_archive(p))
 
 
 def _is_archive(path: Path) -> bool:
@@ -116,6 +134,7 @@ def split_nix(source: PathLike | Source, env: dict[str, str] | None = None,
     """Inside a Nix builder: the derivation's outputs (``$outputs`` or structured attrs)."""
     roots = nix_outputs(env)
     opts = replace(options or SplitOptions(), outputs=tuple(roots))
+    opts = replace(opts, runpath=with_nix_defaults(opts.runpath, env))  # loader, libs, failure
     if opts.dry_run:
         return _split(source, None, options=opts,
                       plan_roots={name: str(path) for name, path in roots.items()})
@@ -145,6 +164,7 @@ class Explanation:
     tried: tuple[RuleTrial, ...]
     output: str | None
     note: str | None
+    elf: dict[str, object] | None = None  # the planned ELF edit (same planner as a split)
 
 
 def explain(source: PathLike | Source, path: str, options: SplitOptions | None = None
@@ -154,15 +174,38 @@ def explain(source: PathLike | Source, path: str, options: SplitOptions | None =
     source = open_for(source, opts)
     run = SplitRun(source, None, opts)
     report = run.run()
-    wanted = path.strip("/")
-    try:
-        record = report.member(wanted)
-    except KeyError:
-        raise SourceError(f"no member {wanted!r} in the archive",
-                          source=source.description) from None
+    record = _find_member(report, path, source.description)
     assert run.ruleset is not None
-    return _explain_record(run.ruleset, record.path, Kind(record.kind), record.output,
-                           record.note)
+    explanation = _explain_record(run.ruleset, record.path, Kind(record.kind), record.output,
+                                  record.note)
+    return replace(explanation, elf=_elf_plan(record))
+
+
+def _elf_plan(record: MemberRecord) -> dict[str, object] | None:
+    if not record.kind.startswith("elf-"):
+        return None
+    keys = ("patch", "runpath_before", "runpath_after", "runpath_tag", "interpreter_before",
+            "interpreter_after", "needed_unresolved", "dlopen")
+    return {key: getattr(record, key) for key in keys}
+
+
+def _find_member(report: Report, path: str, description: str) -> MemberRecord:
+    """The member ``path`` names: an archive path (top dir stripped or not, ``./`` prefixed,
+    as ``tar tf`` prints it) or an output path (``lib/libfoo.so``, ``lib/lib/libfoo.so``)."""
+    wanted = posixpath.normpath("/" + path.strip()).lstrip("/")
+    by_path = {m.path: m for m in report.members}
+    candidates = [wanted]
+    if "/" in wanted:
+        candidates.append(wanted.split("/", 1)[1])  # tar tf shows the top directory
+    for candidate in candidates:
+        if candidate in by_path:
+            return by_path[candidate]
+    for record in report.members:
+        if record.dest is not None and wanted in (record.dest, f"{record.output}/{record.dest}"):
+            return record
+    near = difflib.get_close_matches(wanted, list(by_path), n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(map(repr, near))}?" if near else ""
+    raise SourceError(f"no member {wanted!r} in the archive{hint}", source=description)
 
 
 def _explain_record(ruleset: RuleSet, path: str, kind: Kind, output: str | None,
@@ -185,6 +228,7 @@ __all__ = [
     "Explanation",
     "RuleTrial",
     "batch_sources",
+    "directory_kind",
     "explain",
     "inspect",
     "load_ruleset",

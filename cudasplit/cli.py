@@ -7,11 +7,9 @@ All decisions live in the library; this module parses options, renders reports a
 from __future__ import annotations
 
 import json
-import logging
-import shutil
+import os
+import signal
 import sys
-import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -20,11 +18,15 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from . import api
-from .errors import CudasplitError, ProblemsFound
+from .cli_ldd import ldd_command
+from .errors import CudasplitError, OutputError, ProblemsFound
 from .model import OUTPUT_NAMES, PackageId
-from .pipeline import Progress, SplitOptions
+from .options import check_package_known
+from .pipeline import SplitOptions
+from .relreport import relative_report
 from .report import Report
-from .rules import build_ruleset, load_ruleset, read_rule_file
+from .resolve import parse_interpreters
+from .rules import build_ruleset, describe_package, load_ruleset, read_rule_file
 from .runpath import DEFAULT_DRIVER_LINK, RunpathPolicy
 from .sources import (
     DEFAULT_MAX_MEMBERS,
@@ -32,15 +34,17 @@ from .sources import (
     DEFAULT_MAX_TOTAL_BYTES,
     parse_top_dir,
 )
+from .terminal import ProgressLine, err, print_issues, setup_logging
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a reader that left
 
 
 def _fail(exc: CudasplitError) -> NoReturn:
     message = str(exc).replace("\n", " ")
-    click.echo(f"cudasplit: error: {message}", err=True)
+    err(f"cudasplit: error: {message}")
     sys.exit(exc.exit_code)
 
 
@@ -82,7 +86,13 @@ def common_options(func: F) -> F:
         click.option("--rules", "rules_files", multiple=True, type=click.Path(dir_okay=False),
                      help="Extra rule file; takes precedence over the shipped rules (repeatable)."),
         click.option("--package", help="Override the package identity (name, or "
-                     "<pname>-<platform>-<version>)."),
+                     "<pname>-<platform>-<version>); must have rules/packages/<NAME>.toml "
+                     "unless --default-rules."),
+        click.option("--default-rules", is_flag=True, help="Allow a --package that cudasplit "
+                     "has no package rules for (split with the default rules)."),
+        click.option("--strip-components", type=click.IntRange(min=0), metavar="N",
+                     help="Drop N leading directories of every member (for archives without "
+                     "an NVIDIA <pname>-<platform>-<version>-archive top dir; needs --package)."),
         click.option("--outputs", help="Comma-separated outputs to produce; the others fall back "
                      "(include -> dev -> out, others -> out)."),
         click.option("--max-size", metavar="SIZE", help="Refuse an archive whose members expand "
@@ -92,6 +102,11 @@ def common_options(func: F) -> F:
         click.option("--max-members", type=click.IntRange(min=1), metavar="N",
                      help=f"Refuse a source with more than N members (default "
                      f"{DEFAULT_MAX_MEMBERS}): member count guard."),
+        click.option("--cuda-version", metavar="X.Y", help="The CUDA release (gates in the "
+                     "package table; lib/<major>/ lifting). Default: a cuda_* package's version."),
+        click.option("--platform", "split_platform", metavar="NAME", help="Platform for the "
+                     "package table's gates: linux-x86_64, linux-sbsa, ..., or "
+                     "aarch64-linux:CAP (Jetson capabilities pick linux-aarch64)."),
     ]):
         func = decorator(func)
     return func
@@ -114,9 +129,21 @@ def patch_options(func: F) -> F:
                      "(libcublas and cudnn append @cuda_nvrtc@/lib). Repeatable."),
         click.option("--keep-runpath", is_flag=True,
                      help="Keep existing absolute RUNPATH entries (stubs entries still go)."),
-        click.option("--rpath", is_flag=True, help="Write DT_RPATH instead of DT_RUNPATH."),
-        click.option("--patcher", type=click.Choice(["auto", "lief"]), default="auto",
+        click.option("--tag", type=click.Choice(["runpath", "rpath"], case_sensitive=False),
+                     default="runpath", show_default=True,
+                     help="Write DT_RUNPATH, or DT_RPATH (conda-forge convention)."),
+        click.option("--rpath", "rpath_alias", is_flag=True, hidden=True,
+                     help="Deprecated spelling of --tag rpath."),
+        click.option("--cuda-major", metavar="N", help="CUDA major whose lib/<N>/ is kept "
+                     "in multi-CUDA packages (default: the archive's _cudaNN suffix)."),
+        click.option("--patcher", type=click.Choice(["auto", "native", "lief"]), default="auto",
                      show_default=True, help="ELF writer: fast tiers with LIEF fallback, or LIEF."),
+        click.option("--interpreter", multiple=True, metavar="[ARCH=]PATH",
+                     help="New PT_INTERP of dynamic executables of ARCH (default: the loader's "
+                     "own arch); --nix: $NIX_CC/nix-support/dynamic-linker. Repeatable."),
+        click.option("--ignore-missing", multiple=True, metavar="NAME-GLOB",
+                     help="DT_NEEDED names that may stay unresolved (--nix and --strict fail "
+                     "on the others). Repeatable; '*' accepts all."),
     ]):
         func = decorator(func)
     return func
@@ -130,7 +157,9 @@ def _options(kw: dict[str, Any], *, dry_run: bool = False) -> SplitOptions:
         library_paths=tuple(kw.get("library_path", ())),
         append=tuple(kw.get("append_runpath", ())),
         keep_absolute=bool(kw.get("keep_runpath")),
-        tag="RPATH" if kw.get("rpath") else "RUNPATH",
+        tag=_tag(kw),
+        interpreters=parse_interpreters(kw.get("interpreter", ())),
+        ignore_missing=tuple(kw.get("ignore_missing", ())),
     ) if "driver_link" in kw else RunpathPolicy()
     return SplitOptions(
         outputs=_outputs(kw.get("outputs")),
@@ -149,7 +178,31 @@ def _options(kw: dict[str, Any], *, dry_run: bool = False) -> SplitOptions:
         nix_markers=bool(kw.get("nix_support")),
         cuda_major=kw.get("cuda_major"),
         package_roots=_package_roots(kw.get("package_root", ())),
+        cuda_version=kw.get("cuda_version"),
+        platform=_split_platform(kw.get("split_platform"), kw.get("cuda_version")),
+        check_fhs_refs=bool(kw.get("check_fhs_refs")),
+        strip_components=kw.get("strip_components"),
+        default_rules=bool(kw.get("default_rules")),
+        fsync=not kw.get("no_fsync", False),
     )
+
+
+def _split_platform(word: str | None, cuda_version: str | None) -> str | None:
+    from .manifest import resolve_platform_word
+
+    if word is None:
+        return None
+    try:
+        return resolve_platform_word(word, cuda_version) or word
+    except CudasplitError as exc:
+        raise click.BadParameter(str(exc), param_hint="--platform") from exc
+
+
+def _tag(kw: dict[str, Any]) -> str:
+    if kw.get("rpath_alias"):
+        err("cudasplit: warning: --rpath is deprecated; use --tag rpath")
+        return "RPATH"
+    return "RPATH" if str(kw.get("tag", "runpath")).lower() == "rpath" else "RUNPATH"
 
 
 def _package_roots(values: Sequence[str]) -> tuple[tuple[str, str], ...]:
@@ -163,10 +216,26 @@ def _package_roots(values: Sequence[str]) -> tuple[tuple[str, str], ...]:
     return tuple(roots)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _StdoutClosed(BaseException):
+    """The reader of standard output left (``| head``): passes click's own EPIPE handling,
+    which would exit 1, our "problems found" code."""
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise _StdoutClosed() from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="cudasplit")
 def main() -> None:
     """Split NVIDIA CUDA redistributable tarballs into outputs and rewrite RUNPATHs."""
+
+
+main.add_command(ldd_command)  # cudasplit ldd: the loader view (cli_ldd.py)
 
 
 @main.command("split")
@@ -178,18 +247,28 @@ def main() -> None:
               "in every output and nix-support/propagated-build-inputs (the others) in out.")
 @common_options
 @patch_options
-@click.option("--report", "report_file", type=click.Path(dir_okay=False),
-              help="Write the JSON report here.")
+@click.option("--report", "report_file", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Write the JSON report here ('-': standard output).")
+@click.option("--report-relative", is_flag=True, help="Report without absolute store paths "
+              "(outputs as $<output>, source and rule files by name): safe to keep in $out.")
 @click.option("--strict", is_flag=True, help="Fail (exit 1) on empty requested outputs, "
-              "unclaimed members, dangling links or failed patches.")
+              "unclaimed members, dangling links, failed patches, missing package roots and "
+              "unresolved DT_NEEDED.")
 @click.option("--dry-run", is_flag=True, help="Plan and report; write nothing.")
-@click.option("--overwrite", is_flag=True, help="Replace existing output directories.")
-@click.option("-j", "--jobs", type=int, default=0, help="Parallelism (default: available CPUs).")
+@click.option("--overwrite", is_flag=True, help="Replace the previous split in DIR (all of "
+              "its outputs, also those this run does not produce).")
+@click.option("--check-fhs-refs", is_flag=True, help="Fail on /usr/ in any output unless the "
+              "package table allows it (Nixpkgs' checkCudaFhsRefs).")
+@click.option("--no-fsync", is_flag=True, help="Do not fsync before the final renames "
+              "(faster on slow disks; a power loss may then leave truncated files).")
+@click.option("-j", "--jobs", type=int, default=0, help="Parallelism (default: available CPUs; "
+              "NIX_BUILD_CORES in a Nix builder).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what happens.")
 def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
-                  report_file: str | None, quiet: bool, verbose: bool, **kw: Any) -> None:
-    """Split SOURCES (tarballs or unpacked directories) into outputs.
+                  report_file: str | None, report_relative: bool, quiet: bool, verbose: bool,
+                  **kw: Any) -> None:
+    """Split SOURCES (tarballs, unpacked directories, or - for standard input) into outputs.
 
     One source: DIR/<output>/... . Several sources, or a directory of tarballs: each goes to
     DIR/<pname>-<platform>-<version>/<output>/..., processed concurrently within --jobs.
@@ -198,99 +277,97 @@ def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
     if bool(output_dir) == nix:
         raise click.UsageError("give exactly one of --output-dir DIR or --nix")
     progress = ProgressLine.for_terminal(quiet)
+    writer = ReportWriter(report_file, report_relative)
     try:
         options = replace(_options(kw), progress=progress)
-        if len(sources) > 1 or _is_batch(sources[0], nix):
+        if len(sources) > 1 or _is_batch(sources[0], nix, quiet):
             if nix:
                 raise click.UsageError("--nix takes exactly one source")
             assert output_dir is not None
-            _run_batch(sources, output_dir, options, report_file, quiet)
+            _run_batch(sources, output_dir, options, writer, quiet)
             return
-        report = _run_split(sources[0], output_dir, nix, options, report_file)
+        report = _run_split(sources[0], output_dir, nix, options, writer)
     except CudasplitError as exc:
         _fail(exc)
     finally:
         if progress is not None:
             progress.clear()
     if not quiet:
-        _print_summary(report)
+        _print_summary(report, to_stderr=writer.to_stdout)
+    print_issues(report, warnings=not quiet)
 
 
-def _print_summary(report: Report) -> None:
-    for line in report.summary_lines():
-        click.echo(line)
-    for problem in report.problems:
-        click.echo(f"problem: {problem}", err=True)
+def _print_summary(report: Report, *, to_stderr: bool = False) -> None:
+    lines = report.summary_lines()
+    if report.dry_run:
+        lines = ["plan (--dry-run): nothing was written; these directories do not exist",
+                 *lines]
+    dropped = sum(1 for m in report.members if m.output is None and m.kind != "dir"
+                  and m.note != "directories are created where their content lands")
+    if dropped:
+        lines.append(f"dropped  {dropped:6} members (rules or CUDA major; see the report)")
+    for line in lines:
+        click.echo(line, err=to_stderr)
 
 
-def _is_batch(source: str, nix: bool) -> bool:
+def _is_batch(source: str, nix: bool, quiet: bool) -> bool:
     path = Path(source)
-    return not nix and path.is_dir() and api.batch_sources([path]) != [path]
+    if nix or source == "-" or not path.is_dir():
+        return False
+    kind = api.directory_kind(path)
+    if not quiet:
+        what = ("a directory of tarballs: splitting each into its own directory (batch)"
+                if kind == "batch" else "an unpacked redistributable tree")
+        err(f"cudasplit: {source}: {what}")
+    return kind == "batch"
+
+
+class ReportWriter:
+    """``--report FILE`` or ``--report -`` (standard output), plain or ``--report-relative``."""
+
+    def __init__(self, target: str | None, relative: bool) -> None:
+        self.target = target
+        self.relative = relative
+        self.to_stdout = target == "-"
+
+    def render(self, report: Report) -> dict[str, Any]:
+        return relative_report(report) if self.relative else report.as_dict()
+
+    def write(self, data: dict[str, Any]) -> None:
+        if self.target is None:
+            return
+        text = json.dumps(data, indent=2) + "\n"
+        if self.to_stdout:
+            click.echo(text, nl=False)
+            return
+        try:
+            Path(self.target).write_text(text)
+        except OSError as exc:
+            raise OutputError(f"{self.target}: cannot write the report ({exc.strerror})") from exc
 
 
 def _run_batch(sources: Sequence[str], output_dir: str, options: SplitOptions,
-               report_file: str | None, quiet: bool) -> None:
+               writer: ReportWriter, quiet: bool) -> None:
     results = api.split_many(sources, output_dir, options)
-    if report_file:
-        runs = [{"source": r.source, "output_dir": r.output_dir,
-                 "error": None if r.error is None else str(r.error),
-                 "report": None if r.report is None else r.report.as_dict()} for r in results]
-        Path(report_file).write_text(json.dumps({"schema": 1, "runs": runs}, indent=2) + "\n")
+    runs = [{"source": r.source, "output_dir": r.output_dir,
+             "error": None if r.error is None else str(r.error),
+             "report": None if r.report is None else writer.render(r.report)} for r in results]
+    writer.write({"schema": 1, "runs": runs})
     failed = [r for r in results if r.error is not None]
     for result in results:
         if result.error is not None:
-            click.echo(f"cudasplit: error: {result.error}", err=True)
+            err(f"cudasplit: error: {result.error}")
         elif not quiet and result.report is not None:
-            click.echo(f"{result.source} -> {result.output_dir}")
-            _print_summary(result.report)
+            click.echo(f"{result.source} -> {result.output_dir}", err=writer.to_stdout)
+            _print_summary(result.report, to_stderr=writer.to_stdout)
+        if result.report is not None:
+            print_issues(result.report, warnings=not quiet)
     if failed:
         sys.exit(max(r.error.exit_code for r in failed if r.error is not None))
 
 
-class ProgressLine:
-    """One self-overwriting status line on a terminal; nothing at all otherwise.
-
-    A Nix build log is not a terminal, so it stays clean without any option.
-    """
-
-    MIN_INTERVAL = 0.1
-
-    def __init__(self) -> None:
-        self._last = 0.0
-        self._start = time.monotonic()
-        self._lock = threading.Lock()
-        self._width = 0
-
-    @classmethod
-    def for_terminal(cls, quiet: bool) -> ProgressLine | None:
-        return None if quiet or not sys.stderr.isatty() else cls()
-
-    def __call__(self, progress: Progress) -> None:
-        now = time.monotonic()
-        if not progress.done and now - self._last < self.MIN_INTERVAL:
-            return
-        self._last = now
-        rate = progress.bytes / max(now - self._start, 1e-6)
-        line = (f"{Path(progress.source).name}: {progress.members} members, "
-                f"{progress.bytes / 1e6:,.0f} MB, {rate / 1e6:,.0f} MB/s  {progress.current}")
-        columns = shutil.get_terminal_size().columns - 1
-        with self._lock:
-            self._write(line[:columns])
-
-    def _write(self, line: str) -> None:
-        sys.stderr.write("\r" + line.ljust(self._width))
-        sys.stderr.flush()
-        self._width = len(line)
-
-    def clear(self) -> None:
-        with self._lock:
-            if self._width:
-                sys.stderr.write("\r" + " " * self._width + "\r")
-                sys.stderr.flush()
-
-
 def _run_split(source: str, output_dir: str | None, nix: bool, options: SplitOptions,
-               report_file: str | None) -> Report:
+               writer: ReportWriter) -> Report:
     try:
         if nix:
             report = api.split_nix(source, options=options)
@@ -298,21 +375,20 @@ def _run_split(source: str, output_dir: str | None, nix: bool, options: SplitOpt
             assert output_dir is not None
             report = api.split_to_dir(source, output_dir, options)
     except ProblemsFound as exc:
-        if report_file and isinstance(exc.report, Report):
-            _write_report(exc.report, report_file)
+        if isinstance(exc.report, Report):
+            writer.write(writer.render(exc.report))
+            print_issues(exc.report)
         raise
-    if report_file:
-        _write_report(report, report_file)
+    writer.write(writer.render(report))
     return report
 
 
 def _write_report(report: Report, path: str) -> None:
-    Path(path).write_text(report.to_json())
+    ReportWriter(path, False).write(report.as_dict())
 
 
 def _logging(quiet: bool, verbose: bool) -> None:
-    level = logging.ERROR if quiet else logging.DEBUG if verbose else logging.WARNING
-    logging.basicConfig(level=level, format="cudasplit: %(message)s", stream=sys.stderr)
+    setup_logging(quiet, verbose)
 
 
 @main.command("inspect")
@@ -338,9 +414,14 @@ def inspect_command(source: str, as_json: bool, **kw: Any) -> None:
 @click.argument("source", type=click.Path(exists=False))
 @click.argument("path")
 @common_options
+@patch_options
 @click.option("--json", "as_json", is_flag=True)
 def explain_command(source: str, path: str, as_json: bool, **kw: Any) -> None:
-    """Say which rule placed PATH and which rules it passed over."""
+    """Say which rule placed PATH and which rules it passed over.
+
+    PATH: an archive path (with or without the top directory, as `tar tf` prints it, `./`
+    allowed) or an output path (lib/libfoo.so); near matches are suggested.
+    """
     try:
         result = api.explain(source, path, _options(kw, dry_run=True))
     except CudasplitError as exc:
@@ -357,6 +438,9 @@ def explain_command(source: str, path: str, as_json: bool, **kw: Any) -> None:
                    + (f" kind={','.join(trial.kinds)}" if trial.kinds else ""))
     click.echo(f"  => output: {result.output or '(not placed)'}"
                + (f"  ({result.note})" if result.note else ""))
+    for key, value in (result.elf or {}).items():
+        if value not in (None, []):
+            click.echo(f"  => {key}: {value}")
 
 
 @main.group("rules")
@@ -370,10 +454,17 @@ def rules_group() -> None:
 def rules_show(files: Sequence[str], package: str | None) -> None:
     """Print the effective rules in precedence order (FILES first, then the shipped ones)."""
     try:
+        if package is not None:
+            check_package_known(SplitOptions(package=PackageId(package)))
         ruleset = load_ruleset(package, files)
     except CudasplitError as exc:
         _fail(exc)
     click.echo("# files, highest precedence first: " + ", ".join(ruleset.files))
+    if package:
+        # The whole package-table entry, every key (defaults too), gates spelled out.
+        click.echo(f"[package]  # {package}")
+        for line in describe_package(ruleset.package):
+            click.echo(line)
     for rename in ruleset.renames:
         click.echo(f"rename {rename.ref}: {rename.source} -> {rename.target}")
     for index, rule in enumerate(ruleset.rules, 1):
@@ -395,22 +486,51 @@ def rules_check(files: Sequence[str]) -> None:
         _fail(exc)
 
 
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP, raised in the main thread so every ``finally``/abort runs (staging
+    removed) exactly as for Ctrl-C. Not an ``Exception``: nothing may swallow it."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
+
+
+def _terminate(signum: int, _frame: object) -> None:
+    raise Terminated(signum)
+
+
 def run() -> None:
-    """Console entry point: click's standalone mode, but Ctrl-C exits 130 (documented)."""
+    """Console entry point: click's standalone mode, but Ctrl-C exits 130, SIGTERM 143 and
+    SIGHUP 129 (128 + signal, documented), each after removing the staging directory."""
     # The decoder thread hands over a chunk every few ms; with the default 5 ms switch
     # interval it can sit waiting for the GIL while the writer runs Python code. A shorter
     # interval measured ~2-3% faster end to end on single-block xz (the decode-bound case).
     sys.setswitchinterval(0.0005)
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _terminate)
     try:
         main.main(prog_name="cudasplit", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("cudasplit: interrupted", err=True)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        err("cudasplit: interrupted")
         sys.exit(EXIT_INTERRUPTED)
+    except Terminated as exc:
+        err(f"cudasplit: terminated by {exc}")
+        sys.exit(128 + exc.signum)
+    except (BrokenPipeError, _StdoutClosed):
+        _quiet_broken_pipe()
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
+
+
+def _quiet_broken_pipe() -> NoReturn:
+    """``cudasplit inspect X | head``: the reader left; exit without a traceback. stdout is
+    pointed at /dev/null so the interpreter's final flush does not fail once more."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(EXIT_BROKEN_PIPE)
 
 
 # -- repack and nix (issue 7) ------------------------------------------------------------------
@@ -462,8 +582,7 @@ def repack_command(source: str, output_dir: str, prefix: str | None, fmt: str, l
     if not quiet:
         for path in result.archives:
             click.echo(str(path))
-        for problem in result.report.problems:
-            click.echo(f"problem: {problem}", err=True)
+    print_issues(result.report, warnings=not quiet)
 
 
 @main.group("nix")

@@ -3,7 +3,8 @@
 Everything here reads through the program headers (``PT_DYNAMIC``, ``PT_INTERP``), the way the
 dynamic loader does, not through the section headers: stripped or oddly linked files still answer,
 and the cost is a handful of small ``pread`` calls whatever the file size (about 0.1 ms on the
-749 MB libcublasLt), in constant memory.
+749 MB libcublasLt), in constant memory. The reading itself is :mod:`cudasplit._elfio`, the one
+reader the writer (:mod:`cudasplit.patch`) uses too, in its non-strict mode.
 
 The records are decoded with :mod:`struct`; pyelftools supplies the names (``EM_*``, ``ET_*``).
 Its own object model was measured at ~1 ms per file: ``DynamicSegment`` walks every section
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 
 from elftools.elf.enums import ENUM_E_MACHINE, ENUM_E_TYPE
 
+from cudasplit._elfio import DT_NEEDED, DT_RPATH, DT_RUNPATH, DT_SONAME, PT_INTERP, RawElf, read_raw
 from cudasplit.errors import ElfError
 from cudasplit.model import Kind
 
@@ -107,127 +109,37 @@ def kind_from_head(head: bytes) -> Kind | None:
 
 _MACHINES = {v: k for k, v in ENUM_E_MACHINE.items() if isinstance(v, int)}
 _TYPES = {v: k for k, v in ENUM_E_TYPE.items() if isinstance(v, int)}
-_PT_LOAD, _PT_DYNAMIC = 1, 2
-_DT_NEEDED, _DT_STRTAB, _DT_STRSZ, _DT_SONAME, _DT_RPATH, _DT_RUNPATH = 1, 5, 10, 14, 15, 29
-_CHUNK = 4096
 
 
-class _Reader:
-    """Bounds-checked reads of one open file; every failure is an ElfError naming it."""
-
-    def __init__(self, name: str, fd: int) -> None:
-        self.name, self.fd = name, fd
-        self.size = os.fstat(fd).st_size
-        self.loads: list[tuple[int, int, int]] = []  # (vaddr, offset, filesz) of each PT_LOAD
-
-    def fail(self, what: str) -> ElfError:
-        return ElfError(f"{self.name}: corrupt or truncated ELF file ({what})")
-
-    def read(self, offset: int, length: int) -> bytes:
-        if offset < 0 or length < 0 or offset + length > self.size:
-            raise self.fail(f"{length} bytes at {offset:#x} lie past the end ({self.size:#x})")
-        data = os.pread(self.fd, length, offset)
-        if len(data) != length:
-            raise self.fail(f"short read at {offset:#x}")
-        return data
-
-    def string(self, offset: int, limit: int) -> str:
-        """NUL-terminated string at `offset`, which must end before `limit`."""
-        out = b""
-        while True:
-            chunk = self.read(offset + len(out), min(_CHUNK, limit - offset - len(out)))
-            end = chunk.find(b"\0")
-            if end >= 0:
-                return (out + chunk[:end]).decode("utf-8", "surrogateescape")
-            if not chunk:
-                raise self.fail(f"unterminated string at {offset:#x}")
-            out += chunk
-
-    def offset_of(self, vaddr: int, length: int) -> int:
-        """Map an address range to file bytes through PT_LOAD, like the loader does."""
-        for seg_vaddr, seg_off, filesz in self.loads:
-            if seg_vaddr <= vaddr and vaddr + length <= seg_vaddr + filesz:
-                return seg_off + vaddr - seg_vaddr
-        raise self.fail(f"address {vaddr:#x} is not in any PT_LOAD")
-
-
-def _header(r: _Reader) -> tuple[str, bool, tuple[int, ...]]:
-    ident = r.read(0, 16) if r.size >= 16 else b""
-    if len(ident) < 16 or ident[4] not in (1, 2) or ident[5] not in (1, 2):
-        raise r.fail("bad ELF identification")
-    bo, is64 = ("<" if ident[5] == 1 else ">"), ident[4] == 2
-    fmt = bo + ("HHIQQQIHHHHHH" if is64 else "HHIIIIIHHHHHH")
-    return bo, is64, struct.unpack(fmt, r.read(16, struct.calcsize(fmt)))
-
-
-def _segments(r: _Reader, bo: str, is64: bool, phoff: int, phentsize: int, phnum: int,
-              ) -> list[tuple[int, int, int, int]]:
-    """(p_type, p_offset, p_vaddr, p_filesz) of every program header."""
-    fmt = bo + ("IIQQQQQQ" if is64 else "IIIIIIII")
-    if phnum and phentsize != struct.calcsize(fmt):
-        raise r.fail(f"program header size {phentsize}")
-    table = r.read(phoff, phnum * phentsize)
-    out = []
-    for rec in struct.iter_unpack(fmt, table):
-        # ELF64: type, flags, offset, vaddr, ...; ELF32: type, offset, vaddr, paddr, filesz, ...
-        p_type, p_offset, p_vaddr, p_filesz = (rec[0], rec[2], rec[3], rec[5]) if is64 \
-            else (rec[0], rec[1], rec[2], rec[4])
-        out.append((p_type, p_offset, p_vaddr, p_filesz))
-    return out
-
-
-def _dynamic(r: _Reader, bo: str, is64: bool, offset: int, filesz: int) -> list[tuple[int, int]]:
-    fmt = bo + ("qQ" if is64 else "iI")
-    entries: list[tuple[int, int]] = []
-    whole = filesz - filesz % struct.calcsize(fmt)
-    for tag, value in struct.iter_unpack(fmt, r.read(offset, whole)):
-        if tag == 0:
-            return entries
-        entries.append((tag, value))
-    raise r.fail("dynamic array without DT_NULL")
-
-
-def _parse(r: _Reader) -> ElfInfo:
-    bo, is64, hdr = _header(r)
-    e_type, e_machine, phoff, phentsize, phnum = hdr[0], hdr[1], hdr[4], hdr[8], hdr[9]
-    segs = _segments(r, bo, is64, phoff, phentsize, phnum)
-    r.loads = [(vaddr, off, filesz) for t, off, vaddr, filesz in segs if t == _PT_LOAD]
-    interp = next((r.string(off, off + filesz) for t, off, _, filesz in segs
-                   if t == _PT_INTERP), None)
-    dyn = next(((off, filesz) for t, off, _, filesz in segs if t == _PT_DYNAMIC), None)
-    entries = _dynamic(r, bo, is64, *dyn) if dyn else []
-    strings = _strings(r, entries)
+def _parse(elf: RawElf) -> ElfInfo:
+    """Facts from the one reader (:mod:`cudasplit._elfio`), read like the loader reads them."""
+    interp_ph = next((ph for ph in elf.phdrs if ph.p_type == PT_INTERP), None)
+    interp = None if interp_ph is None else \
+        elf.string_at(interp_ph.p_offset, interp_ph.file_end).decode("utf-8", "surrogateescape")
+    strings: dict[int, list[str]] = {}
+    for tag, value in elf.entries:
+        if tag in (DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH):
+            text = elf.dynstr_at(value).decode("utf-8", "surrogateescape")
+            strings.setdefault(tag, []).append(text)
     return ElfInfo(
-        elf_class=64 if is64 else 32,
-        little_endian=bo == "<",
-        machine=_MACHINES.get(e_machine, str(e_machine)),
-        elf_type=_TYPES.get(e_type, str(e_type)),
-        kind=_kind_of(e_type, interp is not None),
-        has_dynamic=dyn is not None,
+        elf_class=elf.bits,
+        little_endian=elf.bo == "<",
+        machine=_MACHINES.get(elf.e_machine, str(elf.e_machine)),
+        elf_type=_TYPES.get(elf.e_type, str(elf.e_type)),
+        kind=_kind_of(elf.e_type, interp is not None),
+        has_dynamic=elf.dyn is not None,
         interp=interp,
-        soname=strings.get(_DT_SONAME, [None])[-1],
-        needed=tuple(s for s in strings.get(_DT_NEEDED, []) if s is not None),
-        runpath=strings.get(_DT_RUNPATH, [None])[-1],
-        rpath=strings.get(_DT_RPATH, [None])[-1],
+        soname=_last(strings, DT_SONAME),
+        needed=tuple(strings.get(DT_NEEDED, [])),
+        runpath=_last(strings, DT_RUNPATH),
+        rpath=_last(strings, DT_RPATH),
     )
 
 
-def _strings(r: _Reader, entries: list[tuple[int, int]]) -> dict[int, list[str | None]]:
-    """Resolve the string-valued tags we report through DT_STRTAB/DT_STRSZ."""
-    wanted = [(t, v) for t, v in entries if t in (_DT_NEEDED, _DT_SONAME, _DT_RPATH, _DT_RUNPATH)]
-    if not wanted:
-        return {}
-    tags = dict(entries)
-    strtab, strsz = tags.get(_DT_STRTAB), tags.get(_DT_STRSZ)
-    if strtab is None or strsz is None:
-        raise r.fail("DT_STRTAB or DT_STRSZ missing")
-    base = r.offset_of(strtab, strsz)
-    out: dict[int, list[str | None]] = {}
-    for tag, value in wanted:
-        if value >= strsz:
-            raise r.fail(f"string offset {value:#x} beyond DT_STRSZ {strsz:#x}")
-        out.setdefault(tag, []).append(r.string(base + value, base + strsz))
-    return out
+def _last(strings: dict[int, list[str]], tag: int) -> str | None:
+    """The loader uses the last entry of a tag that appears twice."""
+    values = strings.get(tag)
+    return values[-1] if values else None
 
 
 def read_elf_info(path: str | os.PathLike[str]) -> ElfInfo | None:
@@ -237,7 +149,7 @@ def read_elf_info(path: str | os.PathLike[str]) -> ElfInfo | None:
         with open(name, "rb") as stream:
             if stream.read(4) != ELF_MAGIC:
                 return None
-            return _parse(_Reader(name, stream.fileno()))
+            return _parse(read_raw(name, stream.fileno(), need_dynamic=False, strict=False))
     except OSError as exc:
         raise ElfError(f"{name}: cannot read ELF file ({exc.strerror or exc})") from exc
     except struct.error as exc:  # a record cut short: same as truncation

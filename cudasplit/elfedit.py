@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from cudasplit.errors import CudasplitError
+from cudasplit.errors import OptionsError
 
 __all__ = ["BACKENDS", "DryRunBackend", "EditResult", "ElfBackend", "ElfEdit", "LiefBackend",
            "NativeBackend", "UnknownPatcherError", "backend_for"]
@@ -100,7 +100,7 @@ class LiefBackend:
         return apply_edit(path, edit, patcher="lief")
 
 
-class UnknownPatcherError(CudasplitError, ValueError):
+class UnknownPatcherError(OptionsError):
     """A ``patcher`` name that names no backend."""
 
 

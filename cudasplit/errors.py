@@ -15,6 +15,8 @@ they enter, so callers never need to know which library failed::
     ├── OutputError            a sink cannot write (exists, permission, disk full)
     ├── NixEnvironmentError    the Nix builder variables are missing or inconsistent
     ├── ManifestError          an NVIDIA manifest cannot be read
+    ├── OptionsError           SplitOptions (or a CLI option) holds an invalid value
+    ├── RunpathPolicyError     a RUNPATH policy or planning input is invalid (also ValueError)
     └── ProblemsFound          ``strict`` mode found problems (report attached)
 
 Messages are one line and name the file (and member, where there is one).
@@ -77,6 +79,14 @@ class NixEnvironmentError(CudasplitError):
 
 class ManifestError(CudasplitError):
     """An NVIDIA redistrib/feature manifest cannot be read."""
+
+
+class OptionsError(CudasplitError, ValueError):
+    """An option value is invalid (raised where the options are constructed)."""
+
+
+class RunpathPolicyError(CudasplitError, ValueError):
+    """A RUNPATH policy or planning input is invalid (relative dir, ``:`` in a path, ...)."""
 
 
 class ProblemsFound(CudasplitError):

@@ -28,9 +28,22 @@ from .errors import ManifestError
 from .sources import PLATFORMS
 
 __all__ = [
-    "LINUX_PLATFORMS", "Artifact", "Manifest", "Package", "VerifyReport", "VerifyResult",
-    "VerifyStatus", "find_tarball", "host_platform", "load_manifest", "parse_manifest",
-    "resolve_platforms", "select_artifacts", "verify",
+    "LINUX_PLATFORMS",
+    "Artifact",
+    "Manifest",
+    "Package",
+    "VerifyReport",
+    "VerifyResult",
+    "VerifyStatus",
+    "arm_platform",
+    "find_tarball",
+    "host_platform",
+    "load_manifest",
+    "parse_manifest",
+    "resolve_platform_word",
+    "resolve_platforms",
+    "select_artifacts",
+    "verify",
 ]
 
 LINUX_PLATFORMS: tuple[str, ...] = tuple(p for p in PLATFORMS if p.startswith("linux-"))
@@ -210,13 +223,59 @@ def host_platform() -> str | None:
             "ppc64le": "linux-ppc64le"}.get(_platform.machine())
 
 
+# Jetson GPUs by compute capability (Nano 5.3, TX2 6.2, Xavier 7.2, Orin 8.7, Thor 10.1 on
+# CUDA 12 / 11.0 on CUDA 13). Below the threshold a Jetson needs the L4T build (linux-aarch64);
+# at or above it the server build (linux-sbsa) supports it (Nixpkgs' _cuda.lib.getRedistSystem).
+JETSON_CAPABILITIES = frozenset({"5.3", "6.2", "7.2", "8.7", "8.8", "10.1", "11.0"})
+JETSON_SBSA_THRESHOLD = {"12": "10.1", "13": "8.7"}
+_ARM_WORDS = ("aarch64", "aarch64-linux", "arm64")
+
+
+def _capability(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.split("."))
+    except ValueError as exc:
+        raise ManifestError(f"{text!r} is not a CUDA capability (like 8.7)") from exc
+
+
+def arm_platform(capabilities: Iterable[str], cuda_version: str | None) -> str:
+    """``linux-sbsa`` or ``linux-aarch64`` for an Arm build targeting ``capabilities``.
+
+    A Jetson capability below the CUDA major's threshold (10.1 for CUDA 12, 8.7 for CUDA 13)
+    selects ``linux-aarch64``; anything else (servers, or no capability) ``linux-sbsa``.
+    CUDA 13.4 and later ship no ``linux-aarch64`` at all: asking for it there is an error.
+    """
+    major = (cuda_version or "13").split(".")[0]
+    threshold = _capability(JETSON_SBSA_THRESHOLD.get(major, "8.7"))
+    old_jetson = [c for c in capabilities
+                  if c in JETSON_CAPABILITIES and _capability(c) < threshold]
+    if not old_jetson:
+        return "linux-sbsa"
+    if cuda_version and _capability(".".join(cuda_version.split(".")[:2])) >= (13, 4):
+        raise ManifestError(f"CUDA {cuda_version} has no linux-aarch64 build for capability "
+                            f"{', '.join(old_jetson)}")
+    return "linux-aarch64"
+
+
+def resolve_platform_word(word: str, cuda_version: str | None = None) -> str | None:
+    """``aarch64-linux:8.7`` / ``aarch64:7.2,8.7`` -> linux-aarch64 or linux-sbsa (Nix system
+    names also map: ``x86_64-linux`` -> linux-x86_64); None for words this does not handle."""
+    name, _, caps = word.partition(":")
+    if name in _ARM_WORDS:
+        return arm_platform([c for c in caps.split(",") if c], cuda_version)
+    return {"x86_64-linux": "linux-x86_64", "x86_64": "linux-x86_64",
+            "ppc64le-linux": "linux-ppc64le", "powerpc64le-linux": "linux-ppc64le"}.get(word)
+
+
 def resolve_platforms(names: Iterable[str], manifest: Manifest | None = None
                       ) -> frozenset[str] | None:
     """Platform words -> the set of platform keys to keep; ``None`` means every platform.
 
     Accepted: concrete platform names (``linux-x86_64``, ``linux-sbsa``, ``linux-aarch64``,
     ``linux-ppc64le``, ``windows-x86_64``, ``linux-all``, ``source``, or any key the manifest
-    uses); ``all`` (every platform); ``linux`` (every ``linux-*`` key, including the
+    uses); ``aarch64-linux:CAP[,CAP]`` (sbsa or the Jetson build, see :func:`arm_platform`;
+    the CUDA version is the manifest's release label); ``all`` (every platform); ``linux``
+    (every ``linux-*`` key, including the
     arch-independent ``linux-all``); ``host`` (this machine's platform). ``linux-all`` is
     NVIDIA's own name for arch-independent tarballs, so it never means "all Linux platforms".
     No names at all means every platform.
@@ -236,6 +295,9 @@ def resolve_platforms(names: Iterable[str], manifest: Manifest | None = None
             chosen.add(host)
         elif word in known:
             chosen.add(word)
+        elif resolve_platform_word(word, manifest.release_label if manifest else None):
+            chosen.add(str(resolve_platform_word(word, manifest.release_label if manifest
+                                                 else None)))
         else:
             raise ManifestError(f"unknown platform {word!r} (known: all, linux, host, "
                                 f"{', '.join(sorted(known))})")

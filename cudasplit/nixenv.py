@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Mapping
@@ -61,3 +62,45 @@ def _store_path(value: str, name: str) -> Path:
     if not value.startswith("/"):
         raise NixEnvironmentError(f"output {name!r} is not an absolute path: {value!r}")
     return Path(value)
+
+
+def nix_dynamic_linker(env: Mapping[str, str] | None = None) -> str | None:
+    """The loader the cc-wrapper links against: ``$NIX_CC/nix-support/dynamic-linker``
+    (what Nixpkgs' autoPatchelf sets as the interpreter), or None when there is none."""
+    env = os.environ if env is None else env
+    cc = env.get("NIX_CC")
+    if not cc:
+        return None
+    try:
+        text = (Path(cc) / "nix-support" / "dynamic-linker").read_text().strip()
+    except OSError:
+        return None
+    return text if text.startswith("/") else None
+
+
+def nix_library_dirs(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Where a Nix build finds libraries, in autoPatchelf's order: every ``buildInputs`` (and
+    propagated) entry's ``lib``, then the ``-L`` dirs of ``$NIX_LDFLAGS`` and of the compiler
+    wrapper's ``nix-support/cc-ldflags`` (gcc's own lib dir: libstdc++, libgcc_s)."""
+    env = os.environ if env is None else env
+    dirs: list[str] = []
+    for variable in ("buildInputs", "propagatedBuildInputs"):
+        dirs += [f"{p.rstrip('/')}/lib" for p in env.get(variable, "").split() if p.startswith("/")]
+    dirs += _link_dirs(env.get("NIX_LDFLAGS", ""))
+    cc = env.get("NIX_CC")
+    if cc:
+        with contextlib.suppress(OSError):
+            dirs += _link_dirs((Path(cc) / "nix-support" / "cc-ldflags").read_text())
+    return tuple(dict.fromkeys(dirs))
+
+
+def _link_dirs(flags: str) -> list[str]:
+    """``-L/dir`` and ``-L /dir`` entries of a linker flag string."""
+    words = flags.split()
+    dirs = []
+    for i, word in enumerate(words):
+        if word == "-L" and i + 1 < len(words):
+            dirs.append(words[i + 1])
+        elif word.startswith("-L") and len(word) > 2:
+            dirs.append(word[2:])
+    return [d for d in dirs if d.startswith("/")]

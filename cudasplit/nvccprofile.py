@@ -5,16 +5,24 @@ root) to find cicc and libdevice (NVVM), headers and libraries. After a split th
 different outputs, so each ``$(TOP)/...`` reference is replaced with the absolute location of
 the output that really holds it. Both layouts are handled: CUDA 12 writes
 ``$(TOP)/$(_NVVM_BRANCH_)`` for NVVM, CUDA 13 writes ``$(TOP)/nvvm``.
+
+CUDA 13 moved headers nvcc needs out of its archive (D7): ``crt/`` into cuda_crt, CCCL into
+cuda_cccl (``SYSTEM_INCLUDES ... $(TOP)/$(_TARGET_DIR_)/include/cccl``) and the runtime into
+cuda_cudart. With their package roots known, the CCCL reference points at cuda_cccl's include
+dir and :class:`ProfileExtras` appends ``-I``/``-L`` for the others, as Nixpkgs does with
+``--replace-fail`` and appended ``INCLUDES``/``LIBRARIES`` lines.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 _TARGET = r"\$\(TOP\)/\$\(_TARGET_DIR_\)"
 # Most specific first: the first pattern that matches a reference decides its output.
 _REWRITES: tuple[tuple[str, str, str], ...] = (
+    (_TARGET + r"/include/cccl", "cccl", "/include"),
     (_TARGET + r"/include", "include", "/include"),
     (_TARGET + r"/lib\$\(_TARGET_SIZE_\)/stubs", "stubs", "/lib/stubs"),
     (_TARGET + r"/lib\$\(_TARGET_SIZE_\)", "lib", "/lib"),
@@ -31,13 +39,39 @@ def _constant(value: str) -> Callable[[re.Match[str]], str]:
     return lambda _match: value
 
 
-def rewrite_nvcc_profile(text: str, roots: Mapping[str, str]) -> str:
-    """``roots``: absolute output roots for ``include``, ``lib``, ``stubs``, ``nvvm``, ``bin``."""
+@dataclass(frozen=True, slots=True)
+class ProfileExtras:
+    """Directories of other packages nvcc must search (absolute)."""
+
+    includes: tuple[str, ...] = ()
+    libraries: tuple[str, ...] = ()
+
+    def lines(self) -> str:
+        out = []
+        if self.includes:
+            flags = " ".join(f'"-I{d}"' for d in self.includes)
+            out.append(f"INCLUDES        +=  {flags} $(_SPACE_)")
+        if self.libraries:
+            flags = " ".join(f'"-L{d}"' for d in self.libraries)
+            out.append(f"LIBRARIES        =+ $(_SPACE_) {flags}")
+        return "".join(line + "\n" for line in out)
+
+
+def rewrite_nvcc_profile(text: str, roots: Mapping[str, str],
+                         extras: ProfileExtras | None = None) -> str:
+    """``roots``: absolute output roots for ``include``, ``lib``, ``stubs``, ``nvvm``, ``bin``
+    (and ``cccl``: cuda_cccl's root, when known; else the reference stays nvcc's own)."""
     for pattern, output, suffix in _REWRITES:
+        if output not in roots:
+            continue
         replacement = roots[output] + suffix
         text = re.sub(pattern + r"(?=[/\"\s:]|$)", _constant(replacement), text,
                       flags=re.MULTILINE)
     # $(TOP) itself no longer names one place; point it at the compiler's own output so any
     # reference we do not know about still resolves inside the package.
-    return re.sub(r"^(TOP\s*=\s*).*$", lambda m: m[1] + roots["bin"], text, count=1,
+    text = re.sub(r"^(TOP\s*=\s*).*$", lambda m: m[1] + roots["bin"], text, count=1,
                   flags=re.MULTILINE)
+    if extras is not None and extras.lines():
+        text = text.rstrip("\n") + "\n\n# Added by cudasplit: split-out packages nvcc needs\n"
+        text += extras.lines()
+    return text

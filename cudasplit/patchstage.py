@@ -1,10 +1,19 @@
-"""The plan → patch stage: a RUNPATH plan for every ELF member, applied by the tiered writer.
+"""The plan -> patch stage: one :class:`~cudasplit.elfplan.ElfPlan` per ELF member, applied once.
 
-The split loop hands each written ELF file to :meth:`PatchStage.add`. A file whose
-``DT_NEEDED`` names all resolve beside it (or to glibc or the driver) is patched at once on a
-worker thread, while later members are still being decoded; the rest are planned once the
-archive has ended and every library's final location is known (:meth:`PatchStage.finish`).
-Without a sink (dry run) the plans are only reported (``patch: planned``).
+The split loop hands each written ELF file to :meth:`PatchStage.add`. A worker thread reads it
+and asks the planner (:func:`~cudasplit.elfplan.plan_elf`) with what is known so far; when the
+plan says it is final the edit is applied at once, while later members are still being
+decoded. Everything else is planned once the archive has ended (:meth:`PatchStage.finish`);
+there the complete plan of every file is made again and an early edit that differs (which
+cannot happen while the planner is right about finality) is re-applied, so the reported plan is
+always the complete one. Without a sink (dry run) the plans are only reported
+(``patch: planned``), from the same planner.
+
+Jobs are keyed by their final ``(output, dest)``: a later member with the same destination (a
+duplicate path, or ``lib64/x`` merged onto ``lib/x``) first waits for the early patch of the
+earlier copy and drops its job (:meth:`PatchStage.supersede`), so no worker ever edits a file
+that is being rewritten. Worker threads only touch their own job; the report is written by the
+calling thread in source order.
 """
 
 from __future__ import annotations
@@ -15,23 +24,21 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
 
+from .dlopen import DlopenTarget, scan_dlopen
 from .elf import ElfInfo, read_elf_info
-from .errors import ElfError, PatchError
-from .patch import rename_needed, set_runpath
+from .elfapply import FailFastBackend
+from .elfedit import EditResult, ElfBackend
+from .elfplan import ElfFacts, ElfPlan, Layout, PlanContext, plan_elf
+from .errors import ElfError, OutputError, PatchError
+from .model import OUTPUT_NAMES
 from .report import MemberRecord, Problem, Report
+from .resolve import LibraryIndex, unresolved_error
 from .rules import PackageSettings, Rule
-from .runpath import (
-    RunpathPlan,
-    RunpathPolicy,
-    index_library_paths,
-    is_driver_name,
-    is_glibc_name,
-    plan_runpath,
-)
+from .runpath import RunpathPolicy
 from .sources import member_parent
 
 _PACKAGE_REF = re.compile(r"^@([A-Za-z0-9_.+-]+)@(/.*)?$")
@@ -44,52 +51,86 @@ class ElfJob:
     dest: str
     local: Path | None  # None in a dry run: then ``info`` was read from a spooled copy
     rule: Rule | None
-    done: bool = False  # patched while the stream was still running
     info: ElfInfo | None = None
+    # Set by the early worker (only it touches these until wait_early returns):
+    done: bool = False                   # the early plan was applied
+    early: ElfPlan | None = None
+    result: EditResult | None = None
+    error: str | None = None
+    own: frozenset[str] = frozenset()    # names beside the file when it was added
+    dlopen: tuple[DlopenTarget, ...] = ()
+    future: Future[None] | None = field(default=None, repr=False)
 
-
-@dataclass(frozen=True, slots=True)
-class RunpathContext:
-    policy: RunpathPolicy
-    names: Mapping[tuple[str, str], set[str]]   # (output, dir) -> names placed there
-    package_dirs: Mapping[str, str]             # library name -> final directory
-    library_index: Mapping[str, str]
-    is_compat_package: bool
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.output, self.dest
 
 
 @dataclass(frozen=True, slots=True)
 class PatchSettings:
     policy: RunpathPolicy
-    patcher: str                                # auto | lief
+    patcher: str                                # auto | lief | native
     jobs: int
     package_roots: Mapping[str, str]            # for @pname@ in package rules
     enabled: bool                               # --no-patch turns it off
     writing: bool                               # False: dry run, plans are only reported
+    strict: bool = False                        # unresolved names fail the run too
+    package_version: str | None = None          # gates [package] dlopen entries
+
+
+def _layout(final_root: Callable[[str], str]) -> Layout:
+    """Roots of every output the sink knows (a Nix builder declares only some)."""
+    roots = []
+    for name in OUTPUT_NAMES:
+        try:
+            roots.append((name, final_root(name)))
+        except OutputError:
+            continue
+    return Layout(tuple(roots))
 
 
 class PatchStage:
-    """Collects ELF jobs, patches early where it is safe, plans and patches the rest."""
+    """Collects ELF jobs, patches early where the plan is final, plans and patches the rest."""
 
     def __init__(self, settings: PatchSettings, package: PackageSettings,
                  final_root: Callable[[str], str], has_stubs_output: bool,
                  own_names: Mapping[tuple[str, str], set[str]], report: Report,
-                 early_pool: ThreadPoolExecutor | None) -> None:
+                 early_pool: ThreadPoolExecutor | None,
+                 backend: ElfBackend | None = None) -> None:
         self.settings = settings
         self.jobs: list[ElfJob] = []
-        self._final_root = final_root
-        self._own_names = own_names  # grows while the stream runs
+        # Frozen here, before any ELF member is planned: every plan sees the same roots.
+        self.layout = _layout(final_root)
+        self._own_names = own_names  # grows while the stream runs; read on this thread only
         self._report = report
         self._pool = early_pool if settings.enabled and settings.writing else None
-        self._futures: list[Future[None]] = []
+        self._by_key: dict[tuple[str, str], ElfJob] = {}
+        self._spooled: dict[str, tuple[DlopenTarget, ...]] = {}  # dry run: path -> dlopen
+        self._backend = backend or FailFastBackend(settings.patcher)
         self._static = self._static_context(package, has_stubs_output)
-        self._renames = dict(package.replace_needed)
 
     # -- during the stream --------------------------------------------------------------------
 
     def add(self, job: ElfJob) -> None:
         self.jobs.append(job)
+        job.dlopen = self._spooled.pop(job.record.path, job.dlopen)
+        self._by_key[job.key] = job
         if self._pool is not None and job.local is not None:
-            self._futures.append(self._pool.submit(self._patch_early, job))
+            key = (job.output, member_parent(job.dest))
+            job.own = frozenset(self._own_names.get(key, ()))
+            job.future = self._pool.submit(self._patch_early, job)
+
+    def supersede(self, output: str, dest: str) -> None:
+        """A later member is about to be written to ``(output, dest)``: let the early patch
+        of the earlier copy finish first, then forget that copy (tar: the later one wins)."""
+        job = self._by_key.pop((output, dest), None)
+        if job is None:
+            return
+        if job.future is not None:
+            job.future.result()
+        self.jobs.remove(job)
+        job.record.patch = "skipped"
+        job.record.note = "replaced by a later member with the same destination"
 
     def spool_info(self, path: str, stream: BinaryIO) -> ElfInfo | None:
         """Dry run: the dynamic section may sit anywhere in a 1 GB library, so the member is
@@ -98,70 +139,115 @@ class PatchStage:
             shutil.copyfileobj(stream, spool, 1 << 20)
             spool.flush()
             try:
-                return read_elf_info(spool.name)
+                info = read_elf_info(spool.name)
+                if info is not None:
+                    self._spooled[path] = scan_dlopen(spool.name, info)
+                return info
             except ElfError as exc:
                 self._warn("elf-unreadable", path, str(exc))
                 return None
 
     def wait_early(self) -> None:
-        for future in self._futures:
-            future.result()
+        for job in self.jobs:
+            if job.future is not None:
+                job.future.result()
 
     def _patch_early(self, job: ElfJob) -> None:
-        """Patch now if every DT_NEEDED is glibc, the driver's, or a file already beside it.
-
-        Those resolutions cannot change as more members arrive (a file's own directory wins
-        over every other place), so the plan equals the one made at the end. Anything else
-        waits for the whole archive.
-        """
+        """Worker thread: apply the plan if it is already final (see the module docstring)."""
         if job.rule is not None and job.rule.patch is False:
             return
-        assert job.local is not None
         try:
-            info = read_elf_info(job.local)
+            _read(job)
         except ElfError:
             return  # reported by the final pass
-        if info is None or not info.has_dynamic or self._wants_rename(info):
-            return
-        key = (job.output, member_parent(job.dest))
-        own = self._own_names.get(key, set())
-        if all(is_glibc_name(n) or is_driver_name(n) or n in own for n in info.needed):
-            self._patch_one(job, replace(self._static, names={key: own}))
-            job.done = True
+        plan = plan_elf(self._facts(job), replace(
+            self._static, names={(job.output, member_parent(job.dest)): job.own},
+            complete=False))
+        if plan.skip is None and plan.final:
+            self._apply(job, plan)
+            job.early, job.done = plan, job.error is None
 
     # -- after the stream ---------------------------------------------------------------------
 
     def finish(self, placed: Iterable[tuple[str, str]]) -> None:
-        """Plan (and patch) every job not done yet; ``placed``: every (output, dest) placed."""
+        """Plan (and patch) every job; ``placed``: every (output, dest) placed."""
         if not self.jobs:
             return
         if not self.settings.enabled:
             for job in self.jobs:
-                self._read_only(job, "skipped")
+                self._read_only(job)
+                self._record(job, None)
             return
         context = self._final_context(placed)
-        if not self.settings.writing:
-            for job in self.jobs:
-                self._plan_only(job, context)
-            return
-        pending = [job for job in self.jobs if not job.done]
-        with ThreadPoolExecutor(max_workers=self.settings.jobs) as pool:
-            list(pool.map(lambda job: self._patch_one(job, context), pending))
+        if self.settings.writing:
+            with ThreadPoolExecutor(max_workers=self.settings.jobs) as pool:
+                plans = list(pool.map(lambda job: self._complete(job, context), self.jobs))
+        else:
+            plans = [plan_elf(self._facts(job), context) for job in self.jobs]
+        for job, plan in zip(self.jobs, plans, strict=True):
+            self._record(job, plan)
+        self._check_unresolved(plans)
 
-    def _static_context(self, package: PackageSettings, has_stubs: bool) -> RunpathContext:
+    def _complete(self, job: ElfJob, ctx: PlanContext) -> ElfPlan | None:
+        """Worker thread: the complete plan of one file, applied unless already applied."""
+        if job.info is None and job.error is None and job.local is not None:
+            try:
+                _read(job)
+            except ElfError as exc:
+                job.error = str(exc)
+                return None
+        plan = plan_elf(self._facts(job), ctx)
+        if plan.skip is None and not (job.done and job.early is not None
+                                      and job.early.edit == plan.edit):
+            job.error = None
+            self._apply(job, plan)
+        return plan
+
+    def _apply(self, job: ElfJob, plan: ElfPlan) -> None:
+        assert job.local is not None
+        try:
+            job.result = self._backend.apply(str(job.local), plan.edit)
+        except (ElfError, PatchError) as exc:
+            job.error = str(exc)
+
+    def _check_unresolved(self, plans: list[ElfPlan | None]) -> None:
+        missing = {job.record.path: plan.unresolved
+                   for job, plan in zip(self.jobs, plans, strict=True)
+                   if plan is not None and plan.unresolved}
+        if not missing:
+            return
+        if self.settings.policy.fail_unresolved or self.settings.strict:
+            raise unresolved_error(missing, self._report)
+        for path, names in missing.items():
+            self._warn("needed-unresolved", path,
+                       f"DT_NEEDED {', '.join(names)} resolve nowhere (pass --library-path DIR "
+                       "or --ignore-missing NAME-GLOB)")
+
+    # -- contexts -----------------------------------------------------------------------------
+
+    def _facts(self, job: ElfJob) -> ElfFacts:
+        rule = job.rule
+        off = str(rule.ref) if rule is not None and rule.patch is False else None
+        return ElfFacts(job.output, job.dest, job.info,
+                        rule.runpath_append if rule is not None else (),
+                        bool(rule is not None and rule.keep_runpath), off)
+
+    def _static_context(self, package: PackageSettings, has_stubs: bool) -> PlanContext:
         """The parts of the context that do not depend on which members arrived."""
         base = self.settings.policy
         # Entries with a "stubs" component are stubs anyway; the stubs output is the rest.
-        stubs_root = (self._final_root("stubs"),) if has_stubs else ()
+        stubs_root = (self.layout.root("stubs"),) if has_stubs else ()
         policy = replace(base, stub_dirs=(*base.stub_dirs, *stubs_root),
                          append=base.append + self._package_appends(package))
-        return RunpathContext(policy, {}, {}, index_library_paths(policy.library_paths),
-                              package.cuda_compat)
+        return PlanContext(policy, {}, {}, LibraryIndex.scan(policy.library_paths),
+                           package.cuda_compat, dict(package.replace_needed), complete=False)
 
     def _package_appends(self, package: PackageSettings) -> tuple[str, ...]:
         """Package rules' runpath_append with ``@pname@`` filled from ``package_roots``."""
         entries = []
-        for entry in package.runpath_append:
+        needs = [f"@{need.package}@/lib" for need in package.dlopen
+                 if need.applies_to(self.settings.package_version)]
+        for entry in (*package.runpath_append, *needs):
             match = _PACKAGE_REF.match(entry)
             if match is None:
                 entries.append(entry)
@@ -173,7 +259,7 @@ class PatchStage:
                            f"--package-root {match[1]}=DIR to add it")
         return tuple(entries)
 
-    def _final_context(self, placed: Iterable[tuple[str, str]]) -> RunpathContext:
+    def _final_context(self, placed: Iterable[tuple[str, str]]) -> PlanContext:
         names: dict[tuple[str, str], set[str]] = {}
         package_dirs: dict[str, str] = {}
         for output, dest in sorted(placed):
@@ -181,102 +267,60 @@ class PatchStage:
             names.setdefault((output, parent), set()).add(name)
             # Stubs never resolve anything at run time, static archives are not loaded.
             if output not in ("stubs", "static") and "stubs" not in dest.split("/"):
-                package_dirs.setdefault(name, posixpath.join(self._final_root(output), parent))
-        return replace(self._static, names=names, package_dirs=package_dirs)
+                package_dirs.setdefault(name, posixpath.join(self.layout.root(output), parent))
+        return replace(self._static, names=names, package_dirs=package_dirs, complete=True)
 
-    # -- one file -----------------------------------------------------------------------------
+    # -- the report (calling thread only) -----------------------------------------------------
 
-    def _patch_one(self, job: ElfJob, ctx: RunpathContext) -> None:
-        rule = job.rule
-        if rule is not None and rule.patch is False:
-            self._read_only(job, "skipped")
-            job.record.note = f"patching turned off by rule {rule.ref}"
-            return
-        try:
-            self._patch_checked(job, ctx)
-        except (ElfError, PatchError) as exc:
-            job.record.patch = "skipped"
-            self._report.problems.append(Problem("patch-failed", job.record.path, str(exc)))
-
-    def _wants_rename(self, info: ElfInfo) -> bool:
-        return any(name in self._renames for name in info.needed)
-
-    def _rename_needed(self, job: ElfJob, info: ElfInfo) -> ElfInfo:
-        """Package ``replace_needed`` first: the RUNPATH plan resolves the new names."""
-        assert job.local is not None
-        renamed = [f"{old} -> {self._renames[old]}" for old in info.needed
-                   if old in self._renames and rename_needed(job.local, old, self._renames[old])]
-        if not renamed:
-            return info
-        job.record.note = "DT_NEEDED renamed: " + ", ".join(renamed)
-        fresh = read_elf_info(job.local)
-        assert fresh is not None
-        return fresh
-
-    def _patch_checked(self, job: ElfJob, ctx: RunpathContext) -> None:
-        assert job.local is not None
-        info = read_elf_info(job.local)
-        if info is None or not info.has_dynamic:
-            job.record.patch = "skipped"
-            return
-        if self._wants_rename(info):
-            info = self._rename_needed(job, info)
-        policy, plan = _plan(job, info, ctx)
-        result = set_runpath(job.local, plan.value, tag=policy.tag,
-                             patcher=self.settings.patcher)
-        record = job.record
-        record.runpath_before, record.runpath_after = result.before, result.after
-        record.runpath_tag, record.patch = result.tag, result.method
-        record.needed_unresolved = list(plan.needed_unresolved)
-
-    def _plan_only(self, job: ElfJob, ctx: RunpathContext) -> None:
-        """Dry run: report the RUNPATH that would be written, as ``patch: planned``."""
-        info, record = job.info, job.record
+    def _record(self, job: ElfJob, plan: ElfPlan | None) -> None:
+        record, info = job.record, job.info
         if info is not None:
-            _record_before(record, info)
-        if info is None or not info.has_dynamic or (job.rule and job.rule.patch is False):
+            record.runpath_before = info.runpath if info.runpath is not None else info.rpath
+            record.runpath_tag = ("RUNPATH" if info.runpath is not None
+                                  else "RPATH" if info.rpath is not None else None)
+            record.interpreter_before = record.interpreter_after = info.interp
+            record.dlopen = [{"name": t.name, "package": t.package} for t in job.dlopen]
+        if job.error is not None:
             record.patch = "skipped"
+            self._report.problems.append(Problem("patch-failed", record.path, job.error))
             return
-        if self._wants_rename(info):
-            renamed = tuple(self._renames.get(name, name) for name in info.needed)
-            record.note = "DT_NEEDED would be renamed: " + ", ".join(
-                f"{old} -> {self._renames[old]}" for old in info.needed if old in self._renames)
-            info = replace(info, needed=renamed)
-        policy, plan = _plan(job, info, ctx)
-        record.runpath_after, record.runpath_tag = plan.value, policy.tag
-        record.patch = "planned"
-        record.needed_unresolved = list(plan.needed_unresolved)
+        if plan is None:
+            record.patch = record.patch or "skipped"
+            return
+        if plan.skip is not None:
+            record.patch = "skipped"
+            if plan.skip.startswith("patching turned off"):
+                record.note = plan.skip
+            return
+        self._record_plan(job, plan)
 
-    def _read_only(self, job: ElfJob, patch: str) -> None:
+    def _record_plan(self, job: ElfJob, plan: ElfPlan) -> None:
+        record, edit = job.record, plan.edit
+        record.runpath_after, record.runpath_tag = edit.runpath, edit.tag
+        if edit.interpreter is not None:
+            record.interpreter_after = edit.interpreter
+        record.needed_unresolved = list(plan.runpath.needed_unresolved) if plan.runpath else []
+        if edit.replace_needed:
+            verb = "renamed" if self.settings.writing else "would be renamed"
+            record.note = f"DT_NEEDED {verb}: " + ", ".join(
+                f"{old} -> {new}" for old, new in edit.replace_needed)
+        record.patch = job.result.method if job.result is not None else "planned"
+
+    def _read_only(self, job: ElfJob) -> None:
+        if job.local is None:
+            return
         try:
-            info = job.info if job.local is None else read_elf_info(job.local)
+            _read(job)
         except ElfError as exc:
             self._warn("elf-unreadable", job.record.path, str(exc))
-            job.record.patch = "skipped"
-            return
-        if info is not None:
-            _record_before(job.record, info)
-        job.record.patch = patch
 
     def _warn(self, code: str, path: str | None, message: str) -> None:
         self._report.warnings.append(Problem(code, path, message))
 
 
-def _plan(job: ElfJob, info: ElfInfo, ctx: RunpathContext) -> tuple[RunpathPolicy, RunpathPlan]:
-    policy = ctx.policy
-    if job.rule is not None and (job.rule.runpath_append or job.rule.keep_runpath):
-        policy = replace(policy, append=policy.append + job.rule.runpath_append,
-                         keep_absolute=bool(job.rule.keep_runpath) or policy.keep_absolute)
-    plan = plan_runpath(
-        existing=info.runpath if info.runpath is not None else info.rpath,
-        needed=info.needed,
-        own_dir_names=ctx.names.get((job.output, member_parent(job.dest)), set()),
-        package_dirs=ctx.package_dirs, library_index=ctx.library_index,
-        policy=policy, is_compat_package=ctx.is_compat_package)
-    return policy, plan
-
-
-def _record_before(record: MemberRecord, info: ElfInfo) -> None:
-    record.runpath_before = info.runpath if info.runpath is not None else info.rpath
-    record.runpath_tag = ("RUNPATH" if info.runpath is not None
-                          else "RPATH" if info.rpath is not None else None)
+def _read(job: ElfJob) -> None:
+    """Facts of a written file: the ELF header facts and the names it may dlopen."""
+    assert job.local is not None
+    job.info = read_elf_info(job.local)
+    if job.info is not None:
+        job.dlopen = scan_dlopen(job.local, job.info)

@@ -8,28 +8,37 @@ runs once the stream has ended.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import posixpath
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
 
 from .elf import kind_from_head
-from .errors import ProblemsFound, SourceError
+from .errors import OutputError, ProblemsFound, SourceError
 from .model import Kind, Member, MemberType, PackageId
-from .nixsupport import write_nix_support
-from .nvccprofile import rewrite_nvcc_profile
+from .nixsupport import NixSupport, find_fhs_refs, write_nix_support
+from .nvccprofile import ProfileExtras, rewrite_nvcc_profile
+from .options import available_cpus, check_options, check_package_known
 from .patchstage import ElfJob, PatchSettings, PatchStage
-from .pkgconfig import MAX_PC_SIZE, PcRoots, rewrite_pc, unversioned_alias
+from .pkgconfig import (
+    MAX_PC_SIZE,
+    PcExtras,
+    PcRoots,
+    apply_extras,
+    major_minor,
+    rewrite_pc,
+    unversioned_alias,
+)
+from .pkgtable import Where
 from .report import MemberRecord, OutputRecord, Problem, Report
 from .rules import Decision, Rename, RuleSet, load_ruleset
-from .runpath import (
-    RunpathPolicy,
-)
+from .runpath import RunpathPolicy
 from .sinks.base import Sink
 from .sources import (
     DEFAULT_MAX_MEMBERS,
@@ -46,6 +55,19 @@ log = logging.getLogger(__name__)
 AR_MAGIC = b"!<arch>\n"
 _CUDA_MAJOR_DIR = re.compile(r"^lib/(\d{2})/")
 BUILTIN = "<builtin>"
+# Warnings that --strict treats as problems: a RUNPATH entry the package rules want is
+# missing, or a DT_NEEDED library will not be found at run time.
+STRICT_WARNINGS = frozenset({"package-root-missing", "needed-unresolved"})
+_PACKAGE_DROP = "dropped by the package table"
+
+
+def _cuda_version(options: SplitOptions, package: PackageId) -> str | None:
+    """The CUDA major.minor for gates: given, else a ``cuda_*`` package's own version."""
+    if options.cuda_version:
+        return options.cuda_version
+    if package.name.startswith("cuda_") and package.version:
+        return ".".join(package.version.split(".")[:2])
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,11 +105,24 @@ class SplitOptions:
     max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES  # bomb guard: expanded bytes (--max-size)
     max_ratio: float = DEFAULT_MAX_RATIO        # bomb guard: expanded/compressed (--max-ratio)
     max_members: int = DEFAULT_MAX_MEMBERS      # member count guard (--max-members)
+    # The CUDA release (major.minor) for the package table's cuda_since/cuda_before gates and
+    # nix-support/cuda-component; default: the version of a cuda_* package.
+    cuda_version: str | None = None
+    check_fhs_refs: bool = False                # fail on /usr/ references (checkCudaFhsRefs)
+    platform: str | None = None                 # for gates; default: the tarball's platform
+    # Issue 14: archives without an NVIDIA top directory need an explicit strip count;
+    # a --package without rules file needs default_rules; fsync before the final renames.
+    strip_components: int | None = None
+    default_rules: bool = False
+    fsync: bool = True
+
+    def __post_init__(self) -> None:
+        check_options(self)
 
     def effective_jobs(self) -> int:
         if self.jobs > 0:
             return self.jobs
-        return max(1, len(os.sched_getaffinity(0)))
+        return available_cpus()
 
 
 def member_kind(member: Member) -> Kind:
@@ -133,8 +168,10 @@ class SplitRun:
         self.options = options
         # Without a sink (dry run, inspect) RUNPATHs and .pc files are planned against these
         # roots; unknown outputs show as ``/${output}`` (absolute, as RUNPATH entries must be).
-        self.plan_roots = dict(plan_roots or {})
+        self.plan_roots = plan_roots or {}  # not copied: repack's roots are computed lazily
         self.ruleset: RuleSet | None = None
+        self.where = Where()
+        self.declared: tuple[str, ...] | None = None
         self.allowed: frozenset[str] | None = None
         self.report = Report(source=source.description, package={}, dry_run=sink is None)
         self.placed: dict[str, _Placed] = {}           # archive path -> where it went
@@ -162,15 +199,19 @@ class SplitRun:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cudasplit-patch") as pool:
                 self.eager_pool = pool
                 for member, stream in self.source.members():
-                    self._take(member, stream)
+                    with self._naming(member.path):
+                        self._take(member, stream)
                     self._tick(member)
                 patches = self._patch_stage()
                 patches.wait_early()
             self._finish_links()
             patches.finish(self.occupied)
+            if self.sink is not None:
+                self._copy_packages()
             self._check()
             if self.options.nix_markers and self.sink is not None:
-                write_nix_support(self.sink)
+                write_nix_support(self.sink, self._nix_support())
+            self._check_fhs_refs()
         except BaseException:
             if self.sink is not None:
                 self.sink.abort()
@@ -178,13 +219,31 @@ class SplitRun:
         self._complete()
         return self.report
 
+    @contextlib.contextmanager
+    def _naming(self, path: str) -> Iterator[None]:
+        """Sink errors name the archive and the member, not only the file being written."""
+        try:
+            yield
+        except OutputError as exc:
+            if f"member {path!r}" in str(exc):
+                raise
+            raise OutputError(f"{self.source.description}: member {path!r}: {exc}") from exc
+
+    def _public_messages(self) -> None:
+        """Problem texts name final paths, never the staging dir (gone when they are read)."""
+        public_text = getattr(self.sink, "public_text", None)
+        if public_text is not None:
+            for issue in (*self.report.problems, *self.report.warnings):
+                issue.message = public_text(issue.message)
+
     def _patch_stage(self) -> PatchStage:
         if self.patches is None:
             ruleset = self._ensure_rules()
             settings = PatchSettings(
                 policy=self.options.runpath, patcher=self.options.patcher,
                 jobs=self.options.effective_jobs(), package_roots=dict(self.options.package_roots),
-                enabled=self.options.patch, writing=self.sink is not None)
+                enabled=self.options.patch, writing=self.sink is not None,
+                strict=self.options.strict, package_version=self.report.package.get("version"))
             self.patches = PatchStage(
                 settings, ruleset.package, self._final_root,
                 has_stubs_output=self.allowed is None or "stubs" in self.allowed,
@@ -202,11 +261,17 @@ class SplitRun:
         if self.ruleset is None:
             package = self.options.package or self.source.package
             self.report.package = package.as_dict()
-            self.ruleset = load_ruleset(package.name, self.options.rules_files,
-                                        self.options.rules_dir)
+            ruleset = load_ruleset(package.name, self.options.rules_files,
+                                   self.options.rules_dir)
+            self.where = Where(package.version, _cuda_version(self.options, package),
+                               self.options.platform or package.platform)
+            self.ruleset = ruleset
             self.report.rules_files = list(self.ruleset.files)
-            self.cuda_major = self.options.cuda_major or package.cuda_variant
-            declared = self.options.outputs or self.ruleset.package.outputs
+            # D9: lib/<cudaMajor>/ replaces lib/ whenever the CUDA major is known.
+            self.cuda_major = (self.options.cuda_major or package.cuda_variant
+                               or (self.where.cuda_version or "").split(".")[0] or None)
+            declared = self.options.outputs or self.ruleset.package.outputs_for(self.where)
+            self.declared = declared
             self.allowed = None if declared is None else frozenset(declared) | {"out"}
             self._create_declared_outputs(declared)
         return self.ruleset
@@ -222,12 +287,13 @@ class SplitRun:
         ruleset = self._ensure_rules()
         kind = member_kind(member)
         dest, rename, dropped = self._normalise(member.path)
-        decision = ruleset.classify(dest or member.path, kind)
+        decision = ruleset.classify(dest or member.path, kind, self.allowed)
         record = MemberRecord(member.path, kind.value, None, dest, str(decision.rule),
                               member.size, member.link)
         self.report.members.append(record)
         if dropped is not None:
-            record.dest, record.rule, record.note = None, f"{BUILTIN}:cuda-major", dropped
+            rule = "package-drop" if dropped.startswith(_PACKAGE_DROP) else "cuda-major"
+            record.dest, record.rule, record.note = None, f"{BUILTIN}:{rule}", dropped
         elif member.type is MemberType.DIR or dest is None:
             record.rule, record.dest = f"{BUILTIN}:directory", None
             record.note = "directories are created where their content lands"
@@ -259,7 +325,15 @@ class SplitRun:
             if match[1] != self.cuda_major.split(".")[0]:
                 return None, None, f"built for CUDA {match[1]}, not {self.cuda_major}"
             lifted = "lib/" + lifted[match.end():]
+        # Drops name archive paths before renames: cuda_cccl 13 deletes the stale top-level
+        # include/nv/ *before* include/cccl/nv/ is un-nested into its place.
+        if self.ruleset.package.dropped(lifted, self.where):
+            return None, None, _PACKAGE_DROP + " (drop)"
         dest, rename = self.ruleset.normalise(lifted)
+        if dest.endswith(".pc") and any(
+                e.drop and e.matches(posixpath.basename(dest), self.where)
+                for e in self.ruleset.package.pkgconfig_edits):
+            return None, None, _PACKAGE_DROP + " (pkgconfig_edits)"
         return dest, rename, None
 
     def _place_file(self, member: Member, stream: BinaryIO, kind: Kind, decision: Decision,
@@ -269,6 +343,8 @@ class SplitRun:
         record.output = output
         rule = decision.rule_obj
         local: Path | None = None
+        if self.patches is not None:  # a duplicate path: never patch a file being rewritten
+            self.patches.supersede(output, record.dest)
         if self.sink is not None:
             if rule is not None and rule.transform == "pkgconfig":
                 local = self._write_pkgconfig(member, stream, output, record.dest)
@@ -319,6 +395,7 @@ class SplitRun:
                          dest: str) -> Path | None:
         assert self.sink is not None
         text = rewrite_pc(self._small_text(member, stream), self._pc_roots(dest))
+        text = apply_extras(text, self._pc_extras(posixpath.basename(dest)))
         alias = unversioned_alias(posixpath.basename(dest))
         if alias is not None:
             self.pc_aliases.append((output, dest))
@@ -346,28 +423,111 @@ class SplitRun:
         assert self.ruleset is not None
         package = self.ruleset.package
         name = posixpath.basename(dest)
+        edits = [e for e in package.pkgconfig_edits if e.matches(name, self.where)]
         stubs_libdir = any(glob.matches(name) for glob in package.pkgconfig_stubs_libdir)
+        libdir = self._root("lib") + "/lib"
+        if stubs_libdir:
+            libdir = self._root("stubs") + "/lib/stubs"
+        for edit in edits:
+            if edit.libdir_output is not None:
+                # nvml: libdir=<stubs>/lib; its Libs line appends /stubs itself.
+                libdir = self._root(edit.libdir_output) + "/lib"
         driver = self.options.runpath.driver_lib_dir()
-        extra = f"-Wl,-rpath,{driver}" if package.pkgconfig_driver_rpath and driver else ""
+        wants_rpath = package.pkgconfig_driver_rpath or any(e.driver_rpath for e in edits)
         return PcRoots(
-            cudaroot=self._root("dev"),
-            libdir=(self._root("stubs") + "/lib/stubs") if stubs_libdir
-            else self._root("lib") + "/lib",
+            cudaroot=self._root("dev"), libdir=libdir,
             includedir=self._root("include") + "/include",
-            extra_libs=extra)
+            extra_libs=f"-Wl,-rpath,{driver}" if wants_rpath and driver else "")
+
+    def _pc_extras(self, name: str) -> PcExtras:
+        """Requires:, replacements, cudaroot removal and extra Cflags from pkgconfig_edits."""
+        assert self.ruleset is not None
+        edits = [e for e in self.ruleset.package.pkgconfig_edits if e.matches(name, self.where)]
+        release = major_minor(name) or self.where.cuda_version
+        requires = tuple(f"{r}-{release}" if release else r for e in edits for r in e.requires)
+        roots = dict(self.options.package_roots)
+        cflags = []
+        for pname in (p for e in edits for p in e.cflags_packages):
+            if pname in roots:
+                cflags.append(f"-I{roots[pname]}/include")
+            else:
+                self._warn("package-root-missing", name,
+                           f"Cflags wants {pname}'s include dir: pass --package-root {pname}=DIR")
+        return PcExtras(requires=requires,
+                        replace=tuple(pair for e in edits for pair in e.replace),
+                        drop_cudaroot=any(e.drop_cudaroot for e in edits),
+                        cflags=" ".join(cflags))
 
     def _write_nvcc_profile(self, member: Member, stream: BinaryIO, output: str,
                             dest: str) -> Path | None:
         """nvcc finds headers, libraries and NVVM through ``$(TOP)``: point each at its output."""
         assert self.sink is not None and self.ruleset is not None
         nvvm = self.ruleset.classify(self._normalise("nvvm/bin/cicc")[0] or "nvvm/bin/cicc",
-                                     Kind.ELF_EXEC).output or "out"
+                                     Kind.ELF_EXEC, self.allowed).output or "out"
         roots = {"include": self._root("include"), "lib": self._root("lib"),
                  "stubs": self._root("stubs"), "nvvm": self._root(nvvm),
                  "bin": self._root(output)}
-        text = rewrite_nvcc_profile(self._small_text(member, stream), roots)
+        package = self.ruleset.package
+        cccl = self._package_root("cuda_cccl", "include") if package.nvcc_includes else None
+        if cccl is not None:
+            roots["cccl"] = cccl
+        extras = ProfileExtras(
+            includes=self._package_dirs(package.nvcc_includes, "include", ("include",)),
+            libraries=self._package_dirs(package.nvcc_libraries, "lib", ("lib",))
+            + self._package_dirs(package.nvcc_libraries, "static", ("lib",))
+            + self._package_dirs(package.nvcc_libraries, "stubs", ("lib/stubs",)))
+        extras = replace(extras, libraries=tuple(dict.fromkeys(extras.libraries)))
+        text = rewrite_nvcc_profile(self._small_text(member, stream), roots, extras)
         return self.sink.write_bytes(output, dest, text.encode("utf-8", "surrogateescape"),
                                      member.mode)
+
+    def _package_root(self, pname: str, output: str) -> str | None:
+        """``--package-root PNAME.OUTPUT=DIR`` for a split package, else ``PNAME=DIR``."""
+        roots = dict(self.options.package_roots)
+        return roots.get(f"{pname}.{output}") or roots.get(pname)
+
+    def _package_dirs(self, pnames: tuple[str, ...], output: str,
+                      subdirs: tuple[str, ...]) -> tuple[str, ...]:
+        dirs: list[str] = []
+        for pname in pnames:
+            root = self._package_root(pname, output)
+            if root is None:
+                self._warn("package-root-missing", None,
+                           f"nvcc.profile: no --package-root for {pname}; its {output} "
+                           "directory is not searched")
+                continue
+            dirs.extend(f"{root}/{sub}" for sub in subdirs if Path(root, sub).is_dir())
+        return tuple(dirs)
+
+    def _copy_packages(self) -> None:
+        """Package ``copy_packages`` (cuda_nvcc 13: libnvvm's tree into nvvm/), by root."""
+        assert self.ruleset is not None
+        for entry in self.ruleset.package.copy_packages:
+            if not entry.gate.applies(self.where):
+                continue
+            root = self._package_root(entry.package, "out")
+            if root is None or not Path(root).is_dir():
+                self._warn("package-root-missing", None, f"{entry.package} is copied into "
+                           f"{entry.subdir}/: pass --package-root {entry.package}=DIR")
+                continue
+            self._copy_tree(Path(root), entry.subdir)
+
+    def _copy_tree(self, root: Path, subdir: str) -> None:
+        assert self.ruleset is not None and self.sink is not None
+        for path in sorted(root.rglob("*")):
+            rel = path.relative_to(root).as_posix()
+            if rel == "nix-support" or rel.startswith("nix-support/") or (path.is_dir() \
+                    and not path.is_symlink()):
+                continue
+            dest = f"{subdir}/{rel}"
+            output = self.ruleset.classify(dest, Kind.FILE, self.allowed).output or "out"
+            if path.is_symlink():
+                self._add_link(output, dest, os.readlink(path), f"{BUILTIN}:copy-package")
+                continue
+            with open(path, "rb") as fh:
+                self.sink.write_file(output, dest, fh, path.stat().st_mode & 0o777)
+            self.occupied[(output, dest)] = f"{BUILTIN}:copy-package"
+            self._count(output, path.stat().st_size)
 
     # -- links ------------------------------------------------------------------------------
 
@@ -399,7 +559,7 @@ class SplitRun:
             self._warn("dangling-hardlink", member.path,
                        f"hard link to {member.link!r}, which was not placed")
             return
-        decision = self.ruleset.classify(record.dest or member.path, source.kind)
+        decision = self.ruleset.classify(record.dest or member.path, source.kind, self.allowed)
         if decision.output is None:
             record.dest, record.note, record.rule = None, "dropped by rule", str(decision.rule)
             return
@@ -419,6 +579,13 @@ class SplitRun:
 
     def _place_symlink(self, member: Member, record: MemberRecord) -> None:
         assert member.link is not None and record.dest is not None
+        if _join_link(member.path, member.link) is None:
+            # Like tarfile's "data" filter: a link that leaves the package root is refused
+            # whatever else the archive does with its name.
+            record.dest = None
+            self._problem("unsafe-symlink", member.path,
+                          f"symlink target {member.link!r} leaves the package root; refused")
+            return
         clash = self._symlink_clash(member.path)
         if clash is not None:
             record.dest = None
@@ -539,15 +706,55 @@ class SplitRun:
         assert self.ruleset is not None
         for dest, target in sorted(self.ruleset.package.stub_links.items()):
             target_dest = posixpath.normpath(posixpath.join(member_parent(dest), target))
-            for output in sorted(o for (o, d) in self.occupied if d == target_dest):
+            holders = {o for (o, d) in self.occupied if d == target_dest}
+            # A link to a directory (cuda_cccl's include/cccl -> .) goes where it has content.
+            holders |= {o for (o, d) in self.output_dirs if d == target_dest}
+            for output in sorted(holders):
                 self._add_link(output, dest, target, f"{BUILTIN}:stub-link")
+
+    # -- nix-support and checks -------------------------------------------------------------
+
+    def _nix_support(self) -> NixSupport:
+        assert self.ruleset is not None
+        package = self.ruleset.package
+        ident = self.options.package or self.source.package
+        outputs = self.sink.outputs() if self.sink is not None else []
+        compiler = package.compiler
+        compiler_output = next((o for (o, d) in self.occupied if d == compiler), None)
+        stubs = sorted({o for (o, d) in self.output_dirs if d in ("lib/stubs", "stubs")})
+        driver = self.options.runpath.driver_lib_dir() or "/run/opengl-driver/lib"
+        return NixSupport(
+            pname=ident.name, version=ident.version, cuda_version=self.where.cuda_version,
+            propagated=package.propagated(outputs),
+            compiler=compiler, compiler_output=compiler_output,
+            stubs_outputs=tuple(stubs), driver_lib=driver)
+
+    def _check_fhs_refs(self) -> None:
+        """checkCudaFhsRefs: ``/usr/`` in any output fails the run unless the package allows it."""
+        assert self.ruleset is not None
+        if not self.options.check_fhs_refs or self.ruleset.package.allow_fhs_references:
+            return
+        local_path = getattr(self.sink, "local_path", None)
+        if self.sink is None or local_path is None:
+            return
+        # The sink's working directory of each output (staged until the run finishes).
+        roots = {o: Path(local_path(o, "nix-support")).parent for o in self.sink.outputs()}
+        hits = find_fhs_refs({o: r for o, r in roots.items() if r.is_dir()})
+        for output, path in hits:
+            self._problem("fhs-reference", path, f"{output}: mentions /usr/ (the package table "
+                          "does not set allow_fhs_references; checkCudaFhsRefs)")
+        if hits:
+            raise ProblemsFound(
+                f"{self.source.description}: /usr/ references under --check-fhs-refs; first: "
+                f"{hits[0][0]}:{hits[0][1]}", self.report)
 
     # -- checks and completion --------------------------------------------------------------
 
     def _check(self) -> None:
         assert self.ruleset is not None
+        self._public_messages()
         package = self.ruleset.package
-        declared = self.options.outputs or package.outputs or ()
+        declared = self.declared or ()
         # Like Nixpkgs, out and dev may stay empty (they carry nix-support files anyway).
         exempt = {"out", "dev", *package.optional_outputs}
         for name in declared:
@@ -560,10 +767,12 @@ class SplitRun:
             if record.rule == f"{BUILTIN}:unclaimed":
                 self._problem("unclaimed", record.path,
                               "no rule claimed this member (it went to out)")
-        if self.options.strict and self.report.problems:
+        failing = [*self.report.problems,
+                   *(w for w in self.report.warnings if w.code in STRICT_WARNINGS)]
+        if self.options.strict and failing:
             raise ProblemsFound(
-                f"{self.source.description}: {len(self.report.problems)} problem(s) under "
-                f"--strict; first: {self.report.problems[0]}", self.report)
+                f"{self.source.description}: {len(failing)} problem(s) under "
+                f"--strict; first: {failing[0]}", self.report)
 
     def _complete(self) -> None:
         if self.options.progress is not None:
@@ -606,11 +815,13 @@ def _canonical_link(text: str) -> bool:
 
 def open_for(source: str | os.PathLike[str] | Source, options: SplitOptions) -> Source:
     """A path opened the way ``options`` asks (identity override, jobs, bomb limits)."""
+    check_package_known(options)
     if not isinstance(source, (str, os.PathLike)):
         return source
     return open_source(source, package=options.package, jobs=options.effective_jobs(),
                        limits=Limits(options.max_total_bytes, options.max_ratio,
-                                     options.max_members))
+                                     options.max_members),
+                       strip_components=options.strip_components)
 
 
 def split(source: str | os.PathLike[str] | Source, sink: Sink | None, *,

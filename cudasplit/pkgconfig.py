@@ -60,3 +60,47 @@ def roots_for(output_roots: Mapping[str, str], lib_output: str, include_output: 
         libdir=output_roots[lib_output] + "/lib",
         includedir=output_roots[include_output] + "/include",
     )
+
+
+@dataclass(frozen=True, slots=True)
+class PcExtras:
+    """Package-table edits after the variable rewrite (cudasplit/pkgtable.py ``PcEdit``)."""
+
+    requires: tuple[str, ...] = ()        # full module names: "cudart-12.9"
+    replace: tuple[tuple[str, str], ...] = ()
+    drop_cudaroot: bool = False
+    cflags: str = ""                      # "-I/nix/store/...-crt/include ..."
+
+
+def apply_extras(text: str, extras: PcExtras) -> str:
+    """Nixpkgs' per-package ``.pc`` edits: ``Requires:`` added before ``Cflags:`` (cublas,
+    cufft, ...), literal replacements (opencl ``-lopencl`` -> ``-lOpenCL``), the ``cudaroot``
+    line removed (cudart) and include dirs appended to ``Cflags:`` (cudart on CUDA 13)."""
+    for old, new in extras.replace:
+        text = text.replace(old, new)
+    lines = [line for line in text.splitlines()
+             if not (extras.drop_cudaroot and line.split("=", 1)[0].strip() == "cudaroot")]
+    if extras.cflags:
+        lines = [f"{line} {extras.cflags}" if line.startswith("Cflags:") else line
+                 for line in lines]
+    if extras.requires:
+        lines = _add_requires(lines, extras.requires)
+    return "\n".join(lines) + "\n"
+
+
+def _add_requires(lines: list[str], modules: tuple[str, ...]) -> list[str]:
+    for index, line in enumerate(lines):
+        if line.startswith("Requires:"):
+            have = line[len("Requires:"):].strip()
+            missing = [m for m in modules if m not in have]
+            joined = ", ".join(([have] if have else []) + missing)
+            lines[index] = f"Requires: {joined}"
+            return lines
+    at = next((i for i, line in enumerate(lines) if line.startswith("Cflags:")), len(lines))
+    return [*lines[:at], f"Requires: {', '.join(modules)}", *lines[at:]]
+
+
+def major_minor(filename: str) -> str | None:
+    """``cublas-12.9.pc`` -> ``12.9`` (the CUDA release the module belongs to)."""
+    match = _VERSIONED.match(filename)
+    return match["version"] if match else None

@@ -24,12 +24,16 @@ class MemberRecord:
     runpath_tag: str | None = None
     patch: str | None = None  # in-place|append|lief|unchanged|skipped
     needed_unresolved: list[str] | None = None
+    interpreter_before: str | None = None  # PT_INTERP found (executables only)
+    interpreter_after: str | None = None   # PT_INTERP written or planned
+    dlopen: list[dict[str, str | None]] | None = None  # names it may dlopen, with provider
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         if self.kind not in ("elf-shared", "elf-exec", "elf-other"):
             for key in ("runpath_before", "runpath_after", "runpath_tag", "patch",
-                        "needed_unresolved"):
+                        "needed_unresolved", "interpreter_before", "interpreter_after",
+                        "dlopen"):
                 data.pop(key)
         return data
 

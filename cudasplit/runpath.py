@@ -23,7 +23,7 @@ import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from cudasplit.errors import CudasplitError, SourceError
+from cudasplit.errors import RunpathPolicyError, SourceError
 
 __all__ = [
     "DEFAULT_DRIVER_LINK",
@@ -80,10 +80,6 @@ _SHARED_OBJECT_NAME = re.compile(r"\.so(\.|$)")
 _SLASHES = re.compile(r"/+")
 
 
-class RunpathPolicyError(CudasplitError, ValueError):
-    """A RUNPATH policy or planning input is invalid (relative dir, ``:`` in a path, ...)."""
-
-
 @dataclass(frozen=True, slots=True)
 class RunpathPolicy:
     """How search paths are built; one policy serves a whole run.
@@ -100,6 +96,12 @@ class RunpathPolicy:
     keep_absolute: bool = False
     tag: str = "RUNPATH"
     stub_dirs: tuple[str, ...] = ()
+    # (arch, loader path): the PT_INTERP of dynamic executables of that arch ("x86_64", ...).
+    interpreters: tuple[tuple[str, str], ...] = ()
+    # DT_NEEDED globs that may stay unresolved (autoPatchelfIgnoreMissingDeps).
+    ignore_missing: tuple[str, ...] = ()
+    # An unresolved name fails the run (default in --nix mode; --strict implies it).
+    fail_unresolved: bool = False
 
     def __post_init__(self) -> None:
         if self.tag not in _TAGS:
@@ -114,6 +116,16 @@ class RunpathPolicy:
             _require_absolute(stub_dir, "stub_dirs entry")
         for entry in self.append:
             _require_append_entry(entry, self.stub_dirs)
+        for arch, loader in self.interpreters:
+            if not arch or not loader.startswith("/") or "\0" in loader:
+                raise RunpathPolicyError(
+                    f"interpreter must be ARCH=/absolute/path, not {arch!r}={loader!r}")
+        if len(dict(self.interpreters)) != len(self.interpreters):
+            raise RunpathPolicyError("two interpreters for one architecture")
+
+    def interpreter_for(self, arch: str) -> str | None:
+        """The loader wanted for executables of ``arch`` (``None``: leave PT_INTERP alone)."""
+        return dict(self.interpreters).get(arch)
 
     def driver_lib_dir(self) -> str | None:
         """``<driver_link>/lib``, or ``None`` when the driver link is off."""

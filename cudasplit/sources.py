@@ -11,6 +11,8 @@ import contextlib
 import os
 import re
 import stat
+import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -192,31 +194,68 @@ class _Replay:
         return len(data)
 
 
+TOP_DIR_HELP = ("name the package with --package PNAME and say how many leading directories "
+                "to drop with --strip-components N (0: the members are not under a top "
+                "directory)")
+
+
 @dataclass
 class _TopDir:
-    """Top-directory stripping state, decided by the first member."""
+    """Top-directory stripping state, decided by the first member.
+
+    Either the NVIDIA top directory ``name`` (parsed from the first member), or an explicit
+    ``--strip-components`` count. Anything else is refused: an archive without the expected
+    top directory would otherwise be split with nothing stripped and the wrong rules.
+    """
 
     name: str | None = None
     decided: bool = False
+    count: int = 0
 
     def strip(self, path: str, *, source: str) -> str | None:
         """The path below the top dir; None for the top dir itself."""
+        if self.count:
+            parts = path.split("/", self.count)
+            return parts[self.count] if len(parts) > self.count else None
         if self.name is None:
             return path
         if path == self.name:
             return None
         prefix = self.name + "/"
         if not path.startswith(prefix):
-            raise SourceError(f"member outside the top directory {self.name!r}",
+            raise SourceError(f"member outside the top directory {self.name!r} (two top "
+                              f"directories: not a single redistributable); {TOP_DIR_HELP}",
                               source=source, member=path)
         return path[len(prefix):]
+
+
+def decide_top_dir(first: str, *, strip_components: int | None, override: PackageId | None,
+                   source: str) -> tuple[str | None, int, PackageId | None]:
+    """From the first member: (top dir to strip, component count to strip, parsed identity).
+
+    Refuses an archive whose first component is not ``<pname>-<platform>-<version>-archive``
+    (or TensorRT's form) unless ``--strip-components`` says what to strip.
+    """
+    if strip_components is not None:
+        if override is None:
+            raise SourceError(f"--strip-components needs --package: {TOP_DIR_HELP}",
+                              source=source)
+        return None, strip_components, None
+    first_component = first.split("/", 1)[0]
+    parsed = parse_top_dir(first_component)
+    if parsed is None:
+        raise SourceError(f"no <pname>-<platform>-<version>-archive top directory (first "
+                          f"member {first!r}); {TOP_DIR_HELP}", source=source)
+    return first_component, 0, parsed
 
 
 class TarSource:
     """A (compressed) tarball, streamed in one pass."""
 
     def __init__(self, path: Path, *, package: PackageId | None = None, jobs: int = 1,
-                 limits: Limits | None = None) -> None:
+                 limits: Limits | None = None, strip_components: int | None = None) -> None:
+        self.strip_components = strip_components
+        self.keep_alive: object = None
         self.path = path
         self.description = str(path)
         self.jobs = jobs
@@ -311,12 +350,11 @@ class TarSource:
 
     def _decide_top(self, top: _TopDir, first: str) -> None:
         top.decided = True
-        first_component = first.split("/", 1)[0]
-        parsed = parse_top_dir(first_component)
-        if parsed is not None:
-            top.name = first_component
-            if self._override is None:
-                self._package = parsed
+        top.name, top.count, parsed = decide_top_dir(
+            first, strip_components=self.strip_components, override=self._override,
+            source=self.description)
+        if parsed is not None and self._override is None:
+            self._package = parsed
 
     def _member(
         self, reader: TarReader, info: TarHeader, path: str, top: _TopDir
@@ -424,8 +462,8 @@ class DirectorySource:
     """An unpacked redistributable (the ``*-archive`` dir itself, or a dir holding only it)."""
 
     def __init__(self, path: Path, *, package: PackageId | None = None,
-                 limits: Limits | None = None) -> None:
-        self.root = _find_top(path)
+                 strip_components: int | None = None, limits: Limits | None = None) -> None:
+        self.root = _find_top(path, package, strip_components)
         self.description = str(path)
         self._package = package or parse_top_dir(self.root.name) or PackageId(self.root.name)
         # Only the member count applies (the bytes are on disk already, nothing expands).
@@ -509,27 +547,101 @@ class DirectorySource:
             yield fh
 
 
-def _find_top(path: Path) -> Path:
+def _find_top(path: Path, package: PackageId | None, strip_components: int | None) -> Path:
+    """The directory holding the package's own tree (bin/, lib/, ...).
+
+    Accepted without options: the ``*-archive`` dir itself, or a dir holding only it. With
+    ``--package`` the given dir is the top dir; ``--strip-components N`` descends N levels
+    of single subdirectories first.
+    """
+    if strip_components is not None:
+        return _descend(path, strip_components)
     if parse_top_dir(path.name) is not None:
         return path
-    try:
-        children = [c for c in path.iterdir() if not c.name.startswith(".")]
-    except OSError as exc:
-        raise SourceError(f"cannot list directory ({exc.strerror})", source=str(path)) from exc
+    children = _children(path)
     if len(children) == 1 and children[0].is_dir() and parse_top_dir(children[0].name):
         return children[0]
+    if package is not None:
+        return path
+    raise SourceError(f"directory name {path.name!r} is not <pname>-<platform>-<version>-archive "
+                      "(an unpacked redistributable); name the package with --package PNAME",
+                      source=str(path))
+
+
+def _descend(path: Path, levels: int) -> Path:
+    for _ in range(levels):
+        children = _children(path)
+        if len(children) != 1 or not children[0].is_dir() or children[0].is_symlink():
+            raise SourceError(f"--strip-components: {path} does not hold exactly one "
+                              "directory", source=str(path))
+        path = children[0]
     return path
 
 
+def _children(path: Path) -> list[Path]:
+    try:
+        return [c for c in path.iterdir() if not c.name.startswith(".")]
+    except OSError as exc:
+        raise SourceError(f"cannot list directory ({exc.strerror})", source=str(path)) from exc
+
+
+ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
+STDIN = "-"
+
+
 def open_source(path: str | os.PathLike[str], *, package: PackageId | None = None,
-                jobs: int = 1, limits: Limits | None = None) -> Source:
-    """A tarball (recognised by magic bytes in the codec layer) or an unpacked directory."""
+                jobs: int = 1, limits: Limits | None = None,
+                strip_components: int | None = None) -> Source:
+    """A tarball (recognised by magic bytes in the codec layer), an unpacked directory, or
+    ``-``: a tarball on standard input."""
+    if os.fspath(path) == STDIN:
+        return _stdin_source(package, jobs, limits, strip_components)
     p = Path(path)
     if p.is_dir():
-        return DirectorySource(p, package=package, limits=limits)
+        return DirectorySource(p, package=package, strip_components=strip_components,
+                               limits=limits)
     if not p.exists():
         raise SourceError("no such file or directory", source=str(p))
-    return TarSource(p, package=package, jobs=jobs, limits=limits)
+    _refuse_zip(p)
+    return TarSource(p, package=package, jobs=jobs, limits=limits,
+                     strip_components=strip_components)
+
+
+def _refuse_zip(path: Path) -> None:
+    """A zip (a wheel, NVIDIA's Windows download) is a common mix-up: say so plainly."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError:
+        return  # the codec layer reports unreadable files with their reason
+    if head.startswith(ZIP_MAGIC):
+        raise SourceError("zip archives are not redist tarballs (zip magic bytes; NVIDIA's Linux "
+                          "redistributables "
+                          "are .tar.xz; a .whl or Windows .zip needs unpacking first)",
+                          source=str(path))
+
+
+def _stdin_source(package: PackageId | None, jobs: int, limits: Limits | None,
+                  strip_components: int | None) -> TarSource:
+    """Standard input (``curl ... | cudasplit split -``), spooled to an unlinked temporary
+    file first: the decoders seek (xz's index, zstd's frame walk), a pipe cannot."""
+    spool = tempfile.TemporaryFile(prefix="cudasplit-stdin-")  # noqa: SIM115 - kept by source
+    cap = (limits or Limits()).max_total_bytes
+    copied = 0
+    while chunk := sys.stdin.buffer.read(1 << 20):
+        copied += len(chunk)
+        if copied > cap:
+            spool.close()
+            raise LimitExceededError(f"standard input is larger than {cap} bytes (raise it "
+                                     "with --max-size)", source="<stdin>")
+        spool.write(chunk)
+    spool.flush()
+    source = TarSource(Path(f"/proc/self/fd/{spool.fileno()}"), package=package, jobs=jobs,
+                       limits=limits, strip_components=strip_components)
+    source.description = "<stdin>"
+    source.keep_alive = spool  # the /proc path reopens this file while the source lives
+    _refuse_zip(source.path)
+    return source
 
 
 def member_parent(path: str) -> str:

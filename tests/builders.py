@@ -839,8 +839,10 @@ def build_redist_tree(
 # absolute symlink by its own path. Directories are not listed: they follow their contents.
 DEFAULT_RULES: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("bin", ("host-*/**", "target-*/**", "host/**", "target/**")),  # nsight trees, kept whole
-    ("static", ("*.a",)),  # at any depth, also lib/stubs/ and lib/x64/
-    ("stubs", ("lib/stubs/**", "stubs/**")),
+    ("samples", ("samples/**",)),  # samples keep their .a/.cmake/.pc (D8)
+    ("python", ("*.whl",)),
+    ("stubs", ("lib/stubs/**", "stubs/**")),  # the whole dir, .a stubs too (D5)
+    ("static", ("*.a",)),  # at any depth, also lib/x64/
     (
         "dev",
         (
@@ -856,8 +858,6 @@ DEFAULT_RULES: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("include", ("include/**",)),
     ("lib", ("lib/**", "lib64/**")),
     ("bin", ("bin/**",)),
-    ("samples", ("samples/**",)),
-    ("python", ("*.whl",)),
     ("doc", ("doc/**", "share/doc/**", "share/man/**", "share/info/**")),
 )
 FALLBACK_OUTPUT: Final = "out"  # LICENSE, nvvm/, src/, extras/, ...
@@ -959,7 +959,7 @@ EXPECTED_DEFAULT: Final[Mapping[str, str]] = {
     "lib/libdemoRtc.so.12.9.79": "lib",  # DT_RUNPATH=$ORIGIN:
     "lib/libdemo_static.a": "static",
     "lib/stubs/libcuda.so": "stubs",
-    "lib/stubs/libcuda_stub_extra.a": "static",  # *.a wins over lib/stubs/**
+    "lib/stubs/libcuda_stub_extra.a": "stubs",  # the whole stubs dir, as Nixpkgs (D5)
     "lib/x64/libnested.a": "static",
     "lib64/libextra.so": "lib",
     "nvvm/include/nvvm.h": "out",
@@ -1206,6 +1206,7 @@ class _ElfFacts:
 # loosely); the real stub libcuda.so has SONAME libcuda.so.1.
 _REFERENCE_ELF_FACTS: Final[tuple[tuple[str, _ElfFacts], ...]] = (
     ("lib/stubs/libcuda.so", _ElfFacts(soname="libcuda.so.1")),
+    ("lib/stubs/libnvidia-ml.so", _ElfFacts(soname="libnvidia-ml.so.1")),
     # Stubs carry the runtime SONAME of the library they stand in for.
     ("lib/stubs/libcublas.so", _ElfFacts(soname="libcublas.so.12")),
     ("lib/stubs/libcublasLt.so", _ElfFacts(soname="libcublasLt.so.12")),
@@ -1236,7 +1237,9 @@ def _reference_text(rel: str) -> str:
     if name.endswith(".pc"):
         stem = name.removesuffix(".pc")
         lib, _, mm = stem.rpartition("-")
-        return pkgconfig_text(lib, f"{lib} (test fixture)", mm, "x86_64-linux", f"-l{lib}")
+        # NVIDIA's nvidia-ml module links the stub: its Libs append /stubs to libdir.
+        libs = "-L${libdir}/stubs -lnvidia-ml" if lib == "nvidia-ml" else f"-l{lib}"
+        return pkgconfig_text(lib, f"{lib} (test fixture)", mm, "x86_64-linux", libs)
     if name.endswith(".py"):
         return f'"""{name} (test fixture)."""\n'
     if name.endswith((".c", ".h")):

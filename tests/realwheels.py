@@ -45,7 +45,8 @@ CU12: dict[str, str] = {
 }
 
 PLATFORM_TAGS = ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_27_x86_64",
-                 "manylinux_2_28_x86_64", "manylinux_2_34_x86_64", "manylinux1_x86_64")
+                 "manylinux_2_28_x86_64", "manylinux_2_34_x86_64", "manylinux1_x86_64",
+                 "manylinux_2_5_x86_64", "manylinux2010_x86_64", "manylinux_2_12_x86_64")
 
 
 def cache_dir() -> Path:

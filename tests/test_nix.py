@@ -227,8 +227,9 @@ def _check_contents(o: dict[str, Path]) -> None:
     assert f"libdir={o['lib']}/lib" in pc and f"includedir={o['include']}/include" in pc
     for path in o.values():
         assert (path / "nix-support/include-in-cudatoolkit-root").is_file()
+    # D3: out propagates include and lib, never static or stubs.
     propagated = (o["out"] / "nix-support/propagated-build-inputs").read_text().split()
-    assert sorted(propagated) == sorted(str(o[n]) for n in OUTPUTS if n != "out")
+    assert sorted(propagated) == sorted(str(o[n]) for n in ("include", "lib"))
 
 
 def _check_runpaths(o: dict[str, Path]) -> None:
@@ -248,7 +249,9 @@ def _check_references(nix: Nix, o: dict[str, Path]) -> None:
     for name in ("static", "stubs", "include", "lib"):
         refs = set(nix.references(str(o[name]))) - {str(o[name])}
         assert not refs, f"{name} references {refs}"  # nothing may point back at out
-    assert set(nix.references(str(o["out"]))) >= {str(o[n]) for n in OUTPUTS if n != "out"}
+    out_refs = set(nix.references(str(o["out"])))
+    assert out_refs >= {str(o["include"]), str(o["lib"])}
+    assert not out_refs & {str(o["static"]), str(o["stubs"])}  # D3
 
 
 def test_cross_output_links_both_ways_are_a_nix_cycle(nix: Nix, nix_tarball: Path) -> None:

@@ -86,3 +86,69 @@ def test_unrewritten_profile_would_not_find_headers(nvcc_tree: Path, tmp_path: P
     profile.write_text((TOOLKIT / "bin/nvcc.profile").read_text())
     result = _compile(out / "bin/bin/nvcc", tmp_path)
     assert result.returncode != 0
+
+
+# -- CUDA 13 from NVIDIA's wheels, each package split into its own root (D7) -------------------
+
+PROGRAM = """
+#include <cstdio>
+#include <cuda_runtime.h>
+#include <thrust/device_vector.h>
+__global__ void scale(float *x, float a) { x[threadIdx.x] *= a; }
+int main() {
+    float *x = nullptr;
+    if (cudaMalloc(&x, 32 * sizeof(float)) != cudaSuccess) { std::puts("no device"); return 0; }
+    scale<<<1, 32>>>(x, 2.0f);
+    std::printf("launch: %s\\n", cudaGetErrorString(cudaDeviceSynchronize()));
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def cuda13_roots(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """cccl, crt, cudart, libnvvm and nvcc 13.0 split like buildRedist would, nvcc last with
+    the others' roots (``--package-root PNAME[.OUTPUT]=DIR``)."""
+    from tests.wheeltrees import WHEELS_13, redist_tarball
+
+    base = tmp_path_factory.mktemp("cuda13")
+    roots: dict[str, Path] = {}
+    for pname in ("cuda_cccl", "cuda_crt", "cuda_cudart", "libnvvm"):
+        split_to_dir(redist_tarball(pname, WHEELS_13[pname]), base / pname, SplitOptions())
+        roots[pname] = base / pname
+    cudart = roots["cuda_cudart"]
+    package_roots = (("cuda_cccl", str(roots["cuda_cccl"] / "out")),
+                     ("cuda_crt", str(roots["cuda_crt"] / "out")),
+                     ("cuda_cudart.include", str(cudart / "include")),
+                     ("cuda_cudart.lib", str(cudart / "lib")),
+                     ("cuda_cudart.static", str(cudart / "static")),
+                     ("cuda_cudart.stubs", str(cudart / "stubs")),
+                     ("libnvvm", str(roots["libnvvm"] / "out")))
+    split_to_dir(redist_tarball("cuda_nvcc", WHEELS_13["cuda_nvcc"]), base / "cuda_nvcc",
+                 SplitOptions(package_roots=package_roots))
+    roots["cuda_nvcc"] = base / "cuda_nvcc"
+    return roots
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cudart", ["static", "shared"])
+def test_cuda13_nvcc_from_wheels_builds_a_program(cuda13_roots: dict[str, Path], tmp_path: Path,
+                                                  cudart: str) -> None:
+    nvcc_out = cuda13_roots["cuda_nvcc"] / "out"
+    profile = (nvcc_out / "bin/nvcc.profile").read_text()
+    cccl = cuda13_roots["cuda_cccl"] / "out"
+    assert f'"-isystem" "{cccl}/include"' in profile  # not nvcc's own include/cccl
+    assert f'"-I{cuda13_roots["cuda_crt"] / "out"}/include"' in profile
+    assert (nvcc_out / "nvvm/bin/cicc").is_file()  # libnvvm copied into nvvm/, as Nixpkgs
+    assert not (cccl / "include/nv").exists() or (cccl / "include/nv/target").exists()
+    source = tmp_path / "prog.cu"
+    source.write_text(PROGRAM)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    result = subprocess.run(
+        [str(nvcc_out / "bin/nvcc"), f"--cudart={cudart}", "-arch=sm_80", "-o",
+         str(tmp_path / "prog"), str(source)],
+        env=env, capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    needed = subprocess.run(["readelf", "-d", str(tmp_path / "prog")], capture_output=True,
+                            text=True, check=True).stdout
+    assert ("libcudart.so.13" in needed) == (cudart == "shared"), needed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ def where(ruleset: RuleSet, path: str, kind: Kind = Kind.FILE) -> str | None:
         return None
     declared = ruleset.package.outputs
     allowed = None if declared is None else frozenset(declared) | {"out"}
-    return fallback_output(decision.output, allowed)
+    return fallback_output(ruleset.classify(dest, kind, allowed).output or "out", allowed)
 
 
 def test_every_listed_package_has_a_file() -> None:
@@ -45,8 +46,10 @@ def test_package_file_loads_on_top_of_the_default(path: Path) -> None:
 def test_cuda_cudart() -> None:
     rs = load_ruleset("cuda_cudart")
     assert rs.package.outputs == ("out", "dev", "include", "lib", "static", "stubs")
-    assert dict(rs.package.stub_links) == {"lib/stubs/libcuda.so.1": "libcuda.so"}
-    assert rs.package.pkgconfig_driver_rpath
+    # The SONAME link, and Nixpkgs' link of every stub into <stubs>/lib/.
+    assert dict(rs.package.stub_links) == {"lib/stubs/libcuda.so.1": "libcuda.so",
+                                           "lib/libcuda.so": "stubs/libcuda.so"}
+    assert any(e.driver_rpath and e.drop_cudaroot for e in rs.package.pkgconfig_edits)
     assert [g.pattern for g in rs.package.pkgconfig_stubs_libdir] == ["cuda-*.pc"]
     assert where(rs, "lib/libcudart.so.12.9.79", Kind.ELF_SHARED) == "lib"
     assert where(rs, "lib/libcudart_static.a", Kind.STATIC) == "static"
@@ -87,7 +90,8 @@ def test_libraries_with_fixed_outputs() -> None:
 
 def test_cuda_nvml_dev() -> None:
     rs = load_ruleset("cuda_nvml_dev")
-    assert dict(rs.package.stub_links) == {"lib/stubs/libnvidia-ml.so.1": "libnvidia-ml.so"}
+    assert dict(rs.package.stub_links) == {"lib/stubs/libnvidia-ml.so.1": "libnvidia-ml.so",
+                                           "lib/stubs/libnvidia-ml.a.1": "libnvidia-ml.a"}
     assert where(rs, "lib/stubs/libnvidia-ml.so", Kind.ELF_SHARED) == "stubs"
     assert where(rs, "include/nvml.h") == "include"
     assert where(rs, "pkg-config/nvidia-ml-12.2.pc") == "dev"
@@ -153,3 +157,98 @@ def test_tensorrt() -> None:
     assert where(rs, "targets/x86_64-linux-gnu/lib/stubs/libnvinfer.so", Kind.ELF_SHARED) is None
     assert where(rs, "python/tensorrt-10.3.0-cp311-none-linux_x86_64.whl") is None
     assert where(rs, "include/NvInfer.h") == "include"
+
+
+HOOK = Path(__file__).resolve().parent.parent / "cudasplit" / "nix" / "setup-hook.sh"
+
+
+def _run_hook(env_lines: str) -> tuple[list[str], dict[str, str]]:
+    """Source the setup hook with a fake cudasplit that prints its arguments, one per line."""
+    script = (f"set -euo pipefail\nrunHook() {{ :; }}\n{env_lines}\n"
+              f"cudasplitCommand='printf %s\\n'\nsource {HOOK}\n"
+              "for v in dontUnpack dontPatchELF dontStrip; do echo \"@$v=${!v-unset}\"; done\n"
+              "cudasplitInstallPhase\n")
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True,
+                          env={"PATH": "/usr/bin:/bin", "src": "/src.tar.xz"})
+    lines = done.stdout.splitlines()
+    settings = dict(line[1:].split("=", 1) for line in lines if line.startswith("@"))
+    return [line for line in lines if not line.startswith("@")], settings
+
+
+def test_setup_hook_variables_become_flags() -> None:
+    args, settings = _run_hook(
+        "NIX_BUILD_CORES=3\ncudaMajorMinorVersion=12.9\n"
+        "cudasplitPackageRoots='cuda_nvrtc=/nix/store/a-nvrtc cuda_cccl=/nix/store/b-cccl'\n"
+        "cudasplitIgnoreMissing='libcuda.so.1 libnvidia-ml.so.1'\n"
+        "cudasplitInterpreter=/nix/store/c-glibc/lib/ld-linux-x86-64.so.2\n"
+        "cudasplitLibraryPath=/nix/store/d-gcc/lib\ncudasplitCheckFhsRefs=1")
+    joined = " ".join(args)
+    assert args[:2] == ["split", "/src.tar.xz"]
+    for expected in ("--jobs 3", "--cuda-version 12.9", "--check-fhs-refs",
+                     "--package-root cuda_nvrtc=/nix/store/a-nvrtc",
+                     "--package-root cuda_cccl=/nix/store/b-cccl",
+                     "--ignore-missing libcuda.so.1", "--ignore-missing libnvidia-ml.so.1",
+                     "--interpreter /nix/store/c-glibc/lib/ld-linux-x86-64.so.2",
+                     "--library-path /nix/store/d-gcc/lib"):
+        assert expected in joined, joined
+    assert settings == {"dontUnpack": "1", "dontPatchELF": "1", "dontStrip": "1"}
+
+
+def test_setup_hook_sets_phases_only_where_needed() -> None:
+    args, settings = _run_hook("NIX_BUILD_CORES=0\ncudasplitNoPatch=1\ncudasplitSource=$PWD")
+    assert "--jobs" not in args and "--no-patch" in args
+    assert settings == {"dontUnpack": "unset", "dontPatchELF": "unset", "dontStrip": "unset"}
+    _args, settings = _run_hook("installPhase=myInstall")
+    assert settings == {"dontUnpack": "unset", "dontPatchELF": "unset", "dontStrip": "unset"}
+
+
+@pytest.mark.parametrize(("pname", "allowed"), [("cuda_cudart", False), ("cuda_nvcc", True)])
+def test_check_fhs_refs_fails_unless_the_package_allows_it(tmp_path: Path, pname: str,
+                                                           allowed: bool) -> None:
+    from cudasplit import SplitOptions, split_to_dir
+    from cudasplit.errors import ProblemsFound
+
+    top = tmp_path / f"{pname}-linux-x86_64-12.9.79-archive"
+    (top / "include").mkdir(parents=True)
+    (top / "include/a.h").write_text("/* see /usr/include/stdio.h */\n")
+    (top / "LICENSE").write_text("mentions /usr/share/doc, which is fine in a LICENSE\n")
+    options = SplitOptions(check_fhs_refs=True, patch=False)
+    if allowed:
+        split_to_dir(top, tmp_path / "out", options)
+        return
+    with pytest.raises(ProblemsFound, match="/usr/"):
+        split_to_dir(top, tmp_path / "out", options)
+    (top / "include/a.h").write_text("/* nothing */\n")
+    split_to_dir(top, tmp_path / "out2", options)  # only LICENSE mentions /usr/: fine
+
+
+def test_platform_option_decides_gated_outputs(tmp_path: Path) -> None:
+    """cuda_cupti has static archives on linux-x86_64 only (and sbsa >= 12.6): with
+    --platform aarch64-linux:8.7 on CUDA 12.9 (a Jetson: linux-aarch64) static is not declared,
+    so its .a files stay in lib (positional fallback) and no empty static output is made."""
+    from click.testing import CliRunner
+
+    from cudasplit.cli import main
+
+    top = tmp_path / "cuda_cupti-linux-x86_64-12.9.79-archive"
+    (top / "lib").mkdir(parents=True)
+    (top / "lib/libcupti_static.a").write_bytes(b"!<arch>\n")
+    (top / "LICENSE").write_text("x\n")
+    for platform, static_in in (("x86_64-linux", "static"), ("aarch64-linux:8.7", "lib"),
+                                ("aarch64-linux:9.0", "static")):  # sbsa >= 12.6
+        out = tmp_path / platform.replace(":", "_")
+        done = CliRunner().invoke(main, ["split", str(top), "-o", str(out), "--no-patch", "-q",
+                                         "--cuda-version", "12.9", "--platform", platform])
+        assert done.exit_code == 0, done.output
+        assert (out / static_in / "lib/libcupti_static.a").is_file(), platform
+        assert (out / "static").exists() == (static_in == "static")
+
+
+def test_manifest_platform_words_resolve_jetson_builds() -> None:
+    from cudasplit.manifest import parse_manifest, resolve_platforms
+
+    manifest = parse_manifest({"release_label": "12.9.1"})
+    assert resolve_platforms(["aarch64-linux:8.7"], manifest) == {"linux-aarch64"}
+    assert resolve_platforms(["aarch64-linux:9.0"], manifest) == {"linux-sbsa"}
+    manifest13 = parse_manifest({"release_label": "13.0.2"})
+    assert resolve_platforms(["aarch64-linux:8.7"], manifest13) == {"linux-sbsa"}

@@ -1,10 +1,15 @@
+import tomllib
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from cudasplit.errors import RulesError
-from cudasplit.model import Kind
-from cudasplit.rules import build_ruleset, load_ruleset, read_rule_file
+from cudasplit.errors import CudasplitError, RulesError
+from cudasplit.manifest import arm_platform, resolve_platform_word
+from cudasplit.model import OUTPUT_NAMES, Kind
+from cudasplit.pkgtable import Gate, Where, version_at_least
+from cudasplit.rules import build_ruleset, describe_package, load_ruleset, read_rule_file
 
 
 def ruleset_from(tmp_path: Path, text: str, name: str = "extra.toml"):  # type: ignore[no-untyped-def]
@@ -23,7 +28,7 @@ DEFAULT_EXPECTATIONS = {
     "lib/libcudart.so.12.9.79": "lib",
     "lib/libcudart_static.a": "static",
     "lib/stubs/libcuda.so": "stubs",
-    "lib/stubs/libcuda_extra.a": "static",
+    "lib/stubs/libcuda_extra.a": "stubs",
     "lib/x64/libnested.a": "static",
     "stubs/libnvidia-ml.so": "stubs",
     "lib/cmake/cudart/cudart-config.cmake": "dev",
@@ -140,3 +145,91 @@ def test_shipped_rule_files_are_valid() -> None:
     rules_dir = Path(load_ruleset("x").files[-1]).parent
     for path in [rules_dir / "default.toml", *sorted((rules_dir / "packages").glob("*.toml"))]:
         build_ruleset([(str(path), read_rule_file(path))])
+
+
+# -- the package table's structured entries ---------------------------------------------------
+
+
+
+@pytest.mark.parametrize(("gate", "where", "applies"), [
+    (Gate(since="12.8"), Where(version="12.9.1.4"), True),
+    (Gate(since="12.8"), Where(version="12.6.4.1"), False),
+    (Gate(since="12.8"), Where(version="12.8"), True),
+    (Gate(since="12.8"), Where(), True),                       # unknown: newest layout
+    (Gate(cuda_before="13.4"), Where(cuda_version="12.9"), True),
+    (Gate(cuda_before="13.4"), Where(cuda_version="13.4"), False),
+    (Gate(cuda_before="13.4"), Where(), False),                # unknown: before never applies
+    (Gate(since="0.8"), Where(version="0.7.1.0"), False),
+    (Gate(platforms=("linux-sbsa",), since="12.6"), Where("12.6.37", None, "linux-sbsa"), True),
+    (Gate(platforms=("linux-sbsa",), since="12.6"), Where("12.4.1", None, "linux-sbsa"), False),
+    (Gate(platforms=("linux-sbsa",)), Where("12.9", None, "linux-aarch64"), False),
+])
+def test_gates(gate: Gate, where: Where, applies: bool) -> None:
+    assert gate.applies(where) is applies
+
+
+@given(st.lists(st.integers(0, 200), min_size=1, max_size=4),
+       st.lists(st.integers(0, 200), min_size=1, max_size=4))
+def test_version_at_least_compares_the_floor_components(a: list[int], b: list[int]) -> None:
+    version, floor = ".".join(map(str, a)), ".".join(map(str, b))
+    assert version_at_least(version, floor) == (tuple(a[:len(b)]) >= tuple(b))
+
+
+def test_cupti_static_output_depends_on_platform_and_version() -> None:
+    package = load_ruleset("cuda_cupti").package
+    assert "static" in package.outputs_for(Where("12.9.79", None, "linux-x86_64"))
+    assert "static" in package.outputs_for(Where("12.6.37", None, "linux-sbsa"))
+    assert "static" not in package.outputs_for(Where("12.4.127", None, "linux-sbsa"))
+    assert "static" not in package.outputs_for(Where("12.9.79", None, "linux-aarch64"))
+
+
+def test_positional_fallback_takes_the_next_matching_rule() -> None:
+    rules = load_ruleset("some_package")
+    everything = frozenset(OUTPUT_NAMES)
+    assert rules.classify("lib/libfoo.a", Kind.STATIC, everything).output == "static"
+    assert rules.classify("lib/libfoo.a", Kind.STATIC, frozenset({"out", "lib"})).output == "lib"
+    assert rules.classify("lib/libfoo.a", Kind.STATIC, frozenset({"out"})).output == "out"
+    # include -> dev, then positional; stubs never fall into lib (#293320)
+    assert rules.classify("include/a.h", Kind.FILE, frozenset({"out", "dev"})).output == "dev"
+    stub = rules.classify("lib/stubs/libcuda.so", Kind.ELF_SHARED, frozenset({"out", "lib"}))
+    assert stub.output == "out" and stub.rule.name == "stubs"
+    # samples keep their own .a and .cmake (D8)
+    assert rules.classify("samples/x/libs.a", Kind.STATIC, everything).output == "samples"
+
+
+def test_package_table_entries_are_validated() -> None:
+    def load(package: str) -> None:
+        build_ruleset([("p.toml", tomllib.loads(f"[package]\n{package}\n"))])
+
+    with pytest.raises(RulesError, match="since"):
+        load('copy_packages = [{ package = "libnvvm", since = "new" }]')
+    with pytest.raises(RulesError, match="unknown key"):
+        load('pkgconfig_edits = [{ files = ["*.pc"], require = ["cudart"] }]')
+    with pytest.raises(RulesError, match="libdir_output"):
+        load('pkgconfig_edits = [{ files = ["*.pc"], libdir_output = "nowhere" }]')
+    with pytest.raises(RulesError, match="output"):
+        load('output_when = [{ output = "statics" }]')
+
+
+def test_rules_show_prints_the_whole_entry() -> None:
+    lines = describe_package(load_ruleset("libcublas").package)
+    assert any(line.startswith("dlopen = [") and "cuda_nvrtc" in line and "12.8" in line
+               for line in lines)
+    assert any(line.startswith("pkgconfig_edits = [{files=[cublas-*.pc]") for line in lines)
+    assert len(lines) == len(type(load_ruleset("libcublas").package).__dataclass_fields__)
+
+
+@pytest.mark.parametrize(("caps", "cuda", "platform"), [
+    (["8.7"], "12.9", "linux-aarch64"), (["8.7"], "13.0", "linux-sbsa"),
+    (["7.2"], "13.0", "linux-aarch64"), (["10.1"], "12.9", "linux-sbsa"),
+    (["9.0"], "12.9", "linux-sbsa"), ([], "12.9", "linux-sbsa"),
+    (["9.0", "7.2"], "12.9", "linux-aarch64"),
+])
+def test_arm_platform_from_capabilities(caps: list[str], cuda: str, platform: str) -> None:
+    assert arm_platform(caps, cuda) == platform
+    assert resolve_platform_word("aarch64-linux:" + ",".join(caps), cuda) == platform
+
+
+def test_no_jetson_build_from_cuda_13_4() -> None:
+    with pytest.raises(CudasplitError, match="no linux-aarch64"):
+        arm_platform(["7.2"], "13.4.1")

@@ -16,6 +16,17 @@
 #   cudasplitLibraryPath colon-separated directories that resolve DT_NEEDED names the
 #                        package does not provide (dependencies' lib dirs)
 #   cudasplitAppendRunpath colon-separated extra RUNPATH entries (e.g. NVRTC's lib)
+#   cudasplitPackageRoots  other packages' roots for @pname@ entries of the package table:
+#                        "cuda_nvrtc=/nix/store/...-cuda_nvrtc-lib cuda_cccl=..." (a string,
+#                        or a bash array with structured attrs); -> --package-root
+#   cudasplitInterpreter the PT_INTERP for executables (e.g. "$(cat $NIX_CC/nix-support/
+#                        dynamic-linker)"); -> --interpreter
+#   cudasplitIgnoreMissing DT_NEEDED names allowed to stay unresolved (space-separated, or an
+#                        array; like autoPatchelfIgnoreMissingDeps); -> --ignore-missing
+#   cudasplitCudaVersion the CUDA release X.Y for the package table's gates (default: the
+#                        cudaMajorMinorVersion variable buildRedist also sets)
+#   cudasplitCheckFhsRefs  non-empty: --check-fhs-refs (checkCudaFhsRefs)
+#   cudasplitNoPatch     non-empty: --no-patch (RUNPATHs left alone; stripping stays on)
 #   cudasplitNoNixSupport  non-empty: skip nix-support/ markers and propagated-build-inputs
 #   cudasplitStrict      non-empty: fail on empty outputs, unclaimed members, dangling links
 #   cudasplitReport      write the JSON report here (default: $NIX_BUILD_TOP/cudasplit-report.json)
@@ -26,6 +37,19 @@ cudasplitInstallPhase() {
     runHook preInstall
 
     local -a flags=(--nix)
+    # One job per core Nix grants the build (NIX_BUILD_CORES=0 means "all").
+    [[ "${NIX_BUILD_CORES:-0}" -gt 0 ]] && flags+=(--jobs "$NIX_BUILD_CORES")
+    local cudaVersion="${cudasplitCudaVersion:-${cudaMajorMinorVersion:-}}"
+    [[ -n "$cudaVersion" ]] && flags+=(--cuda-version "$cudaVersion")
+    [[ -n "${cudasplitCheckFhsRefs:-}" ]] && flags+=(--check-fhs-refs)
+    [[ -n "${cudasplitNoPatch:-}" ]] && flags+=(--no-patch)
+    [[ -n "${cudasplitInterpreter:-}" ]] && flags+=(--interpreter "$cudasplitInterpreter")
+    local word
+    local -a words=()
+    _cudasplitWords cudasplitPackageRoots words
+    for word in ${words[@]+"${words[@]}"}; do flags+=(--package-root "$word"); done
+    _cudasplitWords cudasplitIgnoreMissing words
+    for word in ${words[@]+"${words[@]}"}; do flags+=(--ignore-missing "$word"); done
     [[ -n "${cudasplitNoNixSupport:-}" ]] || flags+=(--nix-support)
     [[ -n "${cudasplitStrict:-}" ]] && flags+=(--strict)
     [[ -n "${cudasplitCudaCompat:-}" ]] && flags+=(--cuda-compat "$cudasplitCudaCompat")
@@ -57,6 +81,29 @@ cudasplitInstallPhase() {
     runHook postInstall
 }
 
+# _cudasplitWords VAR RESULT: VAR's words (a bash array under structured attrs, else a string).
+_cudasplitWords() {
+    local -n _result="$2"
+    _result=()
+    if [[ "$(declare -p "$1" 2>/dev/null)" == "declare -a"* ]]; then
+        local -n _array="$1"
+        _result=(${_array[@]+"${_array[@]}"})
+    else
+        read -ra _result <<< "${!1:-}"
+    fi
+}
+
 if [[ -z "${installPhase-}" ]]; then
     installPhase=cudasplitInstallPhase
+    # Only when our phase runs: the tarball is streamed from $src rather than unpacked, ...
+    if [[ -z "${cudasplitSource:-}" && -z "${dontUnpack+set}" ]]; then
+        dontUnpack=1
+    fi
+    if [[ -z "${cudasplitNoPatch:-}" ]]; then
+        # ... patchELF's --shrink-rpath would drop the driver dir and dlopen'ed package roots
+        # (nothing NEEDs them), and strip breaks files whose program headers cudasplit moved
+        # (elf-runpath.md: cupti 12.8 segfaults in dlopen after strip).
+        [[ -n "${dontPatchELF+set}" ]] || dontPatchELF=1
+        [[ -n "${dontStrip+set}" ]] || dontStrip=1
+    fi
 fi

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import os
 import shutil
 import tempfile
@@ -13,6 +14,16 @@ from typing import BinaryIO
 
 from ..errors import OutputError
 from .base import safe_join
+from .staging import (
+    PREVIOUS_DIR,
+    STAGING_PREFIX,
+    record_owner,
+    remove_stale,
+    sync_dir,
+    sync_tree,
+)
+
+log = logging.getLogger("cudasplit")
 
 COPY_CHUNK = 1 << 20
 # Modes are normalised: setuid/setgid/sticky never survive (cudasplit may run as root on
@@ -30,9 +41,13 @@ class DirectorySink:
     """
 
     def __init__(self, roots: Mapping[str, Path], *, staging_parent: Path | None = None,
-                 overwrite: bool = False) -> None:
+                 overwrite: bool = False, durable: bool = True) -> None:
         self._final = {name: Path(os.path.abspath(path)) for name, path in roots.items()}
         self._overwrite = overwrite
+        self._durable = durable
+        # Staging is created on the first write, never before: a source that cannot be opened
+        # or read leaves nothing behind (not even the output directory).
+        self._staging_parent = staging_parent
         self._staging: Path | None = None
         self._created: list[str] = []
         self._made_parent: Path | None = None  # removed again by abort() if still empty
@@ -40,23 +55,14 @@ class DirectorySink:
         # staging dir holds none, an unstaged root (Nix mode, --overwrite) may already.
         self._check_parents = staging_parent is None
         self._check_roots(staged=staging_parent is not None)
-        if staging_parent is not None:
-            self._staging = _make_staging(staging_parent)
+        self.stale_removed: list[Path] = []   # stale staging dirs of dead runs, removed
 
     @classmethod
     def for_output_dir(cls, directory: Path, outputs: list[str], *,
-                       overwrite: bool = False) -> DirectorySink:
+                       overwrite: bool = False, durable: bool = True) -> DirectorySink:
         directory = Path(os.path.abspath(directory))
-        made = not directory.exists()
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise OutputError(
-                f"{directory}: cannot create output directory ({exc.strerror})") from exc
         roots = {name: directory / name for name in outputs}
-        sink = cls(roots, staging_parent=directory, overwrite=overwrite)
-        sink._made_parent = directory if made else None
-        return sink
+        return cls(roots, staging_parent=directory, overwrite=overwrite, durable=durable)
 
     # -- protocol -------------------------------------------------------------------------
 
@@ -66,14 +72,14 @@ class DirectorySink:
     def ensure_output(self, output: str) -> None:
         root = self._work_root(output)
         if output not in self._created:
-            with _translate(root):
+            with _translate(self._shown(root)):
                 root.mkdir(parents=True, exist_ok=True)
                 os.chmod(root, 0o755)
             self._created.append(output)
 
     def write_file(self, output: str, dest: str, stream: BinaryIO, mode: int) -> Path | None:
         path = self._prepare(output, dest)
-        with _translate(path):
+        with _translate(self._shown(path)):
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "wb") as fh:
                 shutil.copyfileobj(stream, fh, COPY_CHUNK)
@@ -82,7 +88,7 @@ class DirectorySink:
 
     def write_bytes(self, output: str, dest: str, data: bytes, mode: int) -> Path | None:
         path = self._prepare(output, dest)
-        with _translate(path):
+        with _translate(self._shown(path)):
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
@@ -92,21 +98,21 @@ class DirectorySink:
     def make_dir(self, output: str, dest: str, mode: int) -> None:
         self.ensure_output(output)
         path = safe_join(self._work_root(output), dest)
-        with _translate(path):
+        with _translate(self._shown(path)):
             path.mkdir(parents=True, exist_ok=True)
             os.chmod(path, (mode & MODE_MASK) | 0o700)
 
     def make_symlink(self, output: str, dest: str, target: str) -> None:
         path = self._prepare(output, dest)
         self._check_parents = True
-        with _translate(path):
+        with _translate(self._shown(path)):
             os.symlink(target, path)
 
     def make_hardlink(self, output: str, dest: str, src_output: str, src_dest: str) -> None:
         source = safe_join(self._work_root(src_output), src_dest)
         self._refuse_links_above(self._work_root(src_output), source)
         path = self._prepare(output, dest)
-        with _translate(path):
+        with _translate(self._shown(path)):
             if output == src_output:
                 os.link(source, path, follow_symlinks=False)
             else:
@@ -121,26 +127,68 @@ class DirectorySink:
 
     def finish(self) -> None:
         if self._staging is None:
+            if self._staging_parent is not None:  # nothing written: still a finished, empty DIR
+                with _translate(self._staging_parent):
+                    self._staging_parent.mkdir(parents=True, exist_ok=True)
             return
-        moved: list[Path] = []
+        staging = self._staging
+        previous = staging / PREVIOUS_DIR
+        aside: list[tuple[Path, Path]] = []   # (old final, where it waits in staging)
+        moved: list[tuple[Path, Path]] = []   # (new final, its staging path)
         try:
             self._check_roots(staged=True)
+            if self._durable:
+                sync_tree(staging)
+            if self._overwrite:
+                self._move_aside(previous, aside)
             for output in self._created:
-                final = self._final_root(output)
-                if final.exists() and self._overwrite:
-                    _remove(final)
+                final, work = self._final_root(output), staging / output
                 with _translate(final):
-                    os.rename(self._work_root(output), final)
-                moved.append(final)
+                    os.rename(work, final)
+                moved.append((final, work))
+            if self._durable:
+                sync_dir(staging.parent)
         except BaseException:
-            # All or nothing: outputs already moved would look finished next to missing ones
-            # (the pipeline calls finish() after its own abort handling, so clean up here).
-            for path in moved:
-                shutil.rmtree(path, ignore_errors=True)
+            # All or nothing: new outputs go back to staging, old ones back into place.
+            self._roll_back(moved, aside)
             self.abort()
             raise
-        shutil.rmtree(self._staging, ignore_errors=True)
         self._staging = None
+        shutil.rmtree(staging, ignore_errors=True)
+        if os.path.lexists(previous):
+            log.warning("%s: could not remove all of the previous outputs (moved there by "
+                        "--overwrite); remove it by hand", staging)
+
+    def _move_aside(self, previous: Path, aside: list[tuple[Path, Path]]) -> None:
+        """--overwrite: every existing output directory (also those this run does not
+        produce) is renamed into staging first, so a failure can put it back untouched.
+        ``aside`` grows as they move, for the roll-back."""
+        for name, final in self._final.items():
+            if not os.path.lexists(final):
+                continue
+            with _translate(previous):
+                previous.mkdir(exist_ok=True)
+            with _translate(final):
+                os.rename(final, previous / name)
+            aside.append((final, previous / name))
+
+    def _roll_back(self, moved: list[tuple[Path, Path]], aside: list[tuple[Path, Path]]) -> None:
+        lost = []
+        for final, work in reversed(moved):
+            try:
+                os.rename(final, work)
+            except OSError:
+                shutil.rmtree(final, ignore_errors=True)
+        for final, waiting in reversed(aside):
+            try:
+                os.rename(waiting, final)
+            except OSError:
+                lost.append(str(waiting))
+        if lost:
+            # Never delete what we could not put back: keep the staging dir and say where.
+            log.error("previous outputs could not be moved back; they are in %s",
+                      ", ".join(lost))
+            self._staging = None
 
     def abort(self) -> None:
         if self._staging is not None:
@@ -160,22 +208,61 @@ class DirectorySink:
 
     def _work_root(self, output: str) -> Path:
         final = self._final_root(output)
-        return final if self._staging is None else self._staging / output
+        if self._staging_parent is None:
+            return final
+        return self._ensure_staging() / output
+
+    def public_text(self, text: str) -> str:
+        """``text`` (a problem message) with staging paths replaced by the final ones."""
+        if self._staging is None:
+            return text
+        for name, final in self._final.items():
+            text = text.replace(f"{self._staging / name}", str(final))
+        return text
+
+    def _shown(self, path: Path) -> Path:
+        """Where ``path`` will be once the run is over: messages never name the staging dir,
+        which is gone by the time the user reads them."""
+        if self._staging is None:
+            return path
+        try:
+            rel = path.relative_to(self._staging)
+        except ValueError:
+            return path
+        if not rel.parts or rel.parts[0] not in self._final:
+            return path
+        return self._final[rel.parts[0]].joinpath(*rel.parts[1:])
+
+    def _ensure_staging(self) -> Path:
+        if self._staging is None:
+            assert self._staging_parent is not None
+            parent = self._staging_parent
+            if not parent.exists():
+                try:
+                    parent.mkdir(parents=True)
+                except OSError as exc:
+                    raise OutputError(
+                        f"{parent}: cannot create output directory ({exc.strerror})") from exc
+                self._made_parent = parent
+            self.stale_removed = remove_stale(parent)
+            self._staging = _make_staging(parent)
+        return self._staging
 
     def _prepare(self, output: str, dest: str) -> Path:
         self.ensure_output(output)
         root = self._work_root(output)
         path = safe_join(root, dest)
         self._refuse_links_above(root, path)
-        with _translate(path):
+        with _translate(self._shown(path)):
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except (FileExistsError, NotADirectoryError):
-                raise OutputError(f"{path}: a parent directory is a file written for an earlier "
-                                  "member (the archive names it as file and directory)") from None
+                raise OutputError(f"{self._shown(path)}: a parent directory is a file written "
+                                  "for an earlier member (the archive names it as file and "
+                                  "directory)") from None
             if os.path.isdir(path) and not os.path.islink(path):
-                raise OutputError(f"{path}: is a directory holding earlier members (the archive "
-                                  "names it as file and directory)")
+                raise OutputError(f"{self._shown(path)}: is a directory holding earlier members "
+                                  "(the archive names it as file and directory)")
             if os.path.lexists(path):
                 # A later member of the same name replaces the earlier one (tar semantics);
                 # unlinking first means we never write through a symlink.
@@ -190,7 +277,8 @@ class DirectorySink:
         for part in path.relative_to(root).parts[:-1]:
             current = current / part
             if os.path.islink(current):
-                raise OutputError(f"{path}: refusing to write through the symlink {current}")
+                raise OutputError(f"{self._shown(path)}: refusing to write through the "
+                                  f"symlink {self._shown(current)}")
 
     def _check_roots(self, *, staged: bool) -> None:
         if self._overwrite:
@@ -206,9 +294,11 @@ class DirectorySink:
 
 def _make_staging(parent: Path) -> Path:
     try:
-        return Path(tempfile.mkdtemp(prefix=".cudasplit-staging-", dir=parent))
+        staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=parent))
     except OSError as exc:
         raise OutputError(f"{parent}: cannot create staging directory ({exc.strerror})") from exc
+    record_owner(staging)
+    return staging
 
 
 def _non_empty(path: Path) -> bool:

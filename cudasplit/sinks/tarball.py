@@ -93,12 +93,29 @@ class TarballSink:
         self._fmt, self._level, self._threads = fmt, level, threads
         self._mtime = mtime_from_env() if mtime is None else mtime
         self._overwrite = overwrite
-        with _translate(self._directory):
-            self._directory.mkdir(parents=True, exist_ok=True)
-        self._stage = _make_temp_dir(staging_parent or self._directory)
-        # The inner sink writes straight into the private stage (no second staging level).
-        self._inner = DirectorySink({name: self._stage / name for name in OUTPUT_NAMES})
+        self._staging_parent = staging_parent
+        # Created on the first write: a source that cannot be read leaves no directory behind.
+        self._made_directory = False
+        self._stage_dir: Path | None = None
+        self._inner_sink: DirectorySink | None = None
         self.written: list[Path] = []
+
+    @property
+    def _stage(self) -> Path:
+        if self._stage_dir is None:
+            if not self._directory.exists():
+                with _translate(self._directory):
+                    self._directory.mkdir(parents=True)
+                self._made_directory = True
+            self._stage_dir = _make_temp_dir(self._staging_parent or self._directory)
+        return self._stage_dir
+
+    @property
+    def _inner(self) -> DirectorySink:
+        if self._inner_sink is None:
+            # Writes straight into the private stage (no second staging level).
+            self._inner_sink = DirectorySink({name: self._stage / name for name in OUTPUT_NAMES})
+        return self._inner_sink
 
     # -- protocol: placement is the directory sink's, roots are ours ---------------------------
 
@@ -132,6 +149,8 @@ class TarballSink:
 
     def finish(self) -> None:
         """Pack every output to a temp file, then rename them all: no partial archive remains."""
+        if self._inner_sink is None:
+            return  # nothing was written
         temps: list[tuple[Path, Path]] = []
         try:
             for output in self._inner.outputs():
@@ -148,12 +167,16 @@ class TarballSink:
             for temp, _ in temps:
                 with contextlib.suppress(OSError):
                     temp.unlink()
+            self.abort()
             raise
-        finally:
-            shutil.rmtree(self._stage, ignore_errors=True)
+        shutil.rmtree(self._stage, ignore_errors=True)
 
     def abort(self) -> None:
-        shutil.rmtree(self._stage, ignore_errors=True)
+        if self._stage_dir is not None:
+            shutil.rmtree(self._stage_dir, ignore_errors=True)
+        if self._made_directory:
+            with contextlib.suppress(OSError):
+                self._directory.rmdir()  # only if empty: never remove what others wrote
 
     # -- naming ---------------------------------------------------------------------------------
 

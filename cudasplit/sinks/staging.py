@@ -1,0 +1,111 @@
+"""Staging directories: who owns them, removing those of dead runs, and making them durable.
+
+A staging directory ``DIR/.cudasplit-staging-*`` records its owner in :data:`OWNER_FILE`
+(host, pid and the process start time, so a recycled pid is not mistaken for the owner).
+A later run on the same ``DIR`` removes staging directories whose owner is gone; it leaves
+those of live runs, of other hosts (a shared file system) and those without an owner file.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import shutil
+import socket
+from pathlib import Path
+
+from ..errors import OutputError
+
+log = logging.getLogger("cudasplit")
+
+STAGING_PREFIX = ".cudasplit-staging-"
+OWNER_FILE = ".cudasplit-owner"
+PREVIOUS_DIR = ".previous"   # inside staging: old outputs moved aside by --overwrite
+
+
+def record_owner(staging: Path) -> None:
+    """Write the owner file of a fresh staging directory (removing it if that fails)."""
+    try:
+        (staging / OWNER_FILE).write_text(_owner_line(os.getpid()))
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise OutputError(f"{staging}: cannot write ({exc.strerror})") from exc
+
+
+def remove_stale(parent: Path) -> list[Path]:
+    """Remove the staging directories in ``parent`` whose owner process is gone."""
+    removed = []
+    try:
+        candidates = [p for p in parent.iterdir() if p.name.startswith(STAGING_PREFIX)]
+    except OSError:
+        return []
+    for path in sorted(candidates):
+        if _owner_gone(path) and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+            if not os.path.lexists(path):
+                log.warning("%s: removed the staging directory of an earlier run that "
+                            "was killed", path)
+                removed.append(path)
+    return removed
+
+
+def _owner_gone(staging: Path) -> bool:
+    try:
+        host, pid_text, start = (staging / OWNER_FILE).read_text().split()
+        pid = int(pid_text)
+    except (OSError, ValueError):
+        return False  # no owner file yet (a run starting now), or not ours: leave it
+    if host != socket.gethostname():
+        return False  # a shared file system: the owner may be alive on another machine
+    if pid == os.getpid():
+        return False
+    return _start_time(pid) != start
+
+
+def _owner_line(pid: int) -> str:
+    return f"{socket.gethostname()} {pid} {_start_time(pid)}\n"
+
+
+def _start_time(pid: int) -> str:
+    """Clock ticks since boot at which ``pid`` started ("gone" when there is no such process)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return "gone"
+        except OSError:
+            pass
+        return "unknown"
+    # The command name (field 2) may contain spaces and parentheses: split after the last ')'.
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def sync_tree(root: Path) -> None:
+    """fsync every regular file and directory below ``root`` (and ``root`` itself), so the
+    renames that publish it never expose files whose data is not yet on disk."""
+    for dirpath, _dirnames, filenames in os.walk(root):
+        for name in filenames:
+            _fsync_path(os.path.join(dirpath, name), os.O_RDONLY | os.O_NOFOLLOW)
+        sync_dir(Path(dirpath))
+
+
+def sync_dir(path: Path) -> None:
+    _fsync_path(str(path), os.O_RDONLY | os.O_DIRECTORY)
+
+
+def _fsync_path(path: str, flags: int) -> None:
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  #: a symlink (O_NOFOLLOW); its directory entry is synced
+            return
+        raise OutputError(f"{path}: cannot sync ({exc.strerror})") from exc
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot sync ({exc.strerror})") from exc
+    finally:
+        os.close(fd)
