@@ -107,6 +107,9 @@ def catalog_inputs() -> list[Input]:
 
 # -- traversal archives (jwilk/traversal-archives, snyk zip-slip) --------------------------------
 
+# A raw archive has no NVIDIA top dir: say so, so that the traversal guards are reached.
+RAW_ARGS = ("--package", "cuda_demo", "--default-rules", "--strip-components", "0")
+
 
 def _tar(entries: list[tuple[str, str, str]]) -> bytes:
     """(kind, name, target or data) -> tar bytes; kinds: file, symlink, hardlink, dir. Names
@@ -177,9 +180,7 @@ def traversal_inputs() -> list[Input]:
                 entries = _traversal_classes(ctx)[name]
                 return _tar(_wrapped(entries) if wrapped else entries)
             suffix = ".tar.xz" if wrapped else ".tar"
-            # A raw archive has no NVIDIA top dir: say so, so the traversal guard is reached.
-            raw_args = () if wrapped else ("--package", "cuda_demo", "--default-rules",
-                                           "--strip-components", "0")
+            raw_args = () if wrapped else RAW_ARGS
             inputs.append(Input(f"traversal/{name}{'-wrapped' if wrapped else ''}",
                                 _archive(lambda ctx, d=data, s=suffix: compress(d(ctx), "xz")
                                          if s == ".tar.xz" else d(ctx), suffix), expect,
@@ -228,11 +229,11 @@ def other_format_inputs() -> list[Input]:
         Input("format/one-byte", _archive(lambda x: b"\x1f"), 2),
         Input("format/zeros-only", _archive(lambda x: b"\0" * 10240), 2),
         Input("cve-2025-4517/realpath-limit-attack", _archive(
-            lambda x: _tar(_realpath_limit_attack(235))), 2),
+            lambda x: _tar(_realpath_limit_attack(235))), 2, RAW_ARGS),
         # Within the name limits the escapes are skipped (dangling-symlink, under-symlink,
         # dangling-hardlink) and the rest is split: documented acceptance, exit 0.
         Input("cve-2025-4517/within-name-limits", _archive(
-            lambda x: _tar(_realpath_limit_attack(40))), 0),
+            lambda x: _tar(_realpath_limit_attack(40))), 0, RAW_ARGS),
         Input("cve-2025-4517/within-name-limits-wrapped", _archive(
             lambda x: compress(_tar(_wrapped(_realpath_limit_attack(40))), "xz"), ".tar.xz"), 0),
     ]
@@ -253,7 +254,7 @@ def cpython_test_data() -> Path | None:
 
 
 def cpython_inputs(directory: Path) -> list[Input]:
-    inputs = [Input(f"cpython/{p.name}", _copy(p))
+    inputs = [Input(f"cpython/{p.name}", _copy(p), None, RAW_ARGS)
               for p in sorted(directory.iterdir()) if p.name.endswith((".tar", ".tar.xz"))]
     testtar = (directory / "testtar.tar").read_bytes()
     # tarfile is trusted here: it only finds where CPython's own test members begin.
@@ -262,10 +263,10 @@ def cpython_inputs(directory: Path) -> list[Input]:
         names = [info.name for info in archive.getmembers()]
     ends = [*offsets[1:], len(testtar)]
     for name, start, end in zip(names, offsets, ends, strict=True):
-        piece = testtar[start:end].rstrip(b"\0")
-        piece = padded(piece) + b"\0" * 1024
+        piece = testtar[start:end] + b"\0" * 1024  # headers and data, whole blocks
         safe = "".join(c if c.isalnum() or c in "-._" else "_" for c in name)[-60:]
-        inputs.append(Input(f"cpython-member/{safe}", _archive(lambda ctx, p=piece: p)))
+        inputs.append(Input(f"cpython-member/{safe}", _archive(lambda ctx, p=piece: p), None,
+                            RAW_ARGS))
     return inputs
 
 
@@ -397,7 +398,9 @@ def _run_all(inputs: list[Input], tmp_path: Path) -> dict[str, list[str]]:
                     remove_deep(top)
     peak = max(m["maxrss"] for m in measured) / 2**20
     slowest = max(m["wall"] for m in measured)
-    print(f"{len(runs)} inputs; slowest {slowest:.2f} s; peak RSS {peak:.0f} MiB")
+    accepted = sum(1 for m in measured if m["rc"] == 0)
+    print(f"{len(runs)} inputs ({accepted} split, {len(runs) - accepted} refused); slowest "
+          f"{slowest:.2f} s; peak RSS {peak:.0f} MiB")
     return {name: broken for name, broken in failures.items() if broken}
 
 
