@@ -46,7 +46,7 @@ PACKAGE_KEYS = frozenset(
     {"outputs", "cuda_compat", "runpath_append", "lift", "description", "stub_links",
      "pkgconfig_driver_rpath", "pkgconfig_stubs_libdir", "optional_outputs",
      "replace_needed", "dlopen", "propagated_outputs", "pkgconfig_edits",
-     "allow_fhs_references", "output_when", "drop", "compiler", "redist", "nixpkgs",
+     "allow_fhs_references", "output_when", "drop", "compiler", "redist",
      "nvcc_includes", "nvcc_libraries", "copy_packages"}
 )
 TOP_KEYS = frozenset({"schema", "profile", "package", "rule", "rename"})
