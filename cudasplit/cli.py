@@ -28,7 +28,12 @@ from .report import Report
 from .resolve import parse_interpreters
 from .rules import build_ruleset, describe_package, load_ruleset, read_rule_file
 from .runpath import DEFAULT_DRIVER_LINK, RunpathPolicy
-from .sources import DEFAULT_MAX_RATIO, DEFAULT_MAX_TOTAL_BYTES, parse_top_dir
+from .sources import (
+    DEFAULT_MAX_MEMBERS,
+    DEFAULT_MAX_RATIO,
+    DEFAULT_MAX_TOTAL_BYTES,
+    parse_top_dir,
+)
 from .terminal import ProgressLine, err, print_issues, setup_logging
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -94,6 +99,9 @@ def common_options(func: F) -> F:
                      "beyond SIZE (bytes, or K/M/G/T; default 64G): decompression bomb guard."),
         click.option("--max-ratio", type=float, metavar="N", help="Refuse an archive that expands "
                      "more than N times its file size (default 200; counted past 16 MiB)."),
+        click.option("--max-members", type=click.IntRange(min=1), metavar="N",
+                     help=f"Refuse a source with more than N members (default "
+                     f"{DEFAULT_MAX_MEMBERS}): member count guard."),
         click.option("--cuda-version", metavar="X.Y", help="The CUDA release (gates in the "
                      "package table; lib/<major>/ lifting). Default: a cuda_* package's version."),
         click.option("--platform", "split_platform", metavar="NAME", help="Platform for the "
@@ -166,6 +174,7 @@ def _options(kw: dict[str, Any], *, dry_run: bool = False) -> SplitOptions:
         overwrite=bool(kw.get("overwrite")),
         max_total_bytes=_size(kw.get("max_size")),
         max_ratio=kw.get("max_ratio") or DEFAULT_MAX_RATIO,
+        max_members=kw.get("max_members") or DEFAULT_MAX_MEMBERS,
         nix_markers=bool(kw.get("nix_support")),
         cuda_major=kw.get("cuda_major"),
         package_roots=_package_roots(kw.get("package_root", ())),

@@ -219,7 +219,7 @@ class PatchStage:
         if self.settings.policy.fail_unresolved or self.settings.strict:
             raise unresolved_error(missing, self._report)
         for path, names in missing.items():
-            self._warn("unresolved-needed", path,
+            self._warn("needed-unresolved", path,
                        f"DT_NEEDED {', '.join(names)} resolve nowhere (pass --library-path DIR "
                        "or --ignore-missing NAME-GLOB)")
 

@@ -41,6 +41,7 @@ from .rules import Decision, Rename, RuleSet, load_ruleset
 from .runpath import RunpathPolicy
 from .sinks.base import Sink
 from .sources import (
+    DEFAULT_MAX_MEMBERS,
     DEFAULT_MAX_RATIO,
     DEFAULT_MAX_TOTAL_BYTES,
     Limits,
@@ -103,6 +104,7 @@ class SplitOptions:
     nix_markers: bool = False                   # write nix-support/ files (see nixsupport.py)
     max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES  # bomb guard: expanded bytes (--max-size)
     max_ratio: float = DEFAULT_MAX_RATIO        # bomb guard: expanded/compressed (--max-ratio)
+    max_members: int = DEFAULT_MAX_MEMBERS      # member count guard (--max-members)
     # The CUDA release (major.minor) for the package table's cuda_since/cuda_before gates and
     # nix-support/cuda-component; default: the version of a cuda_* package.
     cuda_version: str | None = None
@@ -766,11 +768,6 @@ class SplitRun:
             if record.rule == f"{BUILTIN}:unclaimed":
                 self._problem("unclaimed", record.path,
                               "no rule claimed this member (it went to out)")
-        for record in self.report.members:
-            if record.needed_unresolved:
-                self._warn("needed-unresolved", record.path,
-                           f"DT_NEEDED {', '.join(record.needed_unresolved)} found neither in "
-                           "the package nor in --library-path")
         failing = [*self.report.problems,
                    *(w for w in self.report.warnings if w.code in STRICT_WARNINGS)]
         if self.options.strict and failing:
@@ -823,7 +820,8 @@ def open_for(source: str | os.PathLike[str] | Source, options: SplitOptions) -> 
     if not isinstance(source, (str, os.PathLike)):
         return source
     return open_source(source, package=options.package, jobs=options.effective_jobs(),
-                       limits=Limits(options.max_total_bytes, options.max_ratio),
+                       limits=Limits(options.max_total_bytes, options.max_ratio,
+                                     options.max_members),
                        strip_components=options.strip_components)
 
 

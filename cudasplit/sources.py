@@ -11,15 +11,23 @@ import contextlib
 import os
 import re
 import stat
-import struct
 import sys
-import tarfile
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO, BinaryIO, Protocol, cast
+from typing import BinaryIO, Protocol, cast
 
+from ._tarheaders import (
+    DIRECTORY,
+    HARDLINK,
+    REGULAR,
+    SPECIAL,
+    SYMLINK,
+    TarFormatError,
+    TarHeader,
+    TarReader,
+)
 from .codecs import open_decompressed
 from .errors import CorruptArchiveError, LimitExceededError, SourceError, UnsafeMemberError
 from .model import Member, MemberType, PackageId
@@ -41,12 +49,16 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 DEFAULT_MAX_TOTAL_BYTES = 64 << 30
 DEFAULT_MAX_RATIO = 200.0
 RATIO_GRACE = 16 << 20
+# Member count guard (``--max-members``). The largest redistributables hold a few thousand
+# members (cuda_cccl 13.0: 1,845 entries; nsight's Qt and Python trees fewer than 10,000);
+# every member costs a report record, a file and ~1.5 KB of memory in the pipeline, so a
+# million empty ones (3.5 MB of .tar.zst) is a bomb of its own.
+DEFAULT_MAX_MEMBERS = 100_000
 
-# What tarfile (and the codec stream under it) raises for damaged input besides TarError:
-# bogus pax numbers reach ``int()`` (ValueError), names can fail to decode (UnicodeError).
-_TAR_ERRORS: tuple[type[BaseException], ...] = (
-    tarfile.TarError, EOFError, OSError, ValueError, ArithmeticError, struct.error,
-)
+# What the codec stream under the tar reader raises for damaged input besides
+# CorruptArchiveError (the codecs translate their own errors; these are the stragglers).
+_TAR_ERRORS: tuple[type[BaseException], ...] = (EOFError, OSError, ValueError)
+_MEMBER_ERRORS: tuple[type[BaseException], ...] = (TarFormatError, *_TAR_ERRORS)
 
 PLATFORMS = (
     "linux-x86_64", "linux-sbsa", "linux-aarch64", "linux-ppc64le", "windows-x86_64",
@@ -141,22 +153,7 @@ class Limits:
 
     max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES
     max_ratio: float = DEFAULT_MAX_RATIO
-
-
-class _StrictTarInfo(tarfile.TarInfo):
-    """A damaged header after the first reads as a clean end of archive in ``tarfile`` (the
-    members behind it silently vanish); raising a plain TarError here lets ``next()`` pass it
-    through instead."""
-
-    @classmethod
-    def fromtarfile(cls, tarfile_: tarfile.TarFile) -> _StrictTarInfo:
-        try:
-            return super().fromtarfile(tarfile_)
-        except tarfile.EmptyHeaderError as exc:  # type: ignore[attr-defined]
-            raise tarfile.ReadError("no end-of-archive marker (truncated)") from exc
-        except (tarfile.InvalidHeaderError,  # type: ignore[attr-defined]
-                tarfile.TruncatedHeaderError) as exc:  # type: ignore[attr-defined]
-            raise tarfile.ReadError(f"damaged header ({exc})") from exc
+    max_members: int = DEFAULT_MAX_MEMBERS
 
 
 class Source(Protocol):
@@ -264,8 +261,10 @@ class TarSource:
         self._package: PackageId | None = package
         self.last_good_member: str | None = None
         self.limits = limits or Limits()
-        self._expanded = 0
-        self._sizes: dict[str, int] = {}  # member path -> size, to charge hard links
+        self._guard = _Guard(self.limits, self.description, self._compressed_size)
+        # member path -> size, to charge hard links; empty files are left out (a million
+        # empty members must not cost a million entries)
+        self._sizes: dict[str, int] = {}
 
     @property
     def package(self) -> PackageId:
@@ -276,39 +275,36 @@ class TarSource:
 
     def members(self) -> Iterator[tuple[Member, BinaryIO | None]]:
         with open_decompressed(self.path, jobs=self.jobs) as stream:
-            forward = _ForwardStream(stream)
-            try:
-                archive = tarfile.TarFile(fileobj=cast(IO[bytes], forward), mode="r",
-                                          errorlevel=2, tarinfo=_StrictTarInfo)
-            except CorruptArchiveError as exc:
-                raise self._located(exc) from exc
-            except _TAR_ERRORS as exc:
-                raise CorruptArchiveError(f"not a readable tar stream{self._after()} ({exc})",
-                                          source=self.description) from exc
-            with archive:
-                yield from self._iterate(archive, forward)
+            reader = TarReader(stream, self._charge_extended)
+            yield from self._iterate(reader)
 
-    def _iterate(self, archive: tarfile.TarFile,
-                 forward: _ForwardStream) -> Iterator[tuple[Member, BinaryIO | None]]:
+    def _iterate(self, reader: TarReader) -> Iterator[tuple[Member, BinaryIO | None]]:
         top = _TopDir()
         while True:
-            info = self._next(archive)
+            info = self._next(reader)
             if info is None:
                 return
+            self._guard.count_member(info.name)
             raw_path = normalise_member_path(info.name, source=self.description)
             self._charge(info, raw_path)
             if not top.decided:
                 self._decide_top(top, raw_path)
             path = top.strip(raw_path, source=self.description)
             if path:
-                yield self._member(archive, forward, info, path, top)
+                yield self._member(reader, info, path, top)
             self.last_good_member = info.name
 
-    def _next(self, archive: tarfile.TarFile) -> tarfile.TarInfo | None:
+    def _next(self, reader: TarReader) -> TarHeader | None:
         try:
-            return archive.next()
-        except CorruptArchiveError as exc:  # from the codec, while tarfile skipped data
+            return reader.next()
+        except CorruptArchiveError as exc:  # from the codec, while skipping data
             raise self._located(exc) from exc
+        except TarFormatError as exc:
+            if exc.limit:
+                raise LimitExceededError(f"{exc}{self._after()} (header bomb guard)",
+                                         source=self.description) from exc
+            raise CorruptArchiveError(f"corrupt or truncated tar data{self._after()} ({exc})",
+                                      source=self.description) from exc
         except _TAR_ERRORS as exc:
             raise CorruptArchiveError(f"corrupt or truncated tar data{self._after()} ({exc})",
                                       source=self.description) from exc
@@ -322,30 +318,27 @@ class TarSource:
         message = str(exc).removeprefix(f"{self.description}: ")
         return CorruptArchiveError(f"{message}{self._after()}", source=self.description)
 
-    def _charge(self, info: tarfile.TarInfo, path: str) -> None:
+    def _charge_extended(self, size: int) -> None:
+        """pax and GNU long-name headers expand in memory: they count like member data."""
+        self._guard.charge(size, self.last_good_member or "(extended header)")
+
+    def _charge(self, info: TarHeader, path: str) -> None:
         """Count a member against the bomb limits before any of its data is read."""
-        if info.isreg():
-            size = max(info.size, 0)
-            self._sizes[path] = size
-        elif info.islnk():
+        if info.sparse_size is not None:
+            self._guard.charge(info.sparse_size, info.name)
+            raise UnsafeMemberError("GNU sparse file (not supported: no redistributable "
+                                    "uses them)", source=self.description,
+                                    member=_short(info.name))
+        if info.type == REGULAR:
+            size = info.size
+            if size:
+                self._sizes[path] = size
+        elif info.type == HARDLINK:
             size = self._sizes.get(normalise_member_path(info.linkname,
                                                          source=self.description), 0)
         else:
             return
-        self._expanded += size
-        limits = self.limits
-        if self._expanded > limits.max_total_bytes:
-            raise LimitExceededError(
-                f"archive expands to more than {limits.max_total_bytes} bytes "
-                "(decompression bomb guard; raise it with --max-size)",
-                source=self.description, member=_short(info.name))
-        if self._expanded > RATIO_GRACE:
-            ratio = self._expanded / max(self._compressed_size(), 1)
-            if ratio > limits.max_ratio:
-                raise LimitExceededError(
-                    f"archive expands {ratio:.0f} times its size, more than {limits.max_ratio:g} "
-                    "(decompression bomb guard; raise it with --max-ratio)",
-                    source=self.description, member=_short(info.name))
+        self._guard.charge(size, info.name)
 
     def _compressed_size(self) -> int:
         try:
@@ -362,94 +355,78 @@ class TarSource:
             self._package = parsed
 
     def _member(
-        self, archive: tarfile.TarFile, forward: _ForwardStream, info: tarfile.TarInfo,
-        path: str, top: _TopDir
+        self, reader: TarReader, info: TarHeader, path: str, top: _TopDir
     ) -> tuple[Member, BinaryIO | None]:
-        mode = info.mode & 0o7777
-        if info.isreg():
-            raw: BinaryIO
-            if info.issparse():
-                extracted = archive.extractfile(info)
-                assert extracted is not None  # regular members always have a file object
-                raw = cast(BinaryIO, extracted)
-            else:
-                raw = cast(BinaryIO, _MemberData(forward, info.size))
+        mode = info.mode
+        if info.type == REGULAR:
+            raw = cast(BinaryIO, reader.data(info.size))
             head = self._read_head(raw, info.name)
-            member = Member(path, MemberType.FILE, mode, info.size, None, int(info.mtime), head)
+            member = Member(path, MemberType.FILE, mode, info.size, None, info.mtime, head)
             guarded = _Guarded(raw, self, info.name)
             return member, cast(BinaryIO, _Replay(head, cast(BinaryIO, guarded)))
-        if info.isdir():
-            return Member(path, MemberType.DIR, mode, 0, None, int(info.mtime)), None
-        if info.issym():
+        if info.type == DIRECTORY:
+            return Member(path, MemberType.DIR, mode, 0, None, info.mtime), None
+        if info.type == SYMLINK:
             check_text(info.linkname, source=self.description, what="link target",
                        member=info.name)
             if len(info.linkname.encode()) > MAX_PATH_BYTES:  # resolving it costs O(length^2)
                 raise UnsafeMemberError("link target too long", source=self.description,
                                         member=_short(info.name))
-            return Member(path, MemberType.SYMLINK, mode, 0, info.linkname, int(info.mtime)), None
-        if info.islnk():
+            return Member(path, MemberType.SYMLINK, mode, 0, info.linkname, info.mtime), None
+        if info.type == HARDLINK:
             target = normalise_member_path(info.linkname, source=self.description)
             stripped = top.strip(target, source=self.description) or ""
-            return Member(path, MemberType.HARDLINK, mode, 0, stripped, int(info.mtime)), None
-        raise UnsafeMemberError("device node, FIFO or other special file", source=self.description,
-                                member=info.name)
+            return Member(path, MemberType.HARDLINK, mode, 0, stripped, info.mtime), None
+        if info.type in SPECIAL:
+            raise UnsafeMemberError("device node, FIFO or other special file",
+                                    source=self.description, member=_short(info.name))
+        raise UnsafeMemberError(f"unsupported member type {info.type!r}",
+                                source=self.description, member=_short(info.name))
 
     def _read_head(self, raw: BinaryIO, name: str) -> bytes:
         try:
             return raw.read(HEAD_SIZE)
         except CorruptArchiveError as exc:
             raise _in_member(exc, self.description, name) from exc
-        except _TAR_ERRORS as exc:
+        except _MEMBER_ERRORS as exc:
             raise CorruptArchiveError(f"truncated member data ({exc})", source=self.description,
-                                      member=name) from exc
+                                      member=_short(name)) from exc
 
 
-class _ForwardStream:
-    """The decoded tar stream as a forward-only "seekable" file for ``TarFile(mode="r")``.
+class _Guard:
+    """The bomb limits of one source: expanded bytes (absolute and per input byte) and the
+    member count, each refused with a one-line LimitExceededError naming its option."""
 
-    tarfile's stream mode (``r|``) passes every byte through its own buffers (a join and two
-    slices per read); reading member data straight from the decoder instead made a 1.94 GB
-    zstd split 1.5x faster. Reading sequentially, tarfile only seeks forward (to skip the
-    data of members nobody read), which is done by reading and discarding.
-    """
+    def __init__(self, limits: Limits, source: str, compressed_size: Callable[[], int]) -> None:
+        self.limits = limits
+        self.source = source
+        self._compressed_size = compressed_size
+        self.expanded = 0
+        self.members = 0
 
-    def __init__(self, raw: BinaryIO) -> None:
-        self._raw = raw
-        self._pos = 0
+    def count_member(self, name: str) -> None:
+        self.members += 1
+        if self.members > self.limits.max_members:
+            raise LimitExceededError(
+                f"more than {self.limits.max_members} members "
+                "(member count guard; raise it with --max-members)",
+                source=self.source, member=_short(name))
 
-    def read(self, n: int = -1) -> bytes:
-        data = self._raw.read(n)
-        self._pos += len(data)
-        return data
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, pos: int, whence: int = 0) -> int:
-        if whence != 0 or pos < self._pos:
-            raise tarfile.ReadError("tar stream asked to seek backwards")
-        while self._pos < pos:
-            if not self.read(min(pos - self._pos, TAR_BUFFER)):
-                break  # tarfile notices the short read itself
-        return self._pos
-
-
-class _MemberData:
-    """Exactly ``size`` bytes of one member, read from the decoded stream without a copy."""
-
-    def __init__(self, forward: _ForwardStream, size: int) -> None:
-        self._forward = forward
-        self._left = size
-
-    def read(self, n: int = -1) -> bytes:
-        n = self._left if n < 0 else min(n, self._left)
-        if n <= 0:
-            return b""
-        data = self._forward.read(n)
-        if len(data) < n:
-            raise tarfile.ReadError("unexpected end of data")
-        self._left -= n
-        return data
+    def charge(self, size: int, name: str) -> None:
+        self.expanded += size
+        limits = self.limits
+        if self.expanded > limits.max_total_bytes:
+            raise LimitExceededError(
+                f"archive expands to more than {limits.max_total_bytes} bytes "
+                "(decompression bomb guard; raise it with --max-size)",
+                source=self.source, member=_short(name))
+        if self.expanded > RATIO_GRACE:
+            ratio = self.expanded / max(self._compressed_size(), 1)
+            if ratio > limits.max_ratio:
+                raise LimitExceededError(
+                    f"archive expands {ratio:.0f} times its size, more than {limits.max_ratio:g} "
+                    "(decompression bomb guard; raise it with --max-ratio)",
+                    source=self.source, member=_short(name))
 
 
 class _Guarded:
@@ -465,9 +442,10 @@ class _Guarded:
             return self._raw.read(n)
         except CorruptArchiveError as exc:
             raise _in_member(exc, self._source.description, self._name) from exc
-        except _TAR_ERRORS as exc:
+        except _MEMBER_ERRORS as exc:
             raise CorruptArchiveError(f"truncated member data ({exc})",
-                                      source=self._source.description, member=self._name) from exc
+                                      source=self._source.description,
+                                      member=_short(self._name)) from exc
 
 
 def _in_member(exc: CorruptArchiveError, source: str, name: str) -> CorruptArchiveError:
@@ -475,17 +453,19 @@ def _in_member(exc: CorruptArchiveError, source: str, name: str) -> CorruptArchi
     if exc.member is not None:
         return exc
     message = str(exc).removeprefix(f"{source}: ")
-    return CorruptArchiveError(message, source=source, member=name)
+    return CorruptArchiveError(message, source=source, member=_short(name))
 
 
 class DirectorySource:
     """An unpacked redistributable (the ``*-archive`` dir itself, or a dir holding only it)."""
 
     def __init__(self, path: Path, *, package: PackageId | None = None,
-                 strip_components: int | None = None) -> None:
+                 strip_components: int | None = None, limits: Limits | None = None) -> None:
         self.root = _find_top(path, package, strip_components)
         self.description = str(path)
         self._package = package or parse_top_dir(self.root.name) or PackageId(self.root.name)
+        # Only the member count applies (the bytes are on disk already, nothing expands).
+        self._guard = _Guard(limits or Limits(), self.description, lambda: 0)
 
     @property
     def package(self) -> PackageId:
@@ -493,20 +473,36 @@ class DirectorySource:
 
     def members(self) -> Iterator[tuple[Member, BinaryIO | None]]:
         inodes: dict[tuple[int, int], str] = {}
-        for rel in self._walk(self.root, ""):
+        for rel in self._walk():
+            self._guard.count_member(rel)
+            # The same depth, length and character rules as for archive members; checked
+            # before the walk descends, so a 100,000-level tree is refused at level 65.
+            normalise_member_path(rel, source=self.description)
             yield from self._member(rel, inodes)
 
-    def _walk(self, directory: Path, prefix: str) -> Iterator[str]:
-        try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
-        except OSError as exc:
-            raise SourceError(f"cannot list directory ({exc.strerror})",
-                              source=self.description, member=prefix or ".") from exc
-        for entry in entries:
+    def _walk(self) -> Iterator[str]:
+        """Relative paths in sorted pre-order, walked with an explicit stack (no recursion:
+        a deep tree must not end in RecursionError)."""
+        stack: list[tuple[str, Iterator[os.DirEntry[str]]]] = [("", self._list(self.root, ""))]
+        while stack:
+            prefix, entries = stack[-1]
+            entry = next(entries, None)
+            if entry is None:
+                stack.pop()
+                continue
             rel = prefix + entry.name
             yield rel
             if entry.is_dir(follow_symlinks=False):
-                yield from self._walk(Path(entry.path), rel + "/")
+                stack.append((rel + "/", self._list(Path(entry.path), rel)))
+
+    def _list(self, directory: Path, rel: str) -> Iterator[os.DirEntry[str]]:
+        try:
+            with os.scandir(directory) as scan:
+                entries = sorted(scan, key=lambda e: e.name)
+        except OSError as exc:
+            raise SourceError(f"cannot list directory ({exc.strerror})",
+                              source=self.description, member=_short(rel or ".")) from exc
+        return iter(entries)
 
     def _member(
         self, rel: str, inodes: dict[tuple[int, int], str]
@@ -518,6 +514,9 @@ class DirectorySource:
         if stat.S_ISLNK(st.st_mode):
             target = os.readlink(full)
             check_text(target, source=self.description, what="link target", member=rel)
+            if len(target.encode()) > MAX_PATH_BYTES:  # as for archives: O(length^2) to resolve
+                raise UnsafeMemberError("link target too long", source=self.description,
+                                        member=_short(rel))
             yield Member(rel, MemberType.SYMLINK, mode, 0, target, mtime), None
         elif stat.S_ISDIR(st.st_mode):
             yield Member(rel, MemberType.DIR, mode, 0, None, mtime), None
@@ -597,7 +596,8 @@ def open_source(path: str | os.PathLike[str], *, package: PackageId | None = Non
         return _stdin_source(package, jobs, limits, strip_components)
     p = Path(path)
     if p.is_dir():
-        return DirectorySource(p, package=package, strip_components=strip_components)
+        return DirectorySource(p, package=package, strip_components=strip_components,
+                               limits=limits)
     if not p.exists():
         raise SourceError("no such file or directory", source=str(p))
     _refuse_zip(p)

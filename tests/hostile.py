@@ -274,6 +274,90 @@ def hardlink_bomb(_: Ctx) -> bytes:
     return tar(F("lib/big.bin", b"\1" * (1 << 20)), *links)
 
 
+# -- header bombs (issue 15, item 2) -------------------------------------------------------------
+
+
+def pax_record(key: str, value: bytes) -> bytes:
+    """One well-formed pax record: the length field counts itself."""
+    body = b" " + key.encode() + b"=" + value + b"\n"
+    length = len(body) + 1
+    while len(str(length)) + len(body) != length:
+        length += 1
+    return str(length).encode() + body
+
+
+def ext_header(typeflag: bytes, data: bytes, declared: int | None = None) -> bytes:
+    """An extended header ('x', 'g', 'L', 'K') with its data, declaring any size we like."""
+    size = len(data) if declared is None else declared
+    return raw_header(b"././@PaxHeader" if typeflag in b"xg" else b"././@LongLink", typeflag,
+                      size) + padded(data)
+
+
+def member_after(name: str = "lib/a.so", data: bytes = b"a") -> bytes:
+    return raw_header(f"{TOP}/{name}".encode(), b"0", len(data)) + padded(data)
+
+
+def pax_bomb(size: int) -> Callable[[Ctx], bytes]:
+    """A pax header of ``size`` bytes (one long path record) before an ordinary member;
+    compresses to almost nothing."""
+    def build(_: Ctx) -> bytes:
+        record = pax_record("comment", b"a" * (size - 20))
+        record = pax_record("comment", b"a" * (size - 20 - (len(record) - size)))
+        return zstandard.ZstdCompressor(level=19).compress(
+            raw_tar(ext_header(b"x", record), member_after()))
+    return build
+
+
+def pax_digits(_: Ctx) -> bytes:
+    """CVE-2024-6232: a pax header of digits makes CPython 3.11.7's regex quadratic (22 s for
+    300 bytes of .tar.xz in tarfile)."""
+    return lzma.compress(raw_tar(ext_header(b"x", b"1" * 500_000), member_after()))
+
+
+def pax_digits_in_value(_: Ctx) -> bytes:
+    """Well-formed records whose value is a long digit run (the other quadratic pattern)."""
+    return lzma.compress(raw_tar(
+        ext_header(b"x", pax_record("comment", b"7" * 500_000)), member_after()))
+
+
+def longname_bomb(_: Ctx) -> bytes:
+    """A GNU long name of 8 GiB declared (tarfile would try to read it whole)."""
+    return zstandard.ZstdCompressor().compress(
+        raw_header(b"././@LongLink", b"L", 8 << 30) + b"a" * (1 << 20))
+
+
+def negative_size(_: Ctx) -> bytes:
+    """A base-256 size field of -1: tarfile would read the rest of the stream as data."""
+    header = bytearray(raw_header(f"{TOP}/lib/n.so".encode(), b"0", 0))
+    header[124:136] = b"\xff" * 12
+    header[148:156] = b" " * 8
+    header[148:156] = b"%06o\0 " % sum(header)
+    return raw_tar(bytes(header), member_after())
+
+
+def garbage_size(_: Ctx) -> bytes:
+    header = bytearray(raw_header(f"{TOP}/lib/g.so".encode(), b"0", 0))
+    header[124:136] = b"12x45\0      "
+    header[148:156] = b" " * 8
+    header[148:156] = b"%06o\0 " % sum(header)
+    return raw_tar(bytes(header))
+
+
+def many_members(count: int) -> Callable[[Ctx], bytes]:
+    def build(_: Ctx) -> bytes:
+        return raw_tar(*(member_after(f"share/e{i}", b"") for i in range(count)))
+    return build
+
+
+def old_gnu_sparse(_: Ctx) -> bytes:
+    header = bytearray(raw_header(f"{TOP}/lib/sp.bin".encode(), b"S", BLOCK))
+    header[257:265] = b"ustar  \0"
+    header[483:495] = b"%011o\0" % (1 << 33)       # realsize: 8 GiB
+    header[148:156] = b" " * 8
+    header[148:156] = b"%06o\0 " % sum(header)
+    return raw_tar(bytes(header) + b"s" * BLOCK)
+
+
 # -- the catalog -------------------------------------------------------------------------------
 
 
@@ -432,11 +516,66 @@ def catalog() -> list[Case]:
              Refuse(CorruptArchiveError)),
         Case("pax-bogus-sparse-map", lambda x: tar(M("lib/s.bin", data=b"x" * BLOCK, pax={
             "GNU.sparse.map": "zero,one", "GNU.sparse.size": "10"}), fmt=tarfile.PAX_FORMAT),
-             Refuse(CorruptArchiveError)),
+             Refuse(UnsafeMemberError, "sparse")),
         Case("pax-negative-size", lambda x: tar(
             M("lib/n.bin", data=b"x", pax={"size": "-4096"}), F("lib/after.so", b"a"),
             fmt=tarfile.PAX_FORMAT),
              Refuse(CorruptArchiveError)),
+        # --- header bombs and hostile header fields (issue 15, item 2) -----------------------
+        Case("pax-header-over-1MiB", pax_bomb((1 << 20) + 4096),
+             Refuse(LimitExceededError, "pax extended headers"), suffix=".tar.zst"),
+        Case("pax-header-counts-against-max-size", pax_bomb(900 << 10),
+             Refuse(LimitExceededError, "--max-size"), options={"max_total_bytes": 512 << 10},
+             suffix=".tar.zst"),
+        Case("pax-header-digits-cve-2024-6232", pax_digits, Refuse(CorruptArchiveError, "pax"),
+             suffix=".tar.xz"),
+        Case("pax-value-long-digit-run", pax_digits_in_value,
+             Accept(check=content(f"{LIB}/a.so", b"a")), suffix=".tar.xz"),
+        Case("pax-chain-of-empty-headers", lambda x: raw_tar(
+            *[ext_header(b"x", b"")] * 40, member_after()),
+             Refuse(CorruptArchiveError, "in a row")),
+        Case("pax-global-header-over-cap", lambda x: raw_tar(
+            *[ext_header(b"g", pax_record("comment", b"g" * 200_000))] * 6, member_after()),
+             Refuse(LimitExceededError, "global pax")),
+        Case("pax-record-trailing-garbage", lambda x: raw_tar(
+            ext_header(b"x", pax_record("path", f"{TOP}/lib/p.so".encode()) + b"junk"),
+            member_after()),
+             Refuse(CorruptArchiveError, "pax record")),
+        Case("pax-record-nul-then-garbage", lambda x: raw_tar(
+            ext_header(b"x", pax_record("path", f"{TOP}/lib/p.so".encode()) + b"\0junk"),
+            member_after()),
+             Refuse(CorruptArchiveError, "garbage")),
+        Case("pax-size-not-a-number", lambda x: raw_tar(
+            ext_header(b"x", pax_record("size", b"1e9")), member_after()),
+             Refuse(CorruptArchiveError, "not a number")),
+        Case("pax-path-applies", lambda x: raw_tar(
+            ext_header(b"x", pax_record("path", f"{TOP}/include/{'p' * 150}.h".encode())),
+            member_after("lib/ignored.so", b"pax")),
+             Accept(check=content(f"include/include/{'p' * 150}.h", b"pax"))),
+        Case("gnu-longname-8GiB-declared", longname_bomb,
+             Refuse(LimitExceededError, "GNU long name"), suffix=".tar.zst"),
+        Case("gnu-longlink-over-64KiB", lambda x: raw_tar(
+            ext_header(b"K", b"l" * (65 << 10)),
+            raw_header(f"{TOP}/lib/l.so".encode(), b"2")),
+             Refuse(LimitExceededError, "GNU long name")),
+        Case("gnu-longname-applies", lambda x: raw_tar(
+            ext_header(b"L", f"{TOP}/lib/{'n' * 200}.so\0".encode()),
+            member_after("lib/short.so", b"long")),
+             Accept(check=content(f"{LIB}/{'n' * 200}.so", b"long"))),
+        Case("size-negative-base256", negative_size, Refuse(CorruptArchiveError, "negative")),
+        Case("size-field-garbage", garbage_size, Refuse(CorruptArchiveError, "octal")),
+        Case("old-gnu-sparse-8GiB", old_gnu_sparse, Refuse(LimitExceededError, "--max-size"),
+             options={"max_total_bytes": 1 << 30}),
+        Case("old-gnu-sparse-within-limits", old_gnu_sparse, Refuse(UnsafeMemberError, "sparse"),
+             options={"max_ratio": 1e12}),
+        Case("unknown-member-type", lambda x: raw_tar(
+            raw_header(f"{TOP}/lib/v".encode(), b"V", 0)),
+             Refuse(UnsafeMemberError, "unsupported member type")),
+        # --- member count (issue 15, item 8) ---------------------------------------------------
+        Case("members-over-max-members", many_members(101),
+             Refuse(LimitExceededError, "--max-members"), options={"max_members": 100}),
+        Case("members-at-max-members", many_members(99), Accept(),
+             options={"max_members": 100}),
         # --- compression ---------------------------------------------------------------------
         Case("xz-truncated", xz_truncated, Refuse(CorruptArchiveError), suffix=".tar.xz"),
         Case("xz-trailing-garbage", xz_trailing_garbage, Refuse(CorruptArchiveError),

@@ -194,7 +194,7 @@ def test_unresolved_names_fail_with_one_message(tmp_path: Path,
     assert report.member("bin/a").needed_unresolved == ["libmissing-one.so.1",
                                                         "libmissing-two.so.2"]
     plain = split_to_dir(archive, tmp_path / "out2", SplitOptions())
-    assert [w.path for w in plain.warnings if w.code == "unresolved-needed"] == ["bin/a", "bin/b"]
+    assert [w.path for w in plain.warnings if w.code == "needed-unresolved"] == ["bin/a", "bin/b"]
 
 
 def test_library_path_resolves_and_its_dir_goes_into_runpath(tmp_path: Path) -> None:

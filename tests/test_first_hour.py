@@ -301,8 +301,8 @@ def test_warnings_reach_stderr_naming_archive_and_member(tmp_path: Path,
     lines = stderr.splitlines()
     unresolved = [line for line in lines if "[needed-unresolved]" in line]
     assert unresolved == [f"cudasplit: warning: {elf_archive}: member 'lib/libdemo.so.1': "
-                          "DT_NEEDED libmissing.so.3 found neither in the package nor in "
-                          "--library-path [needed-unresolved]"]
+                          "DT_NEEDED libmissing.so.3 resolve nowhere (pass --library-path DIR "
+                          "or --ignore-missing NAME-GLOB) [needed-unresolved]"]
     assert any(line.startswith(f"cudasplit: warning: {elf_archive}: package rules want")
                and line.endswith("[package-root-missing]") for line in lines)
 
