@@ -2,8 +2,8 @@
 
 For each package of ``redistrib_*.json`` whose tarballs are at hand, one ``<pname>.nix``:
 
-* ``outputs`` per platform: the outputs the rules fill from that tarball's members, limited to
-  the package table's ``outputs`` where it declares them (the split falls back for the rest);
+* ``outputs`` per platform: those the split fills from that tarball's members: the package
+  table's declared ``outputs`` (the rest falls back) less any this tarball leaves empty;
 * ``buildInputs``: the packages of the release that provide a ``DT_NEEDED`` name or a
   ``dlopen`` target (where :mod:`cudasplit.dlopen` is present) of one of its ELF files (the
   soname graph), plus those its table names in ``runpath_append`` (``@cuda_nvrtc@``), plus
@@ -12,8 +12,8 @@ For each package of ``redistrib_*.json`` whose tarballs are at hand, one ``<pnam
   as a comment (the strict split fails on them until an input or ``--ignore-missing`` is
   added);
 * the cudasplit hook's variables: ``cudasplitLibraryPath`` (the providers' ``lib``),
-  ``cudasplitFlags`` (``--package-root`` for each ``@pname@`` of the table),
-  ``cudasplitStrict``;
+  ``cudasplitPackageRoots`` (each package the table appends to RUNPATH), ``cudasplitCudaVersion``
+  (the release's X.Y, for the table's gates), ``cudasplitStrict``;
 * ``src`` from the manifest's ``relative_path`` and ``sha256``; ``meta.platforms``.
 
 Plus ``default.nix``, a function of ``callPackage`` returning every package, so an overlay or a
@@ -35,6 +35,7 @@ from .manifest import Artifact, Manifest, Package, find_tarball, select_artifact
 from .model import OUTPUT_NAMES
 from .pipeline import SplitOptions
 from .pipeline import split as _split
+from .pkgtable import Where
 from .rules import PackageSettings, load_ruleset
 from .runpath import is_glibc_name
 from .sonames import PackageLinks, dependencies, provider_index, scan_elf_source
@@ -71,10 +72,11 @@ class PackagePlan:
     resolves: dict[str, tuple[str, ...]]  # provider -> the DT_NEEDED names it resolves
     unresolved: tuple[str, ...]  # DT_NEEDED names nothing here provides (glibc's left out)
     dlopened: tuple[str, ...]  # names of ``resolves`` found only as dlopen targets
-    package_roots: tuple[str, ...]  # packages whose lib dir the split appends (--package-root)
+    package_roots: tuple[tuple[str, str], ...]  # --package-root KEY=${EXPR}: (KEY, EXPR)
     table_inputs: dict[str, str] = field(default_factory=dict)  # pname -> the table key
     outside: tuple[str, ...] = ()  # packages the table names that the manifest lacks
     external: dict[str, tuple[str, ...]] = field(default_factory=dict)  # Nixpkgs expr -> names
+    cuda_version: str | None = None  # the release's X.Y: cudasplitCudaVersion
     missing: tuple[str, ...] = ()  # platforms named by the manifest without a tarball here
 
 
@@ -98,12 +100,14 @@ def plan_release(manifest: Manifest, tarball_dir: str | os.PathLike[str], *,
                                           packages=packages)
               if a.platform in NIX_SYSTEMS and a.cuda_variant is None]
     found = {a: find_tarball(a, tarball_dir) for a in chosen}
+    cuda = cuda_version_of(manifest)
     links: dict[tuple[str, str], PackageLinks] = {}
     outputs: dict[Artifact, tuple[str, ...]] = {}
     for artifact, path in found.items():
         if path is None:
             continue
-        outputs[artifact] = _outputs_of(path, artifact.package, jobs)
+        where = Where(manifest.package(artifact.package).version, cuda, artifact.platform)
+        outputs[artifact] = _outputs_of(path, where, jobs)
         links[(artifact.package, artifact.platform)] = PackageLinks(
             artifact.package, scan_elf_source(path, jobs=jobs))
     plans = []
@@ -113,25 +117,28 @@ def plan_release(manifest: Manifest, tarball_dir: str | os.PathLike[str], *,
         if have:
             plans.append(_plan_package(package, have, [a for a in arts if a not in outputs],
                                        outputs, links, base_url,
-                                       {p.pname for p in manifest.packages}))
+                                       {p.pname for p in manifest.packages}, cuda))
     return tuple(sorted(plans, key=lambda p: p.pname))
 
 
-def _outputs_of(path: Path, pname: str, jobs: int) -> tuple[str, ...]:
-    """The outputs this tarball fills, among the table's outputs where it declares them.
+def cuda_version_of(manifest: Manifest) -> str | None:
+    """The release's CUDA major.minor (``12.9`` for ``redistrib_12.9.1.json``): the package
+    table's gates and the setup hook's ``cudasplitCudaVersion``."""
+    label = manifest.release_label or ""
+    parts = label.split(".")
+    if manifest.release_product not in (None, "cuda") or len(parts) < 2:
+        return None
+    return ".".join(parts[:2]) if all(p.isdigit() for p in parts[:2]) else None
 
-    A declared output this platform's tarball leaves empty is dropped (cupti has ``static``
-    on some platforms only): buildRedist's non-empty-output check, and ``--strict``, fail
-    the build on it. ``dev`` stays when declared: it carries ``nix-support`` propagation.
-    """
-    package = load_ruleset(pname).package
-    declared = package.outputs
-    outputs = None if declared is None else tuple(declared)
-    report = _split(path, None, options=SplitOptions(dry_run=True, patch=False, jobs=jobs,
-                                                     outputs=outputs))
+
+def _outputs_of(path: Path, where: Where, jobs: int) -> tuple[str, ...]:
+    """The outputs the split fills from this tarball: the package table's where it declares
+    them (members of undeclared outputs fall back), less those this tarball leaves empty (a
+    declared output that stays empty fails a strict build, as buildRedist's check does)."""
+    options = SplitOptions(dry_run=True, patch=False, jobs=jobs, cuda_version=where.cuda_version,
+                           platform=where.platform)
+    report = _split(path, None, options=options)
     filled = {name for name, rec in report.outputs.items() if rec.files}
-    if declared is not None:
-        filled |= {"dev"} & set(declared)
     return _ordered({"out", *filled})
 
 
@@ -144,7 +151,7 @@ def _ordered(names: Iterable[str]) -> tuple[str, ...]:
 def _plan_package(package: Package, arts: Sequence[Artifact], missing: Sequence[Artifact],
                   outputs: Mapping[Artifact, tuple[str, ...]],
                   links: Mapping[tuple[str, str], PackageLinks], base_url: str,
-                  release: set[str]) -> PackagePlan:
+                  release: set[str], cuda: str | None) -> PackagePlan:
     table = load_ruleset(package.pname).package
     resolves: dict[str, set[str]] = {}
     unresolved: set[str] = set()
@@ -158,9 +165,9 @@ def _plan_package(package: Package, arts: Sequence[Artifact], missing: Sequence[
         unresolved.update(left)
         dlopened.update(own.dlopened - own.needed)
     # A package the table names but the manifest lacks cannot be a callPackage argument.
-    wanted = _table_needs(table, package.version)
+    wanted = _table_needs(table, Where(package.version, cuda))
     needs = {k: v for k, v in wanted.items() if k in release and k != package.pname}
-    roots = tuple(sorted(p for p, key in needs.items() if key in _RUNPATH_KEYS))
+    roots = _package_roots(table, needs)
     inputs = sorted(set(resolves) | set(needs))
     external = _external(unresolved)
     external_names = {n for names in external.values() for n in names}
@@ -174,7 +181,7 @@ def _plan_package(package: Package, arts: Sequence[Artifact], missing: Sequence[
         unresolved=tuple(sorted(n for n in unresolved if n not in external_names
                                 and not is_glibc_name(n))),
         package_roots=roots, table_inputs=needs, external=external,
-        outside=tuple(sorted(set(wanted) - set(needs) - {package.pname})),
+        outside=tuple(sorted(set(wanted) - set(needs) - {package.pname})), cuda_version=cuda,
         dlopened=tuple(sorted(dlopened & {n for v in resolves.values() for n in v})),
         missing=tuple(sorted(a.platform for a in missing)))
 
@@ -202,27 +209,44 @@ def _external(names: Iterable[str]) -> dict[str, tuple[str, ...]]:
     return {expr: tuple(sorted(v)) for expr, v in sorted(found.items())}
 
 
-# Table keys naming packages whose ``lib`` directory goes into RUNPATH (``@pname@/lib``, filled
-# from ``--package-root``): they are loaded with ``dlopen`` at run time.
-_RUNPATH_KEYS = ("runpath_append", "runpath_append_packages", "dlopen")
-# Table keys naming packages the build reads (copied in, or searched by nvcc.profile).
-_BUILD_KEYS = ("copy_packages", "nvcc_includes", "nvcc_libraries")
+def _package_roots(table: PackageSettings, needs: Mapping[str, str]
+                   ) -> tuple[tuple[str, str], ...]:
+    """What the split needs to know about the packages the table names: ``--package-root``
+    keys (``PNAME`` or ``PNAME.OUTPUT``) and the Nix expression of each directory."""
+    roots: dict[str, str] = {}
+    for pname, key in needs.items():
+        name = _ident(pname)
+        if key in ("runpath_append", "dlopen"):
+            roots[pname] = f"lib.getLib {name}"
+        elif key == "copy_packages":
+            roots[f"{pname}.out"] = f'lib.getOutput "out" {name}'
+    for pname in table.nvcc_includes:
+        if pname in needs:
+            roots[f"{pname}.include"] = f'lib.getOutput "include" {_ident(pname)}'
+    for pname in table.nvcc_libraries:
+        if pname in needs:
+            roots[f"{pname}.lib"] = f"lib.getLib {_ident(pname)}"
+            for output in ("static", "stubs"):
+                roots[f"{pname}.{output}"] = f'lib.getOutput "{output}" {_ident(pname)}'
+    return tuple(sorted(roots.items()))
 
 
-def _table_needs(table: PackageSettings, version: str) -> dict[str, str]:
-    """pname -> the table key that names it. Read by attribute so package tables of either
-    vintage work: ``runpath_append`` placeholders, and entries with a ``package`` (gated by
-    ``applies_to(version)`` where they have one) or plain names."""
+def _table_needs(table: PackageSettings, where: Where) -> dict[str, str]:
+    """pname -> the package-table key that names it, gated entries only where they apply
+    (``dlopen`` gates compare the package's own version, the others ``where``)."""
     needs: dict[str, str] = {}
     for entry in table.runpath_append:
         for match in _PLACEHOLDER.finditer(entry):
             needs.setdefault(match.group(1), "runpath_append")
-    for key in (*_RUNPATH_KEYS[1:], *_BUILD_KEYS):
-        for item in getattr(table, key, ()) or ():
-            name = item if isinstance(item, str) else getattr(item, "package", None)
-            applies = getattr(item, "applies_to", None)
-            if isinstance(name, str) and (applies is None or applies(version)):
-                needs.setdefault(name, key)
+    for need in table.dlopen:
+        if need.applies_to(where.version):
+            needs.setdefault(need.package, "dlopen")
+    for copy in table.copy_packages:
+        if copy.gate.applies(where):
+            needs.setdefault(copy.package, "copy_packages")
+    for key in ("nvcc_includes", "nvcc_libraries"):
+        for name in getattr(table, key):
+            needs.setdefault(name, key)
     return dict(sorted(needs.items()))
 
 
@@ -275,10 +299,11 @@ def render_package(plan: PackagePlan, manifest_name: str) -> str:
               "  cudasplitStrict = true;"]
     if deps:
         lines.append("  cudasplitLibraryPath = lib.makeLibraryPath [ " + " ".join(deps) + " ];")
+    if plan.cuda_version:
+        lines.append(f"  cudasplitCudaVersion = {_s(plan.cuda_version)};")
     if plan.package_roots:
-        lines.append("  cudasplitFlags = [")
-        for root in plan.package_roots:
-            lines += ['    "--package-root"', f'    "{root}=${{lib.getLib {_ident(root)}}}"']
+        lines.append("  cudasplitPackageRoots = [")
+        lines += [f'    "{key}=${{{expr}}}"' for key, expr in plan.package_roots]
         lines.append("  ];")
     lines += ["", "  meta = {", f"    description = {_s(plan.description)};",
               "    license = lib.licenses.unfree;",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudasplit.api import split_to_dir
+from cudasplit.api import inspect, split_to_dir
 from cudasplit.cli import main
 from cudasplit.diff import Snapshot, diff_snapshots, snapshot
 from cudasplit.pipeline import SplitOptions
@@ -66,7 +66,11 @@ def test_13_0_cccl_headers_move_under_include_cccl(release_diff: dict[str, objec
     assert isinstance(changes, list)
     about = [c for c in changes if "include/thrust/version.h" in (c["path"], c["new"])]
     if not about:
-        return  # the rules lift include/cccl/ back to include/: nothing moved for a consumer
+        # The package rules un-nest include/cccl/: the 13.0 member lands where 12.9's was.
+        record = inspect(release("13.0.2").tarball("cuda_cccl")).member(
+            "include/cccl/thrust/version.h")
+        assert record.dest == "include/thrust/version.h"
+        return
     output = _table_or("cuda_cccl", "include")
     assert about == [{"what": "relocated", "package": "cuda_cccl",
                       "path": "include/thrust/version.h", "old": f"cuda_cccl:{output}",

@@ -16,10 +16,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudasplit import SplitOptions, inspect
+from cudasplit.api import inspect
 from cudasplit.cli import main
 from cudasplit.manifest import load_manifest
-from cudasplit.model import OUTPUT_NAMES
 from cudasplit.nixify import (
     EXTERNAL_PROVIDERS,
     _table_needs,
@@ -27,6 +26,7 @@ from cudasplit.nixify import (
     plan_release,
     render_package,
 )
+from cudasplit.pkgtable import Where
 from cudasplit.rules import load_ruleset
 from cudasplit.sonames import PackageLinks, provider_index, scan_elf_dir
 from tests.releases import Release, release
@@ -42,6 +42,7 @@ let
     lib = {
       licenses.unfree = "unfree";
       getLib = p: p.pname;
+      getOutput = o: p: "${p.pname}.${o}";
       makeLibraryPath = ps: builtins.concatStringsSep ":" (map (p: "${p.pname}/lib") ps);
     };
     stdenv = { mkDerivation = a: a; hostPlatform.system = system;
@@ -94,8 +95,8 @@ def _expected_inputs(rel: Release) -> dict[str, set[str]]:
         providers = {o for name in package.needed for o in index.get(name, ())}
         providers |= {stub_names[EXTERNAL_PROVIDERS[n]] for n in package.needed
                       if n in EXTERNAL_PROVIDERS and n not in index}
-        table = set(_table_needs(load_ruleset(package.package).package,
-                                 rel.versions[package.package]))
+        where = Where(rel.versions[package.package], rel.label.rsplit(".", 1)[0])
+        table = set(_table_needs(load_ruleset(package.package).package, where))
         expected[package.package] = (providers | (table & set(rel.versions))) \
             - {package.package}
     return expected
@@ -136,10 +137,12 @@ def test_outputs_and_build_inputs_match_table_and_soname_graph(
         declared = load_ruleset(pname).package.outputs
         outputs = attrs["outputs"]
         assert isinstance(outputs, list) and outputs[0] == "out"
+        # The table's outputs, less those this tarball leaves empty (the wheels lack static
+        # archives and stubs): exactly the non-empty outputs `cudasplit inspect` reports.
         if declared is not None:
-            # The table's outputs this tarball fills (an empty declared output fails the build).
-            assert {"out"} | ({"dev"} & set(declared)) <= set(outputs) <= {"out", *declared}, pname
-            assert set(outputs) - {"out", "dev"} == _filled(rel, pname, declared), pname
+            assert set(outputs) <= {"out", *declared}, pname
+        report = inspect(rel.tarball(pname))
+        assert set(outputs) == {"out"} | {o for o, r in report.outputs.items() if r.files}
         assert set(attrs["buildInputs"]) == expected_inputs[pname], pname  # type: ignore[arg-type]
         entry = manifest[pname]["linux-x86_64"]
         assert attrs["sha256"] == entry["sha256"]
@@ -149,17 +152,12 @@ def test_outputs_and_build_inputs_match_table_and_soname_graph(
         assert attrs["cudasplitStrict"] is True
 
 
-def _filled(rel: Release, pname: str, declared: tuple[str, ...]) -> set[str]:
-    report = inspect(rel.tarball(pname), SplitOptions(outputs=tuple(declared), patch=False))
-    return {name for name, rec in report.outputs.items() if rec.files} - {"out", "dev"}
-
-
 def _table_or(pname: str, computed: list[str]) -> list[str]:
-    """The package table's outputs where it declares them (out first), else ``computed``."""
+    """``computed`` limited to the package table's outputs where it declares them."""
     declared = load_ruleset(pname).package.outputs
     if declared is None:
         return computed
-    return ["out", *sorted(set(declared) - {"out"}, key=OUTPUT_NAMES.index)]
+    return [o for o in computed if o == "out" or o in declared]
 
 
 def test_known_outputs_and_edges(generated: tuple[Release, Path], tmp_path: Path) -> None:
@@ -169,9 +167,9 @@ def test_known_outputs_and_edges(generated: tuple[Release, Path], tmp_path: Path
     rel, out = generated
     evaluated = _evaluate(out, tmp_path)
     assert evaluated["cuda_nvcc"]["outputs"] == ["out"]  # single output by the table
-    cudart = set(evaluated["cuda_cudart"]["outputs"])  # type: ignore[arg-type]
-    # The wheels ship no lib/stubs: the table's stubs output is left out, not left empty.
-    assert {"lib", "static"} <= cudart and "stubs" not in cudart
+    # The runtime wheel ships libcudart_static.a but no stubs: no stubs output.
+    cudart = evaluated["cuda_cudart"]["outputs"]
+    assert isinstance(cudart, list) and {"lib", "static"} <= set(cudart) and "stubs" not in cudart
     assert "lib" not in evaluated["cuda_cccl"]["outputs"]  # type: ignore[operator]
     if rel.label.startswith("12."):
         # libcusparse.so.12 NEEDs libnvJitLink.so.12.
@@ -209,7 +207,8 @@ def test_table_runtime_dependency_becomes_input_and_package_root(tmp_path: Path)
     assert plan.build_inputs == ("cuda_nvrtc",)
     text = render_package(plan, "redistrib.json")
     assert '"cuda_nvrtc=${lib.getLib cuda_nvrtc}"' in text
-    assert "cuda_nvrtc # package table: dlopen" in text  # libcublas.toml's dlopen key
+    assert "cuda_nvrtc # package table: dlopen" in text
+    assert 'cudasplitCudaVersion = "12.9";' in text
 
 
 def test_missing_tarballs_are_an_error(tmp_path: Path) -> None:
@@ -281,21 +280,24 @@ def test_two_platforms_and_a_missing_one(tmp_path: Path) -> None:
         assert ("linux-sbsa" in got["url"]) == (system == "aarch64-linux")
 
 
-def test_table_needs_of_every_vintage() -> None:
-    """Package tables name other packages in several keys (placeholders, gated entries,
-    build-time copies); each becomes an input, gated ones only where they apply."""
-    from types import SimpleNamespace
+def test_table_needs_gates_and_package_roots() -> None:
+    """Every package the table names becomes an input, gated entries only where they apply,
+    and each gets the --package-root key the split looks up (nvcc: PNAME.OUTPUT)."""
+    from cudasplit.nixify import _package_roots
 
-    gated = SimpleNamespace(package="cuda_nvrtc", applies_to=lambda v: v >= "12.8")
-    table = SimpleNamespace(runpath_append=("@libnvjitlink@/lib", "/opt/x"),
-                            runpath_append_packages=(SimpleNamespace(package="libcufft"),),
-                            dlopen=(gated,), copy_packages=(SimpleNamespace(package="libnvvm"),),
-                            nvcc_includes=("cuda_cccl",))
-    assert _table_needs(table, "12.9") == {  # type: ignore[arg-type]
-        "cuda_cccl": "nvcc_includes", "cuda_nvrtc": "dlopen", "libcufft":
-        "runpath_append_packages", "libnvjitlink": "runpath_append", "libnvvm": "copy_packages"}
-    assert "cuda_nvrtc" not in _table_needs(table, "12.6")  # type: ignore[arg-type]
-
+    nvcc = load_ruleset("cuda_nvcc").package
+    on_13, on_12 = _table_needs(nvcc, Where("13.0.88", "13.0")), \
+        _table_needs(nvcc, Where("12.9.86", "12.9"))
+    assert on_13 == {"cuda_cccl": "nvcc_includes", "cuda_crt": "nvcc_includes",
+                     "cuda_cudart": "nvcc_includes", "libnvvm": "copy_packages"}
+    assert "libnvvm" not in on_12  # copied into nvvm/ from CUDA 13.0 on
+    roots = dict(_package_roots(nvcc, on_13))
+    assert roots["cuda_cccl.include"] == 'lib.getOutput "include" cuda_cccl'
+    assert roots["cuda_cudart.lib"] == "lib.getLib cuda_cudart"
+    assert roots["libnvvm.out"] == 'lib.getOutput "out" libnvvm'
+    cublas = load_ruleset("libcublas").package
+    assert _table_needs(cublas, Where("12.9.1.4", "12.9")) == {"cuda_nvrtc": "dlopen"}
+    assert _table_needs(cublas, Where("12.6.4.1", "12.6")) == {}  # dlopen gated since 12.8
 
 def test_stubs_and_driver_names_provide_nothing() -> None:
     """cuda_cudart's lib/stubs/libcuda.so (SONAME libcuda.so.1) must not make every package
