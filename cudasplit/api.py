@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .codecs import detect_codec
 from .errors import CudasplitError, SourceError
+from .layout import LayoutSpec
 from .model import OUTPUT_NAMES, Kind, PackageId
 from .nixenv import nix_outputs
 from .pipeline import SplitOptions, SplitRun, member_kind, open_for
@@ -36,9 +37,7 @@ def split_to_dir(source: PathLike | Source, output_dir: PathLike,
     """``DIR/<output>/...``; staged, so a failed or killed run leaves no finished-looking output."""
     opts = options or SplitOptions()
     if opts.dry_run:
-        base = Path(os.path.abspath(output_dir))
-        return _split(source, None, options=opts,
-                      plan_roots={name: str(base / name) for name in OUTPUT_NAMES})
+        return _split(source, None, options=opts, layout=LayoutSpec.under(output_dir))
     sink = DirectorySink.for_output_dir(Path(output_dir), list(OUTPUT_NAMES),
                                         overwrite=opts.overwrite, durable=opts.fsync)
     return _split(source, sink, options=opts)
@@ -136,14 +135,15 @@ def split_nix(source: PathLike | Source, env: dict[str, str] | None = None,
     opts = replace(options or SplitOptions(), outputs=tuple(roots))
     opts = replace(opts, runpath=with_nix_defaults(opts.runpath, env))  # loader, libs, failure
     if opts.dry_run:
-        return _split(source, None, options=opts,
-                      plan_roots={name: str(path) for name, path in roots.items()})
+        return _split(source, None, options=opts, layout=LayoutSpec.fixed(roots))
     return _split(source, DirectorySink(roots), options=opts)
 
 
-def inspect(source: PathLike | Source, options: SplitOptions | None = None) -> Report:
-    """Classify every member; write nothing."""
-    return _split(source, None, options=replace(options or SplitOptions(), dry_run=True))
+def inspect(source: PathLike | Source, options: SplitOptions | None = None,
+            layout: LayoutSpec | None = None) -> Report:
+    """Classify every member; write nothing. Roots are ``/${output}`` unless ``layout`` says."""
+    return _split(source, None, options=replace(options or SplitOptions(), dry_run=True),
+                  layout=layout)
 
 
 @dataclass(frozen=True, slots=True)

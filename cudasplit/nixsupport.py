@@ -48,6 +48,8 @@ class NixSupport:
     compiler_output: str | None = None
     stubs_outputs: tuple[str, ...] = ()          # outputs holding a stubs directory
     driver_lib: str = "/run/opengl-driver/lib"
+    # Final root of each output (the run's layout): propagated-build-inputs names them.
+    roots: tuple[tuple[str, str], ...] = ()
 
 
 def write_nix_support(sink: Sink, info: NixSupport | None = None) -> None:
@@ -60,14 +62,15 @@ def write_nix_support(sink: Sink, info: NixSupport | None = None) -> None:
     propagated = info.propagated
     if propagated is None:
         propagated = tuple(o for o in outputs if o != "out")
-    _write_propagation(sink, outputs, propagated)
+    _write_propagation(sink, outputs, propagated, dict(info.roots))
     _write_components(sink, outputs, info)
     for output in info.stubs_outputs:
         if output in outputs:
             sink.write_bytes(output, SETUP_HOOK, stubs_hook_text(info.driver_lib), 0o644)
 
 
-def _write_propagation(sink: Sink, outputs: Sequence[str], propagated: Sequence[str]) -> None:
+def _write_propagation(sink: Sink, outputs: Sequence[str], propagated: Sequence[str],
+                       final_roots: Mapping[str, str]) -> None:
     """Nixpkgs writes the whole list to out (fixupCudaPropagatedBuildOutputsToOut) and dev.
 
     Deliberately better: out lists bin/include/lib only; a package's extra propagated outputs
@@ -80,7 +83,8 @@ def _write_propagation(sink: Sink, outputs: Sequence[str], propagated: Sequence[
     for holder, listed in (("out", base if has_dev else propagated), ("dev", propagated)):
         if holder not in outputs:
             continue
-        roots = [sink.output_root(o) for o in listed if o in outputs and o != holder]
+        roots = [final_roots.get(o, "/${" + o + "}") for o in listed
+                 if o in outputs and o != holder]
         if roots or holder == "out":
             text = " ".join(roots) + "\n" if roots else ""
             sink.write_bytes(holder, PROPAGATED, text.encode(), 0o644)

@@ -9,11 +9,12 @@ runs once the stream has ended.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import posixpath
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import BinaryIO
 
 from .elf import kind_from_head
 from .errors import OutputError, ProblemsFound, SourceError
+from .layout import Layout, LayoutSpec
 from .model import Kind, Member, MemberType, PackageId
 from .nixsupport import NixSupport, find_fhs_refs, write_nix_support
 from .nvccprofile import ProfileExtras, rewrite_nvcc_profile
@@ -162,13 +164,14 @@ class SplitRun:
     """State of one split. Use :func:`split`; this class is the loop's working memory."""
 
     def __init__(self, source: Source, sink: Sink | None, options: SplitOptions,
-                 plan_roots: Mapping[str, str] | None = None) -> None:
+                 layout: LayoutSpec | None = None) -> None:
         self.source = source
         self.sink = sink
         self.options = options
-        # Without a sink (dry run, inspect) RUNPATHs and .pc files are planned against these
-        # roots; unknown outputs show as ``/${output}`` (absolute, as RUNPATH entries must be).
-        self.plan_roots = plan_roots or {}  # not copied: repack's roots are computed lazily
+        # Links, .pc files and RUNPATHs are planned against the layout (never asked of the
+        # sink); unknown outputs show as ``/${output}`` (absolute, as RUNPATH entries must be).
+        self.layout_spec = layout or (sink.layout if sink is not None else LayoutSpec())
+        self.layout = Layout(())  # resolved with the identity, before the first member
         self.ruleset: RuleSet | None = None
         self.where = Where()
         self.declared: tuple[str, ...] | None = None
@@ -198,7 +201,13 @@ class SplitRun:
         try:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cudasplit-patch") as pool:
                 self.eager_pool = pool
-                for member, stream in self.source.members():
+                # The first header names the package (its top directory): identity, rules
+                # and layout are fixed after reading it and before taking any member.
+                members = self.source.members()
+                first = next(members, None)
+                self._prepare()
+                for member, stream in itertools.chain(() if first is None else (first,),
+                                                      members):
                     with self._naming(member.path):
                         self._take(member, stream)
                     self._tick(member)
@@ -257,6 +266,16 @@ class SplitRun:
             self.options.progress(Progress(self.source.description, self.members_seen,
                                            self.bytes_seen, member.path))
 
+    def _prepare(self) -> None:
+        """Identity, rule set, layout, patch stage and declared outputs, once, in that order."""
+        self._ensure_rules()
+        ident = self.options.package or self.source.package
+        self.layout = self.layout_spec.resolve(ident)
+        if self.sink is not None:
+            self.sink.start(ident, self.layout)
+        self._patch_stage()
+        self._create_declared_outputs(self.declared)
+
     def _ensure_rules(self) -> RuleSet:
         if self.ruleset is None:
             package = self.options.package or self.source.package
@@ -273,7 +292,6 @@ class SplitRun:
             declared = self.options.outputs or self.ruleset.package.outputs_for(self.where)
             self.declared = declared
             self.allowed = None if declared is None else frozenset(declared) | {"out"}
-            self._create_declared_outputs(declared)
         return self.ruleset
 
     def _create_declared_outputs(self, declared: tuple[str, ...] | None) -> None:
@@ -284,7 +302,8 @@ class SplitRun:
             self._output_record(name)
 
     def _take(self, member: Member, stream: BinaryIO | None) -> None:
-        ruleset = self._ensure_rules()
+        ruleset = self.ruleset
+        assert ruleset is not None
         kind = member_kind(member)
         dest, rename, dropped = self._normalise(member.path)
         decision = ruleset.classify(dest or member.path, kind, self.allowed)
@@ -412,9 +431,7 @@ class SplitRun:
 
     def _final_root(self, output: str) -> str:
         """Where ``output`` lives once the run is over (what links, .pc and RUNPATH name)."""
-        if self.sink is not None:
-            return self.sink.output_root(output)
-        return self.plan_roots.get(output, "/${" + output + "}")
+        return self.layout.root(output)
 
     def _root(self, output: str) -> str:
         return self._final_root(fallback_output(output, self.allowed))
@@ -728,7 +745,7 @@ class SplitRun:
             pname=ident.name, version=ident.version, cuda_version=self.where.cuda_version,
             propagated=package.propagated(outputs),
             compiler=compiler, compiler_output=compiler_output,
-            stubs_outputs=tuple(stubs), driver_lib=driver)
+            stubs_outputs=tuple(stubs), driver_lib=driver, roots=self.layout.roots)
 
     def _check_fhs_refs(self) -> None:
         """checkCudaFhsRefs: ``/usr/`` in any output fails the run unless the package allows it."""
@@ -826,15 +843,15 @@ def open_for(source: str | os.PathLike[str] | Source, options: SplitOptions) -> 
 
 
 def split(source: str | os.PathLike[str] | Source, sink: Sink | None, *,
-          options: SplitOptions | None = None,
-          plan_roots: Mapping[str, str] | None = None) -> Report:
-    """Split ``source`` into ``sink`` (``None``: plan only, write nothing; RUNPATHs and links
-    are then planned against ``plan_roots``, output name -> final directory)."""
+          options: SplitOptions | None = None, layout: LayoutSpec | None = None) -> Report:
+    """Split ``source`` into ``sink`` (``None``: plan only, write nothing). RUNPATHs, links
+    and ``.pc`` files name the roots of ``layout`` (default: the sink's declared layout;
+    without a sink ``/${output}`` placeholders)."""
     opts = options or SplitOptions()
     source = open_for(source, opts)
     if opts.dry_run:
         sink = None
-    return SplitRun(source, sink, opts, plan_roots).run()
+    return SplitRun(source, sink, opts, layout).run()
 
 
 __all__ = ["Progress", "SplitOptions", "SplitRun", "fallback_output", "member_kind", "open_for",

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .model import OUTPUT_NAMES, PackageId
-from .pipeline import SplitOptions, open_for
+from .layout import LayoutSpec
+from .pipeline import SplitOptions
 from .pipeline import split as _split
 from .report import Report
-from .sinks.tarball import DEFAULT_FORMAT, DEFAULT_LEVEL, TarballSink, archive_stem
+from .sinks.tarball import DEFAULT_FORMAT, DEFAULT_LEVEL, TarballSink
 from .sources import Source
 
 PathLike = str | os.PathLike[str]
@@ -46,41 +45,14 @@ def repack_to_dir(source: PathLike | Source, output_dir: PathLike,
     """
     opts = options or SplitOptions()
     pack = repack or RepackOptions()
-    # Opened here (not in split) because the sink names its archives after the identity.
-    source = open_for(source, opts)
-    opened = source
-
-    def identity() -> PackageId:
-        # Asked only after the first member: a tar source knows its top directory by then.
-        return opts.package or opened.package
-
-    if opts.dry_run:  # the same roots the archives will name, so the plans are the same
+    if opts.dry_run:  # the same layout the archives will name, so the plans are the same
         return RepackResult(_split(source, None, options=opts,
-                                   plan_roots=_PlannedRoots(pack.prefix, identity)))
-
-    sink = TarballSink(Path(output_dir), identity, prefix=pack.prefix, fmt=pack.fmt,
+                                   layout=LayoutSpec.unpacked_at(pack.prefix)))
+    sink = TarballSink(Path(output_dir), prefix=pack.prefix, fmt=pack.fmt,
                        level=pack.level, threads=pack.threads, mtime=pack.mtime,
                        overwrite=opts.overwrite, staging_parent=pack.staging_parent)
     report = _split(source, sink, options=opts)
     return RepackResult(report, list(sink.written))
-
-
-class _PlannedRoots(Mapping[str, str]):
-    """``TarballSink.output_root`` without a sink: ``<prefix>/<output>``, the default prefix
-    computed from the identity when first asked (after the first member)."""
-
-    def __init__(self, prefix: str | None, identity: Callable[[], PackageId]) -> None:
-        self._prefix, self._identity = prefix, identity
-
-    def __getitem__(self, output: str) -> str:
-        prefix = self._prefix if self._prefix is not None else "/" + archive_stem(self._identity())
-        return f"{prefix.rstrip('/')}/{output}"
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(OUTPUT_NAMES)
-
-    def __len__(self) -> int:
-        return len(OUTPUT_NAMES)
 
 
 __all__ = ["RepackOptions", "RepackResult", "repack_to_dir"]

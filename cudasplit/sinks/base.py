@@ -6,17 +6,27 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from ..errors import OutputError
+from ..layout import Layout, LayoutSpec
+from ..model import PackageId
 
 
 class Sink(Protocol):
     """Receives placed members, output by output.
 
-    ``dest`` is always a normalised relative POSIX path inside the output. ``output_root``
-    is the *final* absolute location of an output (after any staging), used for links that
-    cross outputs, ``.pc`` rewrites and RUNPATH entries.
+    ``dest`` is always a normalised relative POSIX path inside the output. A sink answers no
+    questions during the run: it *declares* where its outputs end up (:attr:`layout`, read
+    once before the first member) and is *told* the identity and resolved layout
+    (:meth:`start`) before anything is written.
     """
 
-    def output_root(self, output: str) -> str: ...
+    @property
+    def layout(self) -> LayoutSpec:
+        """Where the outputs live once :meth:`finish` has run (links, .pc, RUNPATH name it)."""
+        ...
+
+    def start(self, package: PackageId, layout: Layout) -> None:
+        """Called once, before the first write, with the identity and the frozen layout."""
+        ...
 
     def ensure_output(self, output: str) -> None: ...
 
@@ -25,8 +35,6 @@ class Sink(Protocol):
         ...
 
     def write_bytes(self, output: str, dest: str, data: bytes, mode: int) -> Path | None: ...
-
-    def make_dir(self, output: str, dest: str, mode: int) -> None: ...
 
     def make_symlink(self, output: str, dest: str, target: str) -> None: ...
 

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..errors import OutputError
+from ..layout import Layout, LayoutSpec
+from ..model import PackageId
 from .base import safe_join
 from .staging import (
     PREVIOUS_DIR,
@@ -43,6 +45,7 @@ class DirectorySink:
     def __init__(self, roots: Mapping[str, Path], *, staging_parent: Path | None = None,
                  overwrite: bool = False, durable: bool = True) -> None:
         self._final = {name: Path(os.path.abspath(path)) for name, path in roots.items()}
+        self.layout = LayoutSpec.fixed(self._final)  # declared: the roots it moves into place
         self._overwrite = overwrite
         self._durable = durable
         # Staging is created on the first write, never before: a source that cannot be opened
@@ -65,6 +68,9 @@ class DirectorySink:
         return cls(roots, staging_parent=directory, overwrite=overwrite, durable=durable)
 
     # -- protocol -------------------------------------------------------------------------
+
+    def start(self, package: PackageId, layout: Layout) -> None:
+        """Nothing to learn: the roots were given when the sink was made."""
 
     def output_root(self, output: str) -> str:
         return str(self._final_root(output))

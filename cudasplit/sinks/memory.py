@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import BinaryIO
 
+from ..layout import Layout, LayoutSpec
+from ..model import OUTPUT_NAMES, PackageId
 from .base import safe_join
 
 _VIRTUAL = Path("/cudasplit-memory")
@@ -20,6 +22,11 @@ class MemorySink:
         self._outputs: list[str] = []
         self.finished = False
         self.aborted = False
+        self.layout = LayoutSpec.fixed({name: _VIRTUAL / name for name in OUTPUT_NAMES})
+        self.package: PackageId | None = None
+
+    def start(self, package: PackageId, layout: Layout) -> None:
+        self.package = package
 
     def output_root(self, output: str) -> str:
         return str(_VIRTUAL / output)

@@ -34,6 +34,7 @@ from typing import IO, BinaryIO, Final
 import zstandard
 
 from ..errors import OutputError
+from ..layout import Layout, LayoutSpec, archive_stem
 from ..model import OUTPUT_NAMES, PackageId
 from .directory import DirectorySink
 
@@ -59,27 +60,17 @@ def mtime_from_env(env: Mapping[str, str] | None = None) -> int:
     return int(value)
 
 
-def archive_stem(package: PackageId) -> str:
-    """``<pname>-<platform>-<version>[_cudaNN]``; just the name when the rest is unknown."""
-    parts = [package.name]
-    if package.platform:
-        parts.append(package.platform)
-    if package.version:
-        parts.append(package.version + (f"_cuda{package.cuda_variant}"
-                                        if package.cuda_variant else ""))
-    return "-".join(parts)
-
-
 class TarballSink:
     """Stages outputs in a private directory and writes one reproducible tarball per output.
 
-    ``package`` may be a callable: a tar source only knows its identity once it has read the
-    top directory, which happens after the sink is created. ``prefix`` (default
+    ``package`` (optional) names the archives; the split tells the sink the identity it read
+    (:meth:`start`) before the first member, so the sink never asks the source. ``prefix`` (default
     ``/<stem>``) is where the outputs will be unpacked: output ``lib`` lives at
     ``<prefix>/lib``.
     """
 
-    def __init__(self, directory: Path, package: PackageSource, *, prefix: str | None = None,
+    def __init__(self, directory: Path, package: PackageSource | None = None, *,
+                 prefix: str | None = None,
                  fmt: str = DEFAULT_FORMAT, level: int = DEFAULT_LEVEL, threads: int = 0,
                  mtime: int | None = None, overwrite: bool = False,
                  staging_parent: Path | None = None) -> None:
@@ -90,6 +81,7 @@ class TarballSink:
         self._directory = Path(os.path.abspath(directory))
         self._package = package
         self._prefix = None if prefix is None else prefix.rstrip("/") or "/"
+        self.layout = LayoutSpec.unpacked_at(prefix)
         self._fmt, self._level, self._threads = fmt, level, threads
         self._mtime = mtime_from_env() if mtime is None else mtime
         self._overwrite = overwrite
@@ -118,6 +110,9 @@ class TarballSink:
         return self._inner_sink
 
     # -- protocol: placement is the directory sink's, roots are ours ---------------------------
+
+    def start(self, package: PackageId, layout: Layout) -> None:
+        self._package = package
 
     def output_root(self, output: str) -> str:
         prefix = self._prefix if self._prefix is not None else "/" + self.stem()
@@ -182,6 +177,8 @@ class TarballSink:
 
     def stem(self) -> str:
         package = self._package() if callable(self._package) else self._package
+        if package is None:
+            raise OutputError("the archives' names need the package identity (not read yet)")
         return archive_stem(package)
 
     def archive_path(self, output: str) -> Path:
