@@ -42,6 +42,19 @@ CU12: dict[str, str] = {
     "nvidia-nccl-cu12": "2.27.3",
     "nvidia-cuda-nvcc-cu12": "12.9.86",
     "nvidia-cublas-cu12": "12.9.1.4",
+    "nvidia-cuda-cccl-cu12": "12.9.27",
+}
+
+# CUDA 13.0 (redistrib_13.0.2.json): nvcc's headers moved out into crt, cccl and nvvm packages.
+CU13: dict[str, str] = {
+    "nvidia-cuda-nvcc": "13.0.88",
+    "nvidia-cuda-crt": "13.0.88",
+    "nvidia-cuda-cccl": "13.0.85",
+    "nvidia-nvvm": "13.0.88",
+    "nvidia-cuda-runtime": "13.0.96",
+    "nvidia-cuda-cupti": "13.0.85",
+    "nvidia-cuda-nvrtc": "13.0.88",
+    "nvidia-nvjitlink": "13.0.88",
 }
 
 PLATFORM_TAGS = ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_27_x86_64",
@@ -125,3 +138,13 @@ def wheel_root(name: str, version: str) -> Path:
 def cu12(name: str) -> Path:
     """``wheel_root`` for a package pinned in :data:`CU12`."""
     return wheel_root(name, CU12[name])
+
+
+# nvidia-cuda-cupti 13.0.85 is tagged manylinux_2_25 only. (Added here, not in the tuple above,
+# so branches that extend the tuple merge without a conflict.)
+PLATFORM_TAGS = (*PLATFORM_TAGS, "manylinux_2_25_x86_64")
+
+
+def cu13(name: str) -> Path:
+    """``wheel_root`` for a package pinned in :data:`CU13`."""
+    return wheel_root(name, CU13[name])
