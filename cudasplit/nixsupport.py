@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from .sinks.base import Sink
+from .sinks.base import Sink, write_bytes
 
 MARKER = "nix-support/include-in-cudatoolkit-root"
 PROPAGATED = "nix-support/propagated-build-inputs"
@@ -58,7 +58,7 @@ def write_nix_support(sink: Sink, info: NixSupport | None = None) -> None:
     sink.ensure_output("out")
     outputs = sink.outputs()
     for output in outputs:
-        sink.write_bytes(output, MARKER, b"", 0o644)
+        write_bytes(sink, output, MARKER, b"", 0o644)
     propagated = info.propagated
     if propagated is None:
         propagated = tuple(o for o in outputs if o != "out")
@@ -66,7 +66,7 @@ def write_nix_support(sink: Sink, info: NixSupport | None = None) -> None:
     _write_components(sink, outputs, info)
     for output in info.stubs_outputs:
         if output in outputs:
-            sink.write_bytes(output, SETUP_HOOK, stubs_hook_text(info.driver_lib), 0o644)
+            write_bytes(sink, output, SETUP_HOOK, stubs_hook_text(info.driver_lib), 0o644)
 
 
 def _write_propagation(sink: Sink, outputs: Sequence[str], propagated: Sequence[str],
@@ -87,7 +87,7 @@ def _write_propagation(sink: Sink, outputs: Sequence[str], propagated: Sequence[
                  if o in outputs and o != holder]
         if roots or holder == "out":
             text = " ".join(roots) + "\n" if roots else ""
-            sink.write_bytes(holder, PROPAGATED, text.encode(), 0o644)
+            write_bytes(sink, holder, PROPAGATED, text.encode(), 0o644)
 
 
 def _write_components(sink: Sink, outputs: Sequence[str], info: NixSupport) -> None:
@@ -96,7 +96,7 @@ def _write_components(sink: Sink, outputs: Sequence[str], info: NixSupport) -> N
     targets = [info.compiler_output] if info.compiler and info.compiler_output else outputs
     for output in targets:
         if output in outputs:
-            sink.write_bytes(output, COMPONENT, component_text(info, output).encode(), 0o644)
+            write_bytes(sink, output, COMPONENT, component_text(info, output).encode(), 0o644)
 
 
 def component_text(info: NixSupport, output: str) -> str:

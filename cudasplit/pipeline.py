@@ -41,7 +41,7 @@ from .pkgtable import Where
 from .report import MemberRecord, OutputRecord, Problem, Report
 from .rules import Decision, Rename, RuleSet, load_ruleset
 from .runpath import RunpathPolicy
-from .sinks.base import Sink
+from .sinks.base import Sink, write_bytes
 from .sources import (
     DEFAULT_MAX_MEMBERS,
     DEFAULT_MAX_RATIO,
@@ -240,10 +240,9 @@ class SplitRun:
 
     def _public_messages(self) -> None:
         """Problem texts name final paths, never the staging dir (gone when they are read)."""
-        public_text = getattr(self.sink, "public_text", None)
-        if public_text is not None:
+        if self.sink is not None:
             for issue in (*self.report.problems, *self.report.warnings):
-                issue.message = public_text(issue.message)
+                issue.message = self.sink.public_text(issue.message)
 
     def _patch_stage(self) -> PatchStage:
         if self.patches is None:
@@ -366,11 +365,12 @@ class SplitRun:
             self.patches.supersede(output, record.dest)
         if self.sink is not None:
             if rule is not None and rule.transform == "pkgconfig":
-                local = self._write_pkgconfig(member, stream, output, record.dest)
+                self._write_pkgconfig(member, stream, output, record.dest)
             elif rule is not None and rule.transform == "nvcc-profile":
-                local = self._write_nvcc_profile(member, stream, output, record.dest)
+                self._write_nvcc_profile(member, stream, output, record.dest)
             else:
-                local = self.sink.write_file(output, record.dest, stream, member.mode)
+                self.sink.write_file(output, record.dest, stream, member.mode)
+            local = self.sink.staged_path(output, record.dest)
         self._remember(member.path, _Placed(output, record.dest, kind, local))
         self._count(output, member.size)
         if rename is not None and rename.link_back:
@@ -411,15 +411,14 @@ class SplitRun:
     # -- pkg-config -------------------------------------------------------------------------
 
     def _write_pkgconfig(self, member: Member, stream: BinaryIO, output: str,
-                         dest: str) -> Path | None:
+                         dest: str) -> None:
         assert self.sink is not None
         text = rewrite_pc(self._small_text(member, stream), self._pc_roots(dest))
         text = apply_extras(text, self._pc_extras(posixpath.basename(dest)))
         alias = unversioned_alias(posixpath.basename(dest))
         if alias is not None:
             self.pc_aliases.append((output, dest))
-        return self.sink.write_bytes(output, dest, text.encode("utf-8", "surrogateescape"),
-                                     member.mode)
+        write_bytes(self.sink, output, dest, text.encode("utf-8", "surrogateescape"), member.mode)
 
     def _small_text(self, member: Member, stream: BinaryIO) -> str:
         """Text members we rewrite are small; refuse a huge one rather than buffer it."""
@@ -476,7 +475,7 @@ class SplitRun:
                         cflags=" ".join(cflags))
 
     def _write_nvcc_profile(self, member: Member, stream: BinaryIO, output: str,
-                            dest: str) -> Path | None:
+                            dest: str) -> None:
         """nvcc finds headers, libraries and NVVM through ``$(TOP)``: point each at its output."""
         assert self.sink is not None and self.ruleset is not None
         nvvm = self.ruleset.classify(self._normalise("nvvm/bin/cicc")[0] or "nvvm/bin/cicc",
@@ -495,8 +494,7 @@ class SplitRun:
             + self._package_dirs(package.nvcc_libraries, "stubs", ("lib/stubs",)))
         extras = replace(extras, libraries=tuple(dict.fromkeys(extras.libraries)))
         text = rewrite_nvcc_profile(self._small_text(member, stream), roots, extras)
-        return self.sink.write_bytes(output, dest, text.encode("utf-8", "surrogateescape"),
-                                     member.mode)
+        write_bytes(self.sink, output, dest, text.encode("utf-8", "surrogateescape"), member.mode)
 
     def _package_root(self, pname: str, output: str) -> str | None:
         """``--package-root PNAME.OUTPUT=DIR`` for a split package, else ``PNAME=DIR``."""
@@ -592,8 +590,7 @@ class SplitRun:
             self._patch_stage().add(ElfJob(record, output, record.dest, local, decision.rule_obj))
 
     def _local(self, output: str, dest: str) -> Path | None:
-        local_path = getattr(self.sink, "local_path", None)
-        return local_path(output, dest) if local_path is not None else None
+        return self.sink.staged_path(output, dest) if self.sink is not None else None
 
     def _place_symlink(self, member: Member, record: MemberRecord) -> None:
         assert member.link is not None and record.dest is not None
@@ -752,11 +749,11 @@ class SplitRun:
         assert self.ruleset is not None
         if not self.options.check_fhs_refs or self.ruleset.package.allow_fhs_references:
             return
-        local_path = getattr(self.sink, "local_path", None)
-        if self.sink is None or local_path is None:
+        if self.sink is None:
             return
         # The sink's working directory of each output (staged until the run finishes).
-        roots = {o: Path(local_path(o, "nix-support")).parent for o in self.sink.outputs()}
+        staged = {o: self.sink.staged_path(o, "nix-support") for o in self.sink.outputs()}
+        roots = {o: p.parent for o, p in staged.items() if p is not None}
         hits = find_fhs_refs({o: r for o, r in roots.items() if r.is_dir()})
         for output, path in hits:
             self._problem("fhs-reference", path, f"{output}: mentions /usr/ (the package table "

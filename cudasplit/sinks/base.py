@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
@@ -30,15 +31,22 @@ class Sink(Protocol):
 
     def ensure_output(self, output: str) -> None: ...
 
-    def write_file(self, output: str, dest: str, stream: BinaryIO, mode: int) -> Path | None:
-        """Write a member's bytes; returns a local path that may be patched, if the sink has one."""
+    def write_file(self, output: str, dest: str, stream: BinaryIO, mode: int) -> None:
+        """Write a member's bytes (streamed: members may be larger than 1 GB)."""
         ...
-
-    def write_bytes(self, output: str, dest: str, data: bytes, mode: int) -> Path | None: ...
 
     def make_symlink(self, output: str, dest: str, target: str) -> None: ...
 
     def make_hardlink(self, output: str, dest: str, src_output: str, src_dest: str) -> None: ...
+
+    def staged_path(self, output: str, dest: str) -> Path | None:
+        """Staging, declared: where ``dest``'s bytes lie until :meth:`finish`, on this machine,
+        so ELF files are patched there; None when the sink keeps no such file (no patching)."""
+        ...
+
+    def public_text(self, text: str) -> str:
+        """``text`` (a problem message) naming final paths instead of staged ones."""
+        ...
 
     def outputs(self) -> list[str]:
         """Outputs that exist so far (received a member or were ensured)."""
@@ -51,6 +59,11 @@ class Sink(Protocol):
     def abort(self) -> None:
         """Remove everything written so far that is not yet visible."""
         ...
+
+
+def write_bytes(sink: Sink, output: str, dest: str, data: bytes, mode: int) -> None:
+    """Small generated files (rewritten ``.pc``, nix-support) go through ``write_file`` too."""
+    sink.write_file(output, dest, io.BytesIO(data), mode)
 
 
 def safe_join(root: Path, dest: str) -> Path:

@@ -83,30 +83,13 @@ class DirectorySink:
                 os.chmod(root, 0o755)
             self._created.append(output)
 
-    def write_file(self, output: str, dest: str, stream: BinaryIO, mode: int) -> Path | None:
+    def write_file(self, output: str, dest: str, stream: BinaryIO, mode: int) -> None:
         path = self._prepare(output, dest)
         with _translate(self._shown(path)):
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "wb") as fh:
                 shutil.copyfileobj(stream, fh, COPY_CHUNK)
                 os.fchmod(fd, mode & MODE_MASK)  # the file we created, never a swapped name
-        return path
-
-    def write_bytes(self, output: str, dest: str, data: bytes, mode: int) -> Path | None:
-        path = self._prepare(output, dest)
-        with _translate(self._shown(path)):
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                os.fchmod(fd, mode & MODE_MASK)
-        return path
-
-    def make_dir(self, output: str, dest: str, mode: int) -> None:
-        self.ensure_output(output)
-        path = safe_join(self._work_root(output), dest)
-        with _translate(self._shown(path)):
-            path.mkdir(parents=True, exist_ok=True)
-            os.chmod(path, (mode & MODE_MASK) | 0o700)
 
     def make_symlink(self, output: str, dest: str, target: str) -> None:
         path = self._prepare(output, dest)
@@ -128,7 +111,8 @@ class DirectorySink:
     def outputs(self) -> list[str]:
         return list(self._created)
 
-    def local_path(self, output: str, dest: str) -> Path:
+    def staged_path(self, output: str, dest: str) -> Path:
+        """Where ``dest``'s bytes are until :meth:`finish` (patched there)."""
         return safe_join(self._work_root(output), dest)
 
     def finish(self) -> None:

@@ -1,74 +1,62 @@
-"""An in-memory sink: fast core tests, no filesystem, no patching."""
+"""An in-memory result: every output as dicts, after the same staging and patching as a split.
+
+Members are staged on disk like in every sink (a member may be larger than memory, and ELF
+files are patched in place), then :meth:`MemorySink.finish` reads the stage into
+:attr:`files` / :attr:`symlinks` and removes it.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import BinaryIO
 
-from ..layout import Layout, LayoutSpec
-from ..model import OUTPUT_NAMES, PackageId
-from .base import safe_join
+from ..layout import LayoutSpec
+from ..model import OUTPUT_NAMES
+from .staged import StagedSink
 
 _VIRTUAL = Path("/cudasplit-memory")
 
 
-class MemorySink:
-    def __init__(self) -> None:
+class MemorySink(StagedSink):
+    """``layout`` defaults to ``/cudasplit-memory/<output>`` (nothing is ever written there)."""
+
+    stage_prefix = "cudasplit-memory-"
+
+    def __init__(self, layout: LayoutSpec | None = None) -> None:
+        super().__init__(layout or LayoutSpec.fixed({n: _VIRTUAL / n for n in OUTPUT_NAMES}))
         self.files: dict[tuple[str, str], bytes] = {}
         self.modes: dict[tuple[str, str], int] = {}
         self.symlinks: dict[tuple[str, str], str] = {}
         self.hardlinks: dict[tuple[str, str], tuple[str, str]] = {}
-        self.dirs: set[tuple[str, str]] = set()
-        self._outputs: list[str] = []
         self.finished = False
         self.aborted = False
-        self.layout = LayoutSpec.fixed({name: _VIRTUAL / name for name in OUTPUT_NAMES})
-        self.package: PackageId | None = None
-
-    def start(self, package: PackageId, layout: Layout) -> None:
-        self.package = package
-
-    def output_root(self, output: str) -> str:
-        return str(_VIRTUAL / output)
-
-    def ensure_output(self, output: str) -> None:
-        if output not in self._outputs:
-            self._outputs.append(output)
-
-    def write_file(self, output: str, dest: str, stream: BinaryIO, mode: int) -> Path | None:
-        chunks = []
-        while chunk := stream.read(1 << 20):
-            chunks.append(chunk)
-        return self.write_bytes(output, dest, b"".join(chunks), mode)
-
-    def write_bytes(self, output: str, dest: str, data: bytes, mode: int) -> Path | None:
-        safe_join(_VIRTUAL, dest)
-        self.ensure_output(output)
-        self.files[(output, dest)] = data
-        self.modes[(output, dest)] = mode
-        return None
-
-    def make_dir(self, output: str, dest: str, mode: int) -> None:
-        safe_join(_VIRTUAL, dest)
-        self.ensure_output(output)
-        self.dirs.add((output, dest))
-
-    def make_symlink(self, output: str, dest: str, target: str) -> None:
-        safe_join(_VIRTUAL, dest)
-        self.ensure_output(output)
-        self.symlinks[(output, dest)] = target
+        self._final_outputs: list[str] = []
 
     def make_hardlink(self, output: str, dest: str, src_output: str, src_dest: str) -> None:
-        safe_join(_VIRTUAL, dest)
-        self.ensure_output(output)
+        super().make_hardlink(output, dest, src_output, src_dest)
         self.hardlinks[(output, dest)] = (src_output, src_dest)
-        self.files[(output, dest)] = self.files[(src_output, src_dest)]
 
     def outputs(self) -> list[str]:
-        return list(self._outputs)
+        return super().outputs() if self.staged else list(self._final_outputs)
 
     def finish(self) -> None:
+        for output in self.outputs():
+            self._read_output(output, self.stage_root(output))
+        self._final_outputs = self.outputs()
+        self.discard_stage()
         self.finished = True
 
     def abort(self) -> None:
+        super().abort()
         self.aborted = True
+
+    def _read_output(self, output: str, root: Path) -> None:
+        for dirpath, dirnames, filenames in os.walk(root):
+            for name in sorted(dirnames + filenames):
+                path = Path(dirpath, name)
+                dest = path.relative_to(root).as_posix()
+                if path.is_symlink():
+                    self.symlinks[(output, dest)] = os.readlink(path)
+                elif path.is_file():
+                    self.files[(output, dest)] = path.read_bytes()
+                    self.modes[(output, dest)] = path.stat().st_mode & 0o7777

@@ -6,7 +6,7 @@ output into ``<pname>-<platform>-<version>-<output>.tar.<ext>``.
 
 Layout: each archive holds one output's content *relative to the output root* (``lib/...``,
 ``include/...``; no top directory), the way a Nix output or a conda package is laid out.
-Unpack ``X-<output>.tar.zst`` into ``<prefix>/<output>``; :meth:`output_root` answers exactly
+Unpack ``X-<output>.tar.zst`` into ``<prefix>/<output>``; the sink's declared layout names exactly
 that path, which is what RUNPATH entries and ``.pc`` rewrites name.
 
 Reproducibility: members sorted by path components, uid/gid 0 with empty user/group names,
@@ -22,10 +22,8 @@ import errno
 import gzip
 import lzma
 import os
-import shutil
 import stat
 import tarfile
-import tempfile
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -35,8 +33,8 @@ import zstandard
 
 from ..errors import OutputError
 from ..layout import Layout, LayoutSpec, archive_stem
-from ..model import OUTPUT_NAMES, PackageId
-from .directory import DirectorySink
+from ..model import PackageId
+from .staged import StagedSink
 
 # 1980-01-01: the reproducible-builds convention for "no date" (zip cannot store earlier
 # times, and some tar readers warn about the epoch itself).
@@ -60,14 +58,16 @@ def mtime_from_env(env: Mapping[str, str] | None = None) -> int:
     return int(value)
 
 
-class TarballSink:
+class TarballSink(StagedSink):
     """Stages outputs in a private directory and writes one reproducible tarball per output.
 
-    ``package`` (optional) names the archives; the split tells the sink the identity it read
-    (:meth:`start`) before the first member, so the sink never asks the source. ``prefix`` (default
-    ``/<stem>``) is where the outputs will be unpacked: output ``lib`` lives at
-    ``<prefix>/lib``.
+    ``package`` (optional) names the archives; otherwise the split tells the sink the identity
+    it read (:meth:`start`) before the first member, so the sink never asks the source.
+    ``prefix`` (default ``/<stem>``) is where the outputs will be unpacked: output ``lib``
+    lives at ``<prefix>/lib`` (the sink's declared :attr:`layout`).
     """
+
+    stage_prefix = ".cudasplit-repack-"
 
     def __init__(self, directory: Path, package: PackageSource | None = None, *,
                  prefix: str | None = None,
@@ -78,82 +78,39 @@ class TarballSink:
             raise OutputError(f"unknown archive format {fmt!r} (known: {', '.join(FORMATS)})")
         if prefix is not None and not prefix.startswith("/"):
             raise OutputError(f"--prefix must be an absolute path: {prefix!r}")
+        super().__init__(LayoutSpec.unpacked_at(prefix), staging_parent)
         self._directory = Path(os.path.abspath(directory))
         self._package = package
-        self._prefix = None if prefix is None else prefix.rstrip("/") or "/"
-        self.layout = LayoutSpec.unpacked_at(prefix)
         self._fmt, self._level, self._threads = fmt, level, threads
         self._mtime = mtime_from_env() if mtime is None else mtime
         self._overwrite = overwrite
-        self._staging_parent = staging_parent
         # Created on the first write: a source that cannot be read leaves no directory behind.
         self._made_directory = False
-        self._stage_dir: Path | None = None
-        self._inner_sink: DirectorySink | None = None
         self.written: list[Path] = []
 
-    @property
-    def _stage(self) -> Path:
-        if self._stage_dir is None:
-            if not self._directory.exists():
-                with _translate(self._directory):
-                    self._directory.mkdir(parents=True)
-                self._made_directory = True
-            self._stage_dir = _make_temp_dir(self._staging_parent or self._directory)
-        return self._stage_dir
-
-    @property
-    def _inner(self) -> DirectorySink:
-        if self._inner_sink is None:
-            # Writes straight into the private stage (no second staging level).
-            self._inner_sink = DirectorySink({name: self._stage / name for name in OUTPUT_NAMES})
-        return self._inner_sink
-
-    # -- protocol: placement is the directory sink's, roots are ours ---------------------------
+    def stage_parent(self) -> Path:
+        if not self._directory.exists():
+            with _translate(self._directory):
+                self._directory.mkdir(parents=True)
+            self._made_directory = True
+        return self._staging_parent or self._directory
 
     def start(self, package: PackageId, layout: Layout) -> None:
+        super().start(package, layout)
         self._package = package
-
-    def output_root(self, output: str) -> str:
-        prefix = self._prefix if self._prefix is not None else "/" + self.stem()
-        return f"{prefix.rstrip('/')}/{output}"
-
-    def ensure_output(self, output: str) -> None:
-        self._inner.ensure_output(output)
-
-    def write_file(self, output: str, dest: str, stream: BinaryIO, mode: int) -> Path | None:
-        return self._inner.write_file(output, dest, stream, mode)
-
-    def write_bytes(self, output: str, dest: str, data: bytes, mode: int) -> Path | None:
-        return self._inner.write_bytes(output, dest, data, mode)
-
-    def make_dir(self, output: str, dest: str, mode: int) -> None:
-        self._inner.make_dir(output, dest, mode)
-
-    def make_symlink(self, output: str, dest: str, target: str) -> None:
-        self._inner.make_symlink(output, dest, target)
-
-    def make_hardlink(self, output: str, dest: str, src_output: str, src_dest: str) -> None:
-        self._inner.make_hardlink(output, dest, src_output, src_dest)
-
-    def outputs(self) -> list[str]:
-        return self._inner.outputs()
-
-    def local_path(self, output: str, dest: str) -> Path:
-        return self._inner.local_path(output, dest)
 
     def finish(self) -> None:
         """Pack every output to a temp file, then rename them all: no partial archive remains."""
-        if self._inner_sink is None:
+        if not self.staged:
             return  # nothing was written
         temps: list[tuple[Path, Path]] = []
         try:
-            for output in self._inner.outputs():
+            for output in self.outputs():
                 final = self.archive_path(output)
                 self._check_absent(final)
                 temp = self._temp_file(final)
                 temps.append((temp, final))
-                self._pack(self._stage / output, temp)
+                self._pack(self.stage_root(output), temp)
             for temp, final in temps:
                 with _translate(final):
                     os.replace(temp, final)
@@ -164,11 +121,10 @@ class TarballSink:
                     temp.unlink()
             self.abort()
             raise
-        shutil.rmtree(self._stage, ignore_errors=True)
+        self.discard_stage()
 
     def abort(self) -> None:
-        if self._stage_dir is not None:
-            shutil.rmtree(self._stage_dir, ignore_errors=True)
+        self.discard_stage()
         if self._made_directory:
             with contextlib.suppress(OSError):
                 self._directory.rmdir()  # only if empty: never remove what others wrote
@@ -267,13 +223,6 @@ def sorted_members(root: Path) -> list[str]:
         for name in dirnames + filenames:
             found.append((base / name).as_posix())
     return sorted(found, key=lambda rel: rel.split("/"))
-
-
-def _make_temp_dir(parent: Path) -> Path:
-    try:
-        return Path(tempfile.mkdtemp(prefix=".cudasplit-repack-", dir=parent))
-    except OSError as exc:
-        raise OutputError(f"{parent}: cannot create staging directory ({exc.strerror})") from exc
 
 
 @contextlib.contextmanager

@@ -1,0 +1,146 @@
+"""Issue 13: one layout, decided before the first member, gives one report whoever asks.
+
+``inspect``, ``--dry-run``, a memory sink, a directory sink and a tarball sink run over every
+test tarball with the same layout and must report the same placements, links, RUNPATH plans
+and problems (byte-equal JSON). Only the tense may differ, and only it is normalised: the
+report's ``dry_run`` flag, ``patch`` (``planned`` where nothing is written, the backend that
+wrote the edit otherwise) and notes ("would be renamed" / "renamed").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tarfile
+from dataclasses import replace
+from pathlib import Path
+
+import zstandard
+
+from cudasplit import MemorySink, SplitOptions, inspect, split, split_to_dir
+from cudasplit.layout import LayoutSpec
+from cudasplit.repack import RepackOptions, repack_to_dir
+from cudasplit.report import Report
+from cudasplit.sinks.staged import StagedSink
+from tests.test_plan_agreement import POLICY, _sources
+
+EDITED = {"planned", "in-place", "append", "lief", "native"}
+
+
+def canonical(report: Report) -> str:
+    data = report.as_dict()
+    data["dry_run"] = None
+    for member in data["members"]:
+        if member.get("patch") in EDITED:
+            member["patch"] = "edit"
+        if member.get("note"):
+            member["note"] = member["note"].replace(" would be ", " ")
+    return json.dumps(data, indent=1)
+
+
+def five_reports(source: Path, work: Path, options: SplitOptions) -> dict[str, str]:
+    roots = work / "final"          # where every output lives once the run is over
+    layout = LayoutSpec.under(roots)
+    reports = {
+        "inspect": inspect(source, options, layout=layout),
+        "dry-run": split_to_dir(source, roots, replace(options, dry_run=True)),
+        "memory": split(source, MemorySink(layout), options),
+        "directory": split_to_dir(source, roots, options),
+        "tarball": repack_to_dir(source, work / "archives", options,
+                                 RepackOptions(prefix=str(roots))).report,
+    }
+    return {name: canonical(report) for name, report in reports.items()}
+
+
+def test_five_ways_one_report(redist_tarballs: dict[str, Path],
+                              reference_trees: dict[str, Path], tmp_path: Path) -> None:
+    options = SplitOptions(runpath=POLICY, jobs=2)
+    edits = 0
+    for number, source in enumerate(_sources(redist_tarballs, reference_trees, tmp_path)):
+        reports = five_reports(source, tmp_path / f"w{number}", options)
+        for name, text in reports.items():
+            assert text == reports["directory"], (source, name)
+        data = json.loads(reports["directory"])
+        edits += sum(m.get("patch") == "edit" for m in data["members"])
+        assert [m["path"] for m in data["members"]] == _source_order(data), source
+    assert edits > 50  # not vacuous: RUNPATH plans were compared
+
+
+def _source_order(data: dict[str, list[dict[str, str]]]) -> list[str]:
+    return [m["path"] for m in data["members"]]
+
+
+def test_repack_prefix_dry_run_and_archive_agree(redist_tarballs: dict[str, Path],
+                                                 tmp_path: Path) -> None:
+    """The RUNPATHs ``repack --prefix`` writes into the archive are the ones its dry run shows."""
+    options = SplitOptions(runpath=POLICY, jobs=2)
+    pack = RepackOptions(prefix="/opt/cuda")
+    real = repack_to_dir(redist_tarballs["zst"], tmp_path / "a", options, pack)
+    dry = repack_to_dir(redist_tarballs["zst"], tmp_path / "b",
+                        replace(options, dry_run=True), pack)
+    assert canonical(real.report) == canonical(dry.report)
+    afters = {m.runpath_after for m in real.report.members if m.runpath_after}
+    assert afters and all("/opt/cuda/" in a for a in afters if "$ORIGIN" not in a)
+    assert not (tmp_path / "b").exists()
+
+
+class DigestSink(StagedSink):
+    """A toy sink, defined here only: the staged base does placement, links and patching;
+    this class just turns the finished stage into ``(output, dest) -> sha256``."""
+
+    def __init__(self, layout: LayoutSpec) -> None:
+        super().__init__(layout)
+        self.digests: dict[tuple[str, str], str] = {}
+
+    def finish(self) -> None:
+        for output in self.outputs():
+            root = self.stage_root(output)
+            for path in sorted(root.rglob("*")):
+                if path.is_file() and not path.is_symlink():
+                    rel = path.relative_to(root).as_posix()
+                    self.digests[(output, rel)] = hashlib.sha256(path.read_bytes()).hexdigest()
+        self.discard_stage()
+
+
+def test_a_toy_sink_needs_nothing_but_its_class(redist_tarballs: dict[str, Path],
+                                                tmp_path: Path) -> None:
+    source = redist_tarballs["xz"]
+    roots = tmp_path / "final"
+    options = SplitOptions(runpath=POLICY, jobs=2)
+    toy = DigestSink(LayoutSpec.under(roots))
+    report = split(source, toy, options)
+    real = split_to_dir(source, roots, options)
+    assert canonical(report) == canonical(real)
+    on_disk = {(o, p.relative_to(roots / o).as_posix()):
+               hashlib.sha256(p.read_bytes()).hexdigest()
+               for o in os.listdir(roots) for p in sorted((roots / o).rglob("*"))
+               if p.is_file() and not p.is_symlink()}
+    assert toy.digests == on_disk  # byte for byte what the directory sink wrote: patched too
+    assert any(m.patch in ("in-place", "append") for m in report.members)
+
+
+def test_memory_sink_output_is_patched(redist_tarballs: dict[str, Path], tmp_path: Path) -> None:
+    roots = tmp_path / "final"
+    sink = MemorySink(LayoutSpec.under(roots))
+    split(redist_tarballs["gz"], sink, SplitOptions(runpath=POLICY, jobs=1))
+    split_to_dir(redist_tarballs["gz"], roots, SplitOptions(runpath=POLICY, jobs=1))
+    patched = [key for key in sink.files if key[1].endswith(".so") or ".so." in key[1]]
+    assert patched
+    for output, dest in patched:
+        assert sink.files[(output, dest)] == (roots / output / dest).read_bytes(), dest
+
+
+def test_tarball_sink_is_told_the_identity(redist_tarballs: dict[str, Path],
+                                           tmp_path: Path) -> None:
+    """The archives are named from the identity the split read, not by asking the source."""
+    result = repack_to_dir(redist_tarballs["zst"], tmp_path / "a", SplitOptions(patch=False))
+    names = sorted(p.name for p in result.archives)
+    stem = "-".join(filter(None, (result.report.package["name"],
+                                  result.report.package["platform"],
+                                  result.report.package["version"])))
+    assert names and all(n.startswith(stem + "-") for n in names)
+    with open(result.archives[0], "rb") as raw:
+        reader = zstandard.ZstdDecompressor().stream_reader(raw)
+        with tarfile.open(fileobj=reader, mode="r|") as tar:
+            assert tar.next() is not None
