@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Draw cudasplit's module picture from the code: a Mermaid graph of the package's own imports,
+plus each module's one job (the first line of its docstring), line count and largest class.
+
+    python3 scripts/module_graph.py            # print the Markdown block
+    python3 scripts/module_graph.py --write    # replace the generated part of docs/architecture.md
+    python3 scripts/module_graph.py --check    # fail if docs/architecture.md is out of date
+
+Only the standard library (``ast``): no pydeps, nothing imported or executed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "cudasplit"
+DOC = ROOT / "docs" / "architecture.md"
+BEGIN = "<!-- module-graph: begin (scripts/module_graph.py --write) -->"
+END = "<!-- module-graph: end -->"
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str                 # dotted, without the "cudasplit." prefix
+    lines: int
+    job: str
+    imports: frozenset[str]
+    largest_class: tuple[str, int] | None
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE).with_suffix("")
+    parts = [p for p in rel.parts if p != "__init__"]
+    return ".".join(parts) or "__init__"
+
+
+def resolve(current: str, is_package: bool, node: ast.ImportFrom) -> list[str]:
+    """The package modules a ``from X import Y`` names (Y may be a module itself)."""
+    if node.level == 0:
+        if not (node.module or "").startswith("cudasplit"):
+            return []
+        base = (node.module or "").split(".")[1:]
+    else:
+        here = [] if current == "__init__" else current.split(".")
+        package = here if is_package else here[:-1]
+        base = package[: len(package) - (node.level - 1)] + (node.module or "").split(".")
+        base = [b for b in base if b]
+    return [".".join(base + [alias.name]) for alias in node.names] + [".".join(base)]
+
+
+def read(path: Path, known: set[str]) -> Module:
+    text = path.read_text()
+    tree = ast.parse(text)
+    name = module_name(path)
+    imports: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            imports.update(resolve(name, path.name == "__init__.py", node))
+        elif isinstance(node, ast.Import):
+            imports.update(a.name.split(".", 1)[1] for a in node.names
+                           if a.name.startswith("cudasplit."))
+    doc = (ast.get_docstring(tree) or "").strip().splitlines()
+    classes = [(n.name, (n.end_lineno or n.lineno) - n.lineno + 1)
+               for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+    largest = max(classes, key=lambda c: c[1]) if classes else None
+    own = frozenset(i for i in imports if i in known and i != name)
+    return Module(name, len(text.splitlines()), doc[0] if doc else "(no docstring)", own,
+                  largest)
+
+
+def modules() -> list[Module]:
+    paths = sorted(PACKAGE.rglob("*.py"))
+    known = {module_name(p) for p in paths}
+    return [read(p, known) for p in paths]
+
+
+def node_id(name: str) -> str:
+    return "m_" + name.replace(".", "_")
+
+
+def mermaid(mods: list[Module]) -> list[str]:
+    lines = ["```mermaid", "flowchart LR"]
+    for mod in mods:
+        lines.append(f'  {node_id(mod.name)}["{mod.name}"]')
+    for mod in mods:
+        if mod.name in ("__init__", "__main__"):
+            continue  # the facade imports everything; drawing it hides the structure
+        for target in sorted(mod.imports):
+            lines.append(f"  {node_id(mod.name)} --> {node_id(target)}")
+    lines.append("```")
+    return lines
+
+
+def table(mods: list[Module]) -> list[str]:
+    lines = ["| module | lines | largest class | one job |", "|---|---:|---|---|"]
+    for mod in mods:
+        cls = f"{mod.largest_class[0]} ({mod.largest_class[1]})" if mod.largest_class else ""
+        job = mod.job.replace("|", "\\|")
+        lines.append(f"| `{mod.name}` | {mod.lines} | {cls} | {job} |")
+    return lines
+
+
+def limits(mods: list[Module], max_lines: int = 300, max_class: int = 150) -> list[str]:
+    over = [f"`{m.name}` ({m.lines} lines)" for m in mods if m.lines > max_lines]
+    big = [f"`{m.name}.{m.largest_class[0]}` ({m.largest_class[1]} lines)" for m in mods
+           if m.largest_class and m.largest_class[1] > max_class]
+    return [f"Modules over {max_lines} lines: {', '.join(over) or 'none'}.", "",
+            f"Classes over {max_class} lines: {', '.join(big) or 'none'}."]
+
+
+def generated() -> str:
+    mods = modules()
+    body = [BEGIN, "", *mermaid(mods), "", *table(mods), "", *limits(mods), "", END]
+    return "\n".join(body)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true")
+    parser.add_argument("--check", action="store_true")
+    args = parser.parse_args(argv)
+    block = generated()
+    if not (args.write or args.check):
+        print(block)
+        return 0
+    text = DOC.read_text()
+    start, end = text.index(BEGIN), text.index(END) + len(END)
+    updated = text[:start] + block + text[end:]
+    if args.check:
+        if updated != text:
+            print(f"{DOC} is out of date: run scripts/module_graph.py --write", file=sys.stderr)
+            return 1
+        return 0
+    DOC.write_text(updated)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
