@@ -15,7 +15,8 @@ import struct
 import sys
 from array import array
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from cudasplit.errors import ElfError
 
@@ -73,9 +74,11 @@ class Phdr:
         return self.p_vaddr + self.p_memsz
 
 
-@dataclass(frozen=True, slots=True)
-class Shdr:
-    index: int
+class Shdr(NamedTuple):
+    """One section header (a tuple: NVIDIA files have ~30, read twice per edit); ``num`` is its
+    index in the table."""
+
+    num: int
     sh_type: int
     sh_flags: int
     sh_addr: int
@@ -115,6 +118,7 @@ class RawElf:
     strtab_addr: int = 0
     strtab_off: int = 0
     strsz: int = 0
+    cache: dict[str, object] = field(default_factory=dict)  # dynstr bytes, version refs
 
     # -- reading ------------------------------------------------------------------------------
     def fail(self, what: str) -> ElfError:
@@ -132,11 +136,18 @@ class RawElf:
 
     def vaddr_to_offset(self, vaddr: int, length: int = 1) -> int:
         """File offset of a mapped address range (through PT_LOAD, like the loader)."""
-        for ph in self.phdrs:
-            if ph.p_type == PT_LOAD and ph.p_vaddr <= vaddr and vaddr + length <= ph.p_vaddr + \
-                    ph.p_filesz:
-                return ph.p_offset + vaddr - ph.p_vaddr
+        for p_vaddr, p_offset, p_filesz in self.load_spans():
+            if p_vaddr <= vaddr and vaddr + length <= p_vaddr + p_filesz:
+                return p_offset + vaddr - p_vaddr
         raise self.fail(f"address {vaddr:#x} is not in any PT_LOAD")
+
+    def load_spans(self) -> list[tuple[int, int, int]]:
+        """(p_vaddr, p_offset, p_filesz) of each PT_LOAD (the headers are not edited in place)."""
+        spans = self.cache.get("loads")
+        if not isinstance(spans, list):
+            spans = self.cache["loads"] = [(ph.p_vaddr, ph.p_offset, ph.p_filesz)
+                                           for ph in self.phdrs if ph.p_type == PT_LOAD]
+        return spans
 
     @property
     def entries(self) -> list[tuple[int, int]]:
@@ -146,7 +157,11 @@ class RawElf:
         return next((v for t, v in self.entries if t == tag), None)
 
     def dynstr(self) -> bytes:
-        return self.pread(self.strsz, self.strtab_off)
+        """The string table, read once (its names are looked up many times per edit)."""
+        data = self.cache.get("dynstr")
+        if not isinstance(data, bytes):
+            data = self.cache["dynstr"] = self.pread(self.strsz, self.strtab_off)
+        return data
 
     def string_at(self, offset: int, limit: int) -> bytes:
         """NUL-terminated bytes at file `offset`, which must end before file offset `limit`."""
@@ -165,7 +180,11 @@ class RawElf:
         """The .dynstr string at `value`; it must start and end inside DT_STRSZ."""
         if value >= self.strsz:
             raise self.fail(f"string offset {value:#x} beyond DT_STRSZ {self.strsz:#x}")
-        return self.string_at(self.strtab_off + value, self.strtab_off + self.strsz)
+        table = self.dynstr()
+        end = table.find(b"\0", value)
+        if end < 0:
+            raise self.fail(f"string at {value:#x} runs past DT_STRSZ {self.strsz:#x}")
+        return table[value:end]
 
     # -- packing ------------------------------------------------------------------------------
     def pack_phdr(self, ph: Phdr) -> bytes:
@@ -202,7 +221,10 @@ def _read_header(path: str, fd: int, strict: bool = True) -> dict[str, int | str
         raise ElfError(f"{path}: truncated ELF header")
     (_, e_type, e_machine, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum, _) = \
         struct.unpack_from(fmt, head)
-    if (phnum or strict) and (phentsize != struct.calcsize(_PHDR[bits][0]) or phnum == 0):
+    if strict and phnum == 0:
+        from cudasplit.errors import PatchError
+        raise PatchError(f"{path}: no dynamic section (no program headers: relocatable file)")
+    if phnum and phentsize != struct.calcsize(_PHDR[bits][0]):
         raise ElfError(f"{path}: corrupt ELF header (program header size {phentsize}, "
                        f"count {phnum})")
     return {"bits": bits, "bo": bo, "e_type": e_type, "e_machine": e_machine, "phoff": phoff,
@@ -340,6 +362,8 @@ def read_raw(path: str, fd: int, *, need_dynamic: bool = True, strict: bool = Tr
     elf.phdrs = [_unpack_phdr(elf.bits, elf.bo, table[i * elf.phentsize:(i + 1) * elf.phentsize])
                  for i in range(elf.phnum)]
     if strict:
+        if elf.e_type not in (2, 3):  # LIEF aborts on e_type 7 (issue 15.3); ld.so loads neither
+            raise elf.fail(f"e_type {elf.e_type} is neither an executable nor a shared object")
         check_phdrs(elf)
         elf.shdrs = _read_shdrs(elf)
     read_dynamic(elf, strict)
@@ -387,11 +411,20 @@ def dynstr_section(elf: RawElf) -> Shdr | None:
 
 
 def symbol_name_refs(elf: RawElf, dynstr: Shdr | None) -> list[int] | None:
-    """st_name of every symbol table that uses .dynstr, or None when that cannot be known."""
+    """st_name of every symbol table that uses .dynstr, or None when that cannot be known
+    (read once per parsed file)."""
+    if "symbols" in elf.cache:
+        cached = elf.cache["symbols"]
+        return cached if isinstance(cached, list) else None
+    elf.cache["symbols"] = names = _symbol_names(elf, dynstr)
+    return names
+
+
+def _symbol_names(elf: RawElf, dynstr: Shdr | None) -> list[int] | None:
     if dynstr is None:
         return None  # no section headers: the symbol count is unknown, be conservative
     tables = [s for s in elf.shdrs if s.sh_type in (SHT_DYNSYM, SHT_SYMTAB)
-              and s.sh_link == dynstr.index]
+              and s.sh_link == dynstr.num]
     names = array("I")
     for sym in tables:
         if sym.sh_entsize not in (16, 24) or sym.sh_size % sym.sh_entsize:
@@ -415,9 +448,14 @@ class VersionRef:
 
 
 def version_refs(elf: RawElf) -> list[VersionRef]:
-    """Names of version needs (file and aux names) and version definitions."""
-    return [*_walk_versions(elf, DT_VERNEED, DT_VERNEEDNUM, "HHIII", 2, (3, 4), "IHHII", 3, 4),
+    """Names of version needs (file and aux names) and version definitions (walked once)."""
+    done = elf.cache.get("versions")
+    if isinstance(done, list):
+        return done
+    refs = [*_walk_versions(elf, DT_VERNEED, DT_VERNEEDNUM, "HHIII", 2, (3, 4), "IHHII", 3, 4),
             *_walk_versions(elf, DT_VERDEF, DT_VERDEFNUM, "HHHHIII", None, (5, 6), "II", 0, 1)]
+    elf.cache["versions"] = refs
+    return refs
 
 
 def _walk_versions(elf: RawElf, tag: int, numtag: int, fmt: str, name_field: int | None,
@@ -436,11 +474,12 @@ def _walk_versions(elf: RawElf, tag: int, numtag: int, fmt: str, name_field: int
         return
     off = elf.vaddr_to_offset(addr)
     size, auxsize = struct.calcsize(fmt), struct.calcsize(auxfmt)
+    window = _Window(elf, off)
     seen: set[int] = set()
     budget = [elf.size // 8 + 64]
     records = 0
     while True:  # glibc follows the next links until 0 and ignores the counts: so do we
-        rec = struct.unpack(elf.bo + fmt, elf.pread(size, off))
+        rec = window.unpack(elf.bo + fmt, size, off)
         _visit(elf, seen, off, budget)
         records += 1
         if name_field is not None:
@@ -450,7 +489,7 @@ def _walk_versions(elf: RawElf, tag: int, numtag: int, fmt: str, name_field: int
         seen_aux: set[int] = set()
         auxes = 0
         while cnt:
-            arec = struct.unpack(elf.bo + auxfmt, elf.pread(auxsize, aux))
+            arec = window.unpack(elf.bo + auxfmt, auxsize, aux)
             _visit(elf, seen_aux, aux, budget)
             auxes += 1
             # vna_name sits 8 bytes into Elf_Vernaux, vda_name first in Elf_Verdaux
@@ -466,6 +505,20 @@ def _walk_versions(elf: RawElf, tag: int, numtag: int, fmt: str, name_field: int
     if records != count:
         # the loader reads the chain, tools read the count: they would disagree on the names
         raise elf.fail(f"version chain has {records} records, the dynamic count says {count}")
+
+
+class _Window:
+    """One read of the bytes where a record chain starts; records outside it are pread."""
+
+    def __init__(self, elf: RawElf, start: int) -> None:
+        self.elf, self.start = elf, start
+        self.data = elf.pread(min(4096, elf.size - start), start)
+
+    def unpack(self, fmt: str, size: int, off: int) -> tuple[int, ...]:
+        rel = off - self.start
+        if rel >= 0 and rel + size <= len(self.data):
+            return struct.unpack_from(fmt, self.data, rel)
+        return struct.unpack(fmt, self.elf.pread(size, off))
 
 
 def _visit(elf: RawElf, seen: set[int], off: int, budget: list[int]) -> None:

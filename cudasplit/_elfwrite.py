@@ -21,8 +21,10 @@ d. the table grows in place over the sections that follow it (``.interp``, ``.no
 
 from __future__ import annotations
 
+import bisect
+import re
 import struct
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from cudasplit._elfio import (
     DT_GNU_HASH,
@@ -107,21 +109,27 @@ class _Refs:
         self.symbols = symbol_name_refs(elf, dynstr_section(elf))
 
     def all_but_path(self) -> list[int] | None:
-        """Every reference except the path tags; None when symbol names are unknown."""
+        """Every reference except the path tags, sorted; None when symbol names are unknown."""
         if self.symbols is None:
             return None
-        return [*self.needed, *self.tags, *(r.value for r in self.versions), *self.symbols]
+        return sorted({*self.needed, *self.tags, *(r.value for r in self.versions),
+                       *self.symbols})
 
 
 def _free(dynstr: bytes, refs: list[int] | None, lo: int, hi: int) -> bool:
     """Can bytes [lo, hi) of .dynstr be overwritten without changing any other name?
 
-    No reference may point inside, and no string may run into ``lo`` from before it: linkers
-    merge tails, so an RPATH can be the tail of another name (the byte before must be NUL).
+    No reference (``refs``, sorted) may point inside, and no string may run into ``lo`` from
+    before it: linkers merge tails, so an RPATH can be the tail of another name (the byte before
+    must be NUL).
     """
     if refs is None or (lo > 0 and dynstr[lo - 1] != 0):
         return False
-    return not any(lo <= r < hi for r in refs)
+    i = bisect.bisect_left(refs, lo)
+    return i == len(refs) or refs[i] >= hi
+
+
+_NOT_NUL = re.compile(rb"[^\0]")
 
 
 # --------------------------------------------------------------------------- in place
@@ -169,9 +177,9 @@ def _path_slot(dynstr: bytes, refs: _Refs, others: list[int] | None, raw: bytes,
         end = dynstr.find(b"\0", off) if off < len(dynstr) else -1
         if end < 0:
             continue
-        run_end = end  # extend over the NULs that follow (the spare bytes of an earlier append)
-        while run_end + 1 < len(dynstr) and dynstr[run_end + 1] == 0:
-            run_end += 1
+        # extend over the NULs that follow (the spare bytes of an earlier append)
+        nxt = _NOT_NUL.search(dynstr, end + 1)
+        run_end = (nxt.start() if nxt else len(dynstr)) - 1
         if off + len(raw) <= run_end and _free(dynstr, others, off, off + max(end - off,
                                                                               len(raw)) + 1):
             return off, max(slack, off + len(raw) + 1)
@@ -269,7 +277,7 @@ class Room:
 def _phdr_users(elf: RawElf, lo: int, hi: int, evict: tuple[Shdr, ...]) -> bool:
     """Does anything but the evicted sections (and segments that are just them) use [lo, hi)?"""
     gone = {(s.sh_offset, s.sh_size) for s in evict}
-    users = [(s.sh_offset, s.file_end) for s in elf.shdrs if s.index and s.sh_size and
+    users = [(s.sh_offset, s.file_end) for s in elf.shdrs if s.num and s.sh_size and
              s.sh_type != SHT_NOBITS and (s.sh_offset, s.sh_size) not in gone]
     users += [(ph.p_offset, ph.file_end) for ph in elf.phdrs
               if ph.p_type not in (PT_LOAD, PT_PHDR, PT_NULL) and ph.p_filesz and
@@ -290,7 +298,7 @@ def _sections_match_segments(elf: RawElf) -> bool:
     (hostile or damaged) would let the table overwrite live bytes.
     """
     for sec in elf.shdrs:
-        if not sec.index or not sec.sh_flags & 2 or sec.sh_type == SHT_NOBITS or not sec.sh_size:
+        if not sec.num or not sec.sh_flags & 2 or sec.sh_type == SHT_NOBITS or not sec.sh_size:
             continue
         try:
             if elf.vaddr_to_offset(sec.sh_addr, sec.sh_size) != sec.sh_offset:
@@ -365,7 +373,7 @@ def _eviction(elf: RawElf) -> tuple[Shdr, ...] | None:
     if span is None or not elf.shdrs or not _sections_match_segments(elf):
         return None
     lo, hi = span
-    alloc = sorted((s for s in elf.shdrs if s.index and s.sh_size and s.sh_type != SHT_NOBITS
+    alloc = sorted((s for s in elf.shdrs if s.num and s.sh_size and s.sh_type != SHT_NOBITS
                     and s.sh_addr and s.sh_offset < hi and s.file_end > lo),
                    key=lambda s: s.sh_offset)
     if any(s.sh_offset < lo for s in alloc):
@@ -431,7 +439,8 @@ def plan_append(elf: RawElf, want: Want) -> Plan | None:
     vaddr = align_up(max(ph.mem_end for ph in loads), align) + start % align
     lay = _Layout(start, vaddr)
     plan = Plan("append")
-    phdrs = [replace(ph) for ph in elf.phdrs]
+    phdrs = [Phdr(ph.p_type, ph.p_flags, ph.p_offset, ph.p_vaddr, ph.p_paddr, ph.p_filesz,
+                  ph.p_memsz, ph.p_align) for ph in elf.phdrs]
     moved, moved_at = _move_sections(elf, room.evict, lay, phdrs, plan,
                                      skip_interp=want.interp is not None)
     new_str, offs = _new_strings(elf, want)
@@ -509,8 +518,8 @@ def _version_file_writes(elf: RawElf, want: Want, offs: dict[bytes, int],
 def _moved_offset(off: int, evict: tuple[Shdr, ...], moved_at: dict[int, int]) -> int:
     """Where a byte of an evicted section went (its bytes are copied before this write)."""
     for sec in evict:
-        if sec.sh_offset <= off < sec.file_end and sec.index in moved_at:
-            return moved_at[sec.index] + off - sec.sh_offset
+        if sec.sh_offset <= off < sec.file_end and sec.num in moved_at:
+            return moved_at[sec.num] + off - sec.sh_offset
     return off
 
 
@@ -532,7 +541,7 @@ def _move_sections(elf: RawElf, evict: tuple[Shdr, ...], lay: _Layout, phdrs: li
             continue  # replaced by the new copy anyway
         off, addr = lay.put(elf.pread(sec.sh_size, sec.sh_offset), min(sec.sh_addralign, 64))
         moved[sec.sh_addr] = addr
-        moved_at[sec.index] = off
+        moved_at[sec.num] = off
         for ph in phdrs:
             if ph.p_type != PT_LOAD and ph.p_offset == sec.sh_offset and ph.p_filesz:
                 ph.p_offset, ph.p_vaddr, ph.p_paddr = off, addr, addr
@@ -552,7 +561,7 @@ def _move_interp(elf: RawElf, interp: bytes, lay: _Layout, phdrs: list[Phdr],
         return
     off, addr = lay.put(interp + b"\0")
     sec = next((s for s in elf.shdrs if s.sh_offset == old.p_offset and s.sh_size ==
-                old.p_filesz and s.index), None)
+                old.p_filesz and s.num), None)
     ph.p_offset, ph.p_vaddr, ph.p_paddr = off, addr, addr
     ph.p_filesz = ph.p_memsz = len(interp) + 1
     if sec is not None:
@@ -582,7 +591,7 @@ def _phnum_write(elf: RawElf, phnum: int) -> tuple[int, bytes]:
 def _shdr_write(elf: RawElf, sec: Shdr, addr: int, offset: int, size: int) -> tuple[int, bytes]:
     """Rewrite sh_addr, sh_offset, sh_size of one section header (they are contiguous)."""
     word = "I" if elf.bits == 32 else "Q"
-    pos = elf.shoff + sec.index * elf.shentsize + (12 if elf.bits == 32 else 16)
+    pos = elf.shoff + sec.num * elf.shentsize + (12 if elf.bits == 32 else 16)
     return (pos, struct.pack(elf.bo + word * 3, addr, offset, size))
 
 
@@ -603,7 +612,7 @@ def _section_symbol_writes(elf: RawElf, sec: Shdr, addr: int) -> list[tuple[int,
         data = elf.pread(count * tab.sh_entsize, tab.sh_offset)
         for i, rec in enumerate(struct.iter_unpack(fmt, data)):
             info, shndx, value = (rec[1], rec[3], rec[4]) if is64 else (rec[3], rec[5], rec[1])
-            if info & 0xF == 3 and shndx == sec.index and value == sec.sh_addr:  # STT_SECTION
+            if info & 0xF == 3 and shndx == sec.num and value == sec.sh_addr:  # STT_SECTION
                 pos = tab.sh_offset + i * tab.sh_entsize + (8 if is64 else 4)
                 writes.append((pos, struct.pack(elf.bo + ("Q" if is64 else "I"), addr)))
     return writes

@@ -90,6 +90,8 @@ def common_options(func: F) -> F:
                      "unless --default-rules."),
         click.option("--default-rules", is_flag=True, help="Allow a --package that cudasplit "
                      "has no package rules for (split with the default rules)."),
+        click.option("--cuda-major", metavar="N", help="CUDA major whose lib/<N>/ is kept "
+                     "in multi-CUDA packages (default: the archive's _cudaNN suffix)."),
         click.option("--strip-components", type=click.IntRange(min=0), metavar="N",
                      help="Drop N leading directories of every member (for archives without "
                      "an NVIDIA <pname>-<platform>-<version>-archive top dir; needs --package)."),
@@ -134,8 +136,6 @@ def patch_options(func: F) -> F:
                      help="Write DT_RUNPATH, or DT_RPATH (conda-forge convention)."),
         click.option("--rpath", "rpath_alias", is_flag=True, hidden=True,
                      help="Deprecated spelling of --tag rpath."),
-        click.option("--cuda-major", metavar="N", help="CUDA major whose lib/<N>/ is kept "
-                     "in multi-CUDA packages (default: the archive's _cudaNN suffix)."),
         click.option("--patcher", type=click.Choice(["auto", "native", "lief"]), default="auto",
                      show_default=True, help="ELF writer: fast tiers with LIEF fallback, or LIEF."),
         click.option("--interpreter", multiple=True, metavar="[ARCH=]PATH",
@@ -300,7 +300,7 @@ def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
 def _print_summary(report: Report, *, to_stderr: bool = False) -> None:
     lines = report.summary_lines()
     if report.dry_run:
-        lines = ["plan (--dry-run): nothing was written; these directories do not exist",
+        lines = ["plan (--dry-run): nothing was written; outputs would go to these directories",
                  *lines]
     dropped = sum(1 for m in report.members if m.output is None and m.kind != "dir"
                   and m.note != "directories are created where their content lands")

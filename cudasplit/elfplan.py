@@ -92,7 +92,9 @@ def plan_elf(facts: ElfFacts, ctx: PlanContext) -> ElfPlan:
         needed=needed, own_dir_names=own, package_dirs=ctx.package_dirs,
         library_index=ctx.library_index.for_arch(info.elf_class, info.machine),
         policy=policy, is_compat_package=ctx.is_compat_package)
-    accepted = tuple(n for n in runpath.needed_unresolved if ignored(n, policy.ignore_missing))
+    foreign = _foreign(info, policy)
+    accepted = tuple(n for n in runpath.needed_unresolved
+                     if foreign or ignored(n, policy.ignore_missing))
     edit = ElfEdit(runpath=runpath.value, tag=policy.tag, interpreter=_interpreter(info, policy),
                    replace_needed=renames)
     return ElfPlan(
@@ -114,6 +116,13 @@ def _settled(needed: tuple[str, ...], own: Collection[str]) -> bool:
     name beside the file is found through ``$ORIGIN`` whatever else the package ships."""
     return all(not name or "/" in name or is_glibc_name(name) or name in own
                for name in needed)
+
+
+def _foreign(info: ElfInfo, policy: RunpathPolicy) -> bool:
+    """A file for another machine than the build's (cross packages, profiler target trees)."""
+    arch = arch_of(info.machine, info.little_endian)
+    return (policy.target_arch is not None and arch != policy.target_arch
+            and policy.interpreter_for(arch) is None)
 
 
 def _interpreter(info: ElfInfo, policy: RunpathPolicy) -> str | None:

@@ -9,10 +9,11 @@ Simulates glibc's search for one object (``ld.so(8)``), without running anything
 5. the system: the interpreter's directory and the default directories (unless turned off;
    ``ld.so.cache`` is not read).
 
-``$ORIGIN`` is the object's directory. ``maps`` stand in for the machine the output will run
-on: ``/run/opengl-driver=/tmp/driver`` reads the driver link from another place. A candidate
-of another ELF class or machine is skipped, as the loader does. Glibc's own libraries always
-come from the interpreter's directory. Flags: ``stub-shadows-driver`` (a stub of a driver
+``$ORIGIN`` is the object's directory. A ``dlopen`` pattern such as ``libnvrtc.so.%s`` stands
+for the first file of the search path that fits it. ``maps`` stand in for the machine the output
+will run on: ``/run/opengl-driver=/tmp/driver`` reads the driver link from another place. A
+candidate of another ELF class or machine is skipped, as the loader does. Glibc's own libraries
+always come from the interpreter's directory. Flags: ``stub-shadows-driver`` (a stub of a driver
 library would be loaded), ``not-found`` and ``driver-not-found`` (a driver library that this
 machine lacks: expected where no GPU driver is installed). The RPATH inheritance from the
 loading executable is not simulated: each object is viewed on its own.
@@ -20,8 +21,10 @@ loading executable is not simulated: each object is viewed on its own.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import posixpath
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -82,8 +85,8 @@ def view(path: str | os.PathLike[str], options: LddOptions | None = None) -> Loa
     interpreter = opts.interpreter or info.interp
     search = _search(name, info, opts, interpreter)
     needed = tuple(_resolve(n, info, search, interpreter) for n in info.needed)
-    opened = tuple(_resolve(t.name, info, search, interpreter) for t in targets
-                   if "%" not in t.name)
+    opened = tuple(_resolve(_pattern_hit(t.name, search) or t.name, info, search, interpreter)
+                   for t in targets)
     flags = tuple(sorted({r.flag for r in (*needed, *opened) if r.flag}))
     return LoadView(name, interpreter, needed, opened, None, flags)
 
@@ -121,6 +124,22 @@ def _search(path: str, info: ElfInfo, opts: LddOptions, interpreter: str | None
         system = own + list(_DEFAULT_DIRS)
         dirs += [("system", d) for d in system]
     return [(via, _mapped(_expand(d, origin), opts.maps)) for via, d in dirs if d]
+
+
+def _pattern_hit(name: str, search: list[tuple[str, str]]) -> str | None:
+    """``libnvrtc.so.%s`` (a printf pattern the library fills in): the first file in the
+    search path that fits, else None (then the pattern itself is reported as not found)."""
+    if "%" not in name:
+        return None
+    pattern = re.sub(r"%[0-9.]*[sdu]", "*", name)
+    for _via, directory in search:
+        try:
+            hits = sorted(fnmatch.filter(os.listdir(directory), pattern))
+        except OSError:
+            continue
+        if hits:
+            return hits[0]
+    return None
 
 
 def _expand(entry: str, origin: str) -> str:

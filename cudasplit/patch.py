@@ -340,11 +340,13 @@ def apply_edit(path: str | os.PathLike[str], edit: ElfEdit, *, patcher: str = "a
     if patcher not in PATCHERS:
         raise UnknownPatcherError(f"unknown patcher {patcher!r}; one of {', '.join(PATCHERS)}")
     want = _want(edit)
-    info = read_elf_info(name)
-    if info is None:
+    try:
+        with open(name, "rb") as stream:
+            magic = stream.read(4)
+    except OSError as exc:
+        raise ElfError(f"{name}: cannot read ELF file ({exc.strerror or exc})") from exc
+    if magic != b"\x7fELF":
         raise ElfError(f"{name}: not an ELF file")
-    if not info.has_dynamic:
-        raise PatchError(f"{name}: no dynamic section (static or relocatable file)")
     method: str | None = None
     before: _Before | None = None
     if patcher != "lief":

@@ -23,47 +23,27 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from typing import BinaryIO
 
-from .dlopen import DlopenTarget, scan_dlopen
+from .dlopen import DlopenTarget
 from .elf import ElfInfo, read_elf_info
 from .elfapply import FailFastBackend
-from .elfedit import EditResult, ElfBackend
+from .elfedit import ElfBackend
+from .elfjob import ElfJob, read_job, record_outcome, scan_quietly
 from .elfplan import ElfFacts, ElfPlan, Layout, PlanContext, plan_elf
 from .errors import ElfError, OutputError, PatchError
 from .model import OUTPUT_NAMES
-from .report import MemberRecord, Problem, Report
+from .report import Problem, Report
 from .resolve import LibraryIndex, unresolved_error
-from .rules import PackageSettings, Rule
+from .rules import PackageSettings
 from .runpath import RunpathPolicy
 from .sources import member_parent
 
+__all__ = ["ElfJob", "PatchSettings", "PatchStage"]
+
 _PACKAGE_REF = re.compile(r"^@([A-Za-z0-9_.+-]+)@(/.*)?$")
-
-
-@dataclass(slots=True)
-class ElfJob:
-    record: MemberRecord
-    output: str
-    dest: str
-    local: Path | None  # None in a dry run: then ``info`` was read from a spooled copy
-    rule: Rule | None
-    info: ElfInfo | None = None
-    # Set by the early worker (only it touches these until wait_early returns):
-    done: bool = False                   # the early plan was applied
-    early: ElfPlan | None = None
-    result: EditResult | None = None
-    error: str | None = None
-    own: frozenset[str] = frozenset()    # names beside the file when it was added
-    dlopen: tuple[DlopenTarget, ...] = ()
-    future: Future[None] | None = field(default=None, repr=False)
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return self.output, self.dest
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +121,7 @@ class PatchStage:
             try:
                 info = read_elf_info(spool.name)
                 if info is not None:
-                    self._spooled[path] = scan_dlopen(spool.name, info)
+                    self._spooled[path] = scan_quietly(spool.name, info)
                 return info
             except ElfError as exc:
                 self._warn("elf-unreadable", path, str(exc))
@@ -157,7 +137,7 @@ class PatchStage:
         if job.rule is not None and job.rule.patch is False:
             return
         try:
-            _read(job)
+            read_job(job)
         except ElfError:
             return  # reported by the final pass
         plan = plan_elf(self._facts(job), replace(
@@ -192,7 +172,7 @@ class PatchStage:
         """Worker thread: the complete plan of one file, applied unless already applied."""
         if job.info is None and job.error is None and job.local is not None:
             try:
-                _read(job)
+                read_job(job)
             except ElfError as exc:
                 job.error = str(exc)
                 return None
@@ -273,54 +253,17 @@ class PatchStage:
     # -- the report (calling thread only) -----------------------------------------------------
 
     def _record(self, job: ElfJob, plan: ElfPlan | None) -> None:
-        record, info = job.record, job.info
-        if info is not None:
-            record.runpath_before = info.runpath if info.runpath is not None else info.rpath
-            record.runpath_tag = ("RUNPATH" if info.runpath is not None
-                                  else "RPATH" if info.rpath is not None else None)
-            record.interpreter_before = record.interpreter_after = info.interp
-            record.dlopen = [{"name": t.name, "package": t.package} for t in job.dlopen]
-        if job.error is not None:
-            record.patch = "skipped"
-            self._report.problems.append(Problem("patch-failed", record.path, job.error))
-            return
-        if plan is None:
-            record.patch = record.patch or "skipped"
-            return
-        if plan.skip is not None:
-            record.patch = "skipped"
-            if plan.skip.startswith("patching turned off"):
-                record.note = plan.skip
-            return
-        self._record_plan(job, plan)
-
-    def _record_plan(self, job: ElfJob, plan: ElfPlan) -> None:
-        record, edit = job.record, plan.edit
-        record.runpath_after, record.runpath_tag = edit.runpath, edit.tag
-        if edit.interpreter is not None:
-            record.interpreter_after = edit.interpreter
-        record.needed_unresolved = list(plan.runpath.needed_unresolved) if plan.runpath else []
-        if edit.replace_needed:
-            verb = "renamed" if self.settings.writing else "would be renamed"
-            record.note = f"DT_NEEDED {verb}: " + ", ".join(
-                f"{old} -> {new}" for old, new in edit.replace_needed)
-        record.patch = job.result.method if job.result is not None else "planned"
+        problem = record_outcome(job, plan, writing=self.settings.writing)
+        if problem is not None:
+            self._report.problems.append(problem)
 
     def _read_only(self, job: ElfJob) -> None:
         if job.local is None:
             return
         try:
-            _read(job)
+            read_job(job)
         except ElfError as exc:
             self._warn("elf-unreadable", job.record.path, str(exc))
 
     def _warn(self, code: str, path: str | None, message: str) -> None:
         self._report.warnings.append(Problem(code, path, message))
-
-
-def _read(job: ElfJob) -> None:
-    """Facts of a written file: the ELF header facts and the names it may dlopen."""
-    assert job.local is not None
-    job.info = read_elf_info(job.local)
-    if job.info is not None:
-        job.dlopen = scan_dlopen(job.local, job.info)

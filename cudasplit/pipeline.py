@@ -513,11 +513,12 @@ class SplitRun:
             self._copy_tree(Path(root), entry.subdir)
 
     def _copy_tree(self, root: Path, subdir: str) -> None:
+        """Files and links of another package's output (its nix-support/ stays behind)."""
         assert self.ruleset is not None and self.sink is not None
         for path in sorted(root.rglob("*")):
             rel = path.relative_to(root).as_posix()
-            if rel == "nix-support" or rel.startswith("nix-support/") or (path.is_dir() \
-                    and not path.is_symlink()):
+            real_dir = path.is_dir() and not path.is_symlink()
+            if real_dir or rel.split("/", 1)[0] == "nix-support":
                 continue
             dest = f"{subdir}/{rel}"
             output = self.ruleset.classify(dest, Kind.FILE, self.allowed).output or "out"

@@ -178,16 +178,17 @@ def parse_interpreters(values: Iterable[str]) -> tuple[tuple[str, str], ...]:
 
 def with_nix_defaults(policy: RunpathPolicy, env: Mapping[str, str] | None = None
                       ) -> RunpathPolicy:
-    """``--nix`` mode: unresolved names fail the run, the build environment's library dirs
-    are searched after ``--library-path``, and executables of the loader's arch get
+    """``--nix`` mode: unresolved names fail the run (files of the loader's arch only, as
+    autoPatchelf skips the others), the build environment's library dirs are searched after
+    ``--library-path``, and executables of the loader's arch get
     ``$NIX_CC/nix-support/dynamic-linker`` unless ``--interpreter`` named one."""
     from .nixenv import nix_dynamic_linker, nix_library_dirs
 
     interpreters = policy.interpreters
     loader = nix_dynamic_linker(env)
-    if loader is not None:
-        arch = loader_arch(loader)
-        if policy.interpreter_for(arch) is None:
-            interpreters = (*interpreters, (arch, loader))
+    arch = loader_arch(loader) if loader is not None else platform.machine()
+    if loader is not None and policy.interpreter_for(arch) is None:
+        interpreters = (*interpreters, (arch, loader))
     return replace(policy, interpreters=interpreters, fail_unresolved=True,
+                   target_arch=policy.target_arch or arch,
                    library_paths=(*policy.library_paths, *nix_library_dirs(env)))

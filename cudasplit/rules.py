@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, is_dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,7 @@ PACKAGE_KEYS = frozenset(
     {"outputs", "cuda_compat", "runpath_append", "lift", "description", "stub_links",
      "pkgconfig_driver_rpath", "pkgconfig_stubs_libdir", "optional_outputs",
      "replace_needed", "dlopen", "propagated_outputs", "pkgconfig_edits",
-     "allow_fhs_references", "output_when", "drop", "compiler", "redist", "nixpkgs",
+     "allow_fhs_references", "output_when", "drop", "compiler", "redist",
      "nvcc_includes", "nvcc_libraries", "copy_packages"}
 )
 TOP_KEYS = frozenset({"schema", "profile", "package", "rule", "rename"})
@@ -538,7 +538,7 @@ def _describe(value: Any) -> str:
     if isinstance(value, RunpathPackage):
         gate = value.gate.describe()
         return value.entry() + (f" ({gate})" if gate else "")
-    if isinstance(value, (PcEdit, OutputWhen, DropEdit)):
+    if is_dataclass(value) and not isinstance(value, type):  # PcEdit, DropEdit, DlopenNeed, ...
         parts = []
         for name in type(value).__dataclass_fields__:
             item = getattr(value, name)

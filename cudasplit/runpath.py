@@ -102,6 +102,9 @@ class RunpathPolicy:
     ignore_missing: tuple[str, ...] = ()
     # An unresolved name fails the run (default in --nix mode; --strict implies it).
     fail_unresolved: bool = False
+    # The build's arch (--nix: the loader's). Unresolved names of files of another arch, with
+    # no --interpreter for it, never fail: autoPatchelf skips such files altogether.
+    target_arch: str | None = None
 
     def __post_init__(self) -> None:
         if self.tag not in _TAGS:

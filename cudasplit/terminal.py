@@ -112,7 +112,6 @@ def setup_logging(quiet: bool, verbose: bool) -> None:
         handler = ClearingHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("cudasplit: %(message)s"))
         logger.addHandler(handler)
-        logger.propagate = False
 
 
 def issue_line(kind: str, source: str, issue: Problem) -> str:

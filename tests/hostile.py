@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import lzma
+import os
 import tarfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -356,6 +357,41 @@ def old_gnu_sparse(_: Ctx) -> bytes:
     header[148:156] = b" " * 8
     header[148:156] = b"%06o\0 " % sum(header)
     return raw_tar(bytes(header) + b"s" * BLOCK)
+
+
+# -- deep directory trees (issue 15, item 9) ----------------------------------------------------
+
+
+def deep_tree(root: Path, depth: int) -> Path:
+    """``depth`` nested directories, created relative to a moving cwd-free fd (paths this
+    long exceed PATH_MAX)."""
+    top = root / "cuda_demo-linux-x86_64-12.9.79-archive"
+    top.mkdir()
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            new = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = new
+        os.close(os.open("f", os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd))
+    finally:
+        os.close(fd)
+    return top
+
+
+def remove_deep(top: Path) -> None:
+    """Take the chain apart one level at a time, lifting the rest up (shutil.rmtree, and so
+    pytest's cleanup, recurses once per level)."""
+    while (top / "d").exists():
+        level = top / "d"
+        if (level / "d").exists():
+            os.rename(level / "d", top / "rest")
+        for leftover in level.iterdir():
+            leftover.unlink()
+        level.rmdir()
+        if (top / "rest").exists():
+            os.rename(top / "rest", top / "d")
 
 
 # -- the catalog -------------------------------------------------------------------------------

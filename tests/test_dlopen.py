@@ -119,3 +119,12 @@ def test_real_nvidia_libraries(wheel: str, path: str, wanted: dict[str, str]) ->
     assert wanted.items() <= found.items()
     # Bounded: only .rodata/.lrodata are read (libcublasLt: ~57 of 749 MB).
     assert elapsed < 5, f"{elapsed:.2f} s for {os.path.getsize(library) >> 20} MiB"
+
+
+def test_damaged_section_headers_do_not_stop_patching(opener: Path, tmp_path: Path) -> None:
+    data = bytearray(opener.read_bytes())
+    data[0x28:0x30] = (len(data) - 8).to_bytes(8, "little")  # e_shoff near the end: lies
+    archive = write_archive(tmp_path / "a.tar.xz", [("file", "lib/libself.so.1", bytes(data))])
+    report = split_to_dir(archive, tmp_path / "o", SplitOptions())
+    record = report.member("lib/libself.so.1")
+    assert record.patch in ("in-place", "append") and not report.problems

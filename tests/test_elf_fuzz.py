@@ -2,15 +2,16 @@
 
 Targeted cases: what the writer cannot write safely is refused with the file byte-identical
 (DT_STRSZ smaller than the strings in use, two DT_STRTAB, a search path that is the tail of a
-library name, PT_LOAD alignment below the page size, cyclic version chains), and LIEF's crashes
-stay in its child process.
+library name, PT_LOAD alignment below the page size, version chains that outgrow the file,
+e_type that is neither EXEC nor DYN), and LIEF's crashes stay in its child process.
 
-The fuzzer: a seeded mutator over gcc-built libraries (GNU layout and NVIDIA's layout) that
-flips bytes and plants interesting values in the ELF header, program headers, dynamic array,
-.dynstr and version records, then applies an edit. For every case: no exception but a
-``CudasplitError`` (ValueError never: the inputs are valid strings), a refused input is
-byte-identical, a patched output loads (``ctypes.CDLL`` in a child) whenever the mutated input
-loaded, and each case finishes in bounded time. ``CUDASPLIT_FUZZ=1`` runs 10,000 cases
+The fuzzer: a seeded mutator over gcc-built libraries and executables (GNU layout and NVIDIA's
+layout) that flips bytes and plants interesting values in the ELF header, program headers,
+dynamic array, .dynstr and version records, then applies an edit. For every case: no exception
+but a ``CudasplitError`` (ValueError never: the inputs are valid strings), a refused input is
+byte-identical, a patched output works (libraries: ``dlopen`` in a child; executables:
+``--version``, through the new interpreter where the edit sets one) whenever the mutated input
+did, and each case finishes in bounded time. ``CUDASPLIT_FUZZ=1`` runs 10,000 cases
 (``CUDASPLIT_FUZZ=N`` runs N), the default run 400.
 """
 
@@ -65,8 +66,25 @@ def seeds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     liba = _cc(root / "liba.so", A_C, "-shared", "-fPIC", f"-L{root}", "-lb",
                "-Wl,-rpath,$ORIGIN")
     nv = nvlayout.build_nvlike(root / "nv")
+    pie = _cc(root / "pieexe", nvlayout.EXE_C, "-pie", "-fPIE", f"-L{root / 'nv'}",
+              "-l:libnvnote.so.1")
+    if os.path.exists(GLIBC_LOADER):
+        loader = root / "nix/store/0123456789abcdfghijklmnpqrsvwxyz-glibc-2.40/lib" / \
+            "ld-linux-x86-64.so.2"
+        loader.parent.mkdir(parents=True)
+        shutil.copy2(os.path.realpath(GLIBC_LOADER), loader)
+        _EXE_EDITS[:] = [ElfEdit(runpath=TARGET, interpreter=str(loader)),
+                         ElfEdit(interpreter=str(loader)), ElfEdit(runpath="$ORIGIN"),
+                         ElfEdit(runpath=TARGET, interpreter=GLIBC_LOADER)]
     return {"libb": libb, "liba": liba, "nvnote": nv["note"], "nvnonote": nv["nonote"],
-            "nvuser": nv["user"]}
+            "nvuser": nv["user"], "nvexe": nv["exe"], "pieexe": pie}
+
+
+GLIBC_LOADER = "/lib64/ld-linux-x86-64.so.2"
+_EXES = ("nvexe", "pieexe")
+# The executables' edits; they set a non-default interpreter at a long store-like path (a copy
+# of the system loader made by the ``seeds`` fixture).
+_EXE_EDITS: list[ElfEdit] = [ElfEdit(runpath="$ORIGIN")]
 
 
 DLOPEN_C = """
@@ -80,6 +98,36 @@ int main(int argc, char **argv) {
 }
 """
 _DLOPEN: list[Path] = []
+
+
+def _runs(path: Path, tries: int = 1, need: int = 1) -> bool:
+    """Does the executable answer ``--version`` at least `need` of `tries` times?"""
+    ok = 0
+    for _ in range(tries):
+        ok += _run_once(path)
+        if ok >= need:
+            return True
+    return False
+
+
+def _run_once(path: Path) -> bool:
+    for _ in range(20):  # ETXTBSY: a child forked by the other thread held our file briefly
+        try:
+            done = subprocess.run([str(path), "--version"], capture_output=True, timeout=10,
+                                  check=False, cwd=path.parent,
+                                  env={"LD_LIBRARY_PATH": str(path.parent)})
+            return done.returncode == 0 and done.stdout.strip() == b"nvlike 1.0"
+        except subprocess.TimeoutExpired:
+            return False
+        except OSError as exc:
+            if exc.errno != 26:
+                return False  # e.g. ENOEXEC: the kernel refuses the mutated file
+            time.sleep(0.05)
+    return False
+
+
+def _works(name: str, path: Path, tries: int = 1, need: int = 1) -> bool:
+    return _runs(path, tries, need) if name in _EXES else _loads(path, tries, need)
 
 
 def _loads(path: Path, tries: int = 1, need: int = 1) -> bool:
@@ -266,6 +314,16 @@ def test_lief_crash_is_one_line_patch_error(seeds: dict[str, Path], tmp_path: Pa
     assert path.read_bytes() == before
 
 
+def test_unknown_e_type_never_reaches_lief(seeds: dict[str, Path], tmp_path: Path) -> None:
+    """e_type = 7 made LIEF abort in-process (issue 15.3): refused before LIEF is called."""
+    blob = bytearray(seeds["liba"].read_bytes())
+    struct.pack_into("<H", blob, 16, 7)
+    path = _write(tmp_path / "liba.so", blob)
+    for patcher in ("auto", "lief"):
+        msg = _refused_untouched(path, ElfEdit(runpath=TARGET), patcher=patcher)
+        assert "e_type" in msg and "\n" not in msg
+
+
 def test_lief_tier_output_survives_strip(seeds: dict[str, Path], tmp_path: Path) -> None:
     pytest.importorskip("lief")
     path = tmp_path / "liba.so"
@@ -313,7 +371,7 @@ _EDITS = (ElfEdit(runpath=TARGET), ElfEdit(runpath="$ORIGIN"),
 
 def _one_case(seed: int, seeds: dict[str, Path], regions: dict[str, list[tuple[int, int]]],
               work: Path) -> str | None:
-    """Run one case; None when it held, else what went wrong."""
+    """Run one case; None when it held, else what went wrong (counts go to ``_OUTCOMES``)."""
     rng = random.Random(seed)
     name = rng.choice(sorted(regions))
     blob = bytearray(seeds[name].read_bytes())
@@ -322,11 +380,12 @@ def _one_case(seed: int, seeds: dict[str, Path], regions: dict[str, list[tuple[i
     case.mkdir()
     path = case / seeds[name].name
     path.write_bytes(bytes(blob))
+    path.chmod(0o755)
     for dep in ("libb", "nvnote"):
         if not (case / seeds[dep].name).exists():
             (case / seeds[dep].name).symlink_to(seeds[dep])
-    edit = rng.choice(_EDITS)
-    loaded = _loads(path, tries=3, need=3)
+    edit = rng.choice(_EXE_EDITS if name in _EXES else _EDITS)
+    loaded = _works(name, path, tries=3, need=3)
     start = time.monotonic()
     try:
         apply_edit(path, edit, patcher="native" if rng.random() < 0.9 else "auto")
@@ -334,16 +393,22 @@ def _one_case(seed: int, seeds: dict[str, Path], regions: dict[str, list[tuple[i
         if path.read_bytes() != bytes(blob):
             return f"seed {seed} {name} {what}: refused but the file changed"
         shutil.rmtree(case)
+        _OUTCOMES.append((name, "refused"))
         return None
     except Exception as exc:  # anything else is a bug
         return f"seed {seed} {name} {what}: {type(exc).__name__}: {exc}"
     took = time.monotonic() - start
     if took > 20:
         return f"seed {seed} {name} {what}: took {took:.1f} s"
-    if loaded and not _loads(path, tries=3) and _relocations_stay_inside(case / "in", blob):
+    if loaded and not _works(name, path, tries=3) and \
+            _relocations_stay_inside(case / "in", blob):
         return f"seed {seed} {name} {what}: loaded before, not after {edit}"
     shutil.rmtree(case)
+    _OUTCOMES.append((name, "patched, works" if loaded else "patched"))
     return None
+
+
+_OUTCOMES: list[tuple[str, str]] = []  # (seed file, outcome) of the cases that held
 
 
 def _relocations_stay_inside(scratch: Path, blob: bytes | bytearray) -> bool:
@@ -393,3 +458,6 @@ def test_fuzzed_elf_files(seeds: dict[str, Path], tmp_path: Path) -> None:
         problems = [p for p in pool.map(lambda i: _one_case(base + i, seeds, regions, tmp_path),
                                         range(count)) if p]
     assert not problems, f"{len(problems)} of {count} cases failed:\n" + "\n".join(problems[:20])
+    # Not vacuous: libraries and executables were patched and still worked.
+    working = {name for name, outcome in _OUTCOMES if outcome == "patched, works"}
+    assert {"nvnote", "nvnonote", "nvexe", "pieexe"} <= working, sorted(working)

@@ -79,6 +79,18 @@ def test_ignore_missing_accepts_by_glob() -> None:
     assert plan.ignored == ("libstdc++.so.6",)
 
 
+def test_foreign_arch_files_never_fail_on_unresolved_names() -> None:
+    policy = RunpathPolicy(target_arch="x86_64", fail_unresolved=True)
+    arm = plan_elf(facts(("libstdc++.so.6",), machine="EM_AARCH64"), PlanContext(policy, {}, {}))
+    assert arm.unresolved == () and arm.ignored == ("libstdc++.so.6",)
+    native = plan_elf(facts(("libstdc++.so.6",)), PlanContext(policy, {}, {}))
+    assert native.unresolved == ("libstdc++.so.6",)
+    told = RunpathPolicy(target_arch="x86_64", interpreters=(("aarch64", "/l/ld.so"),))
+    arm_told = plan_elf(facts(("libstdc++.so.6",), machine="EM_AARCH64"),
+                        PlanContext(told, {}, {}))
+    assert arm_told.unresolved == ("libstdc++.so.6",)
+
+
 def test_replace_needed_is_planned_and_resolved_under_the_new_name() -> None:
     ctx = PlanContext(RunpathPolicy(), {}, {"libtiff.so": "/out/lib/lib"},
                       renames={"libtiff.so.5": "libtiff.so"})
@@ -191,8 +203,8 @@ def test_unresolved_names_fail_with_one_message(tmp_path: Path,
     accepted = SplitOptions(runpath=RunpathPolicy(fail_unresolved=True,
                                                   ignore_missing=("libmissing-*",)))
     report = split_to_dir(archive, tmp_path / "out", accepted)
-    assert report.member("bin/a").needed_unresolved == ["libmissing-one.so.1",
-                                                        "libmissing-two.so.2"]
+    assert report.member("bin/a").needed_unresolved == []
+    assert not [w for w in report.warnings if w.code == "needed-unresolved"]
     plain = split_to_dir(archive, tmp_path / "out2", SplitOptions())
     assert [w.path for w in plain.warnings if w.code == "needed-unresolved"] == ["bin/a", "bin/b"]
 

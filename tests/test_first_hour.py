@@ -187,21 +187,52 @@ def test_overwrite_keeps_old_outputs_it_cannot_put_back(
     assert kept and (kept[0] / "lib/libdemo_static.a").exists(), "never delete the old output"
 
 
+def test_overwrite_with_an_immutable_old_file(tmp_path: Path, archive: Path,
+                                              caplog: pytest.LogCaptureFixture) -> None:
+    """A real immutable file (chattr +i, root only) in the previous split: the new split
+    goes in, the old output that cannot be deleted is set aside and named, no staging left."""
+    out = tmp_path / "out"
+    api.split_to_dir(archive, out, SplitOptions(patch=False))
+    pinned = out / "include/include/demo.h"
+    if os.geteuid() != 0 or subprocess.run(["chattr", "+i", str(pinned)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("chattr +i needs root and a file system with inode flags")
+    try:
+        with caplog.at_level(logging.WARNING, logger="cudasplit"):
+            api.split_to_dir(archive, out, SplitOptions(patch=False, overwrite=True,
+                                                        outputs=("lib",)))
+        leftovers = list(out.glob(".cudasplit-previous-*"))
+        assert len(leftovers) == 1 and "remove it by hand" in caplog.text
+        assert not list(out.glob(f"{staging.STAGING_PREFIX}*"))
+        assert not (out / "include").exists() and (out / "out/include/demo.h").exists()
+    finally:
+        for path in out.rglob("demo.h"):
+            subprocess.run(["chattr", "-i", str(path)], capture_output=True)
+
+
+@pytest.mark.parametrize("syncfs", [True, False], ids=["syncfs", "fsync-each"])
 def test_files_and_dirs_are_synced_before_the_renames(
-        tmp_path: Path, archive: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, archive: Path, monkeypatch: pytest.MonkeyPatch, syncfs: bool) -> None:
     events: list[str] = []
-    real_fsync, real_rename = os.fsync, os.rename
+    real_fsync, real_rename, real_syncfs = os.fsync, os.rename, staging._syncfs
+    if not syncfs:
+        monkeypatch.setattr(staging, "_syncfs", lambda root: False)
+    else:
+        monkeypatch.setattr(staging, "_syncfs",
+                            lambda root: (events.append("syncfs"), real_syncfs(root))[1])
     monkeypatch.setattr(staging.os, "fsync", lambda fd: (events.append("fsync"), real_fsync(fd)))
     monkeypatch.setattr(directory_sink.os, "rename",
                         lambda a, b: (events.append("rename"), real_rename(a, b)))
     api.split_to_dir(archive, tmp_path / "out", SplitOptions(patch=False))
-    first_rename = events.index("rename")
-    # 4 files + 1 owner file + the directories, all before the first rename; the parent after.
-    assert events[:first_rename].count("fsync") >= 10
-    assert events[-1] == "fsync"
+    before = events[:events.index("rename")]
+    if syncfs:
+        assert before == ["syncfs"]
+    else:  # 4 files + the owner file + the directories, all before the first rename
+        assert before.count("fsync") >= 10
+    assert events[-1] == "fsync", "the parent directory after the renames"
     events.clear()
     api.split_to_dir(archive, tmp_path / "out2", SplitOptions(patch=False, fsync=False))
-    assert "fsync" not in events
+    assert "fsync" not in events and "syncfs" not in events
 
 
 # -- identity ----------------------------------------------------------------------------------

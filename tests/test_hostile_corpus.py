@@ -13,7 +13,10 @@ Inputs:
 * the catalog of tests/hostile.py (paths, links, special files, header bombs, member count,
   corrupt tar/compression, decompression bombs, corrupt ELF), with its expected outcomes;
 * traversal archives after jwilk/traversal-archives and snyk's zip-slip tarballs, raw and
-  wrapped in an NVIDIA top directory;
+  wrapped in an NVIDIA top directory; CPython's CVE-2025-4517 realpath-limit attack (as in its
+  test_tarfile, and scaled down to fit the name limits);
+* what libarchive's suite reads besides tar (zip, cpio, ar; refused by magic) and codec
+  wrappers around non-tar data;
 * CPython's own tar test data (``test/archivetestdata`` or ``test/`` of the stdlib, from
   Debian's ``libpython3.11-testsuite`` or a full CPython install): each member sliced out as
   an archive of its own, plus the whole files; skipped with a reason when absent;
@@ -24,12 +27,16 @@ The runs go through tests/corpus_driver.py (fork per input after one import).
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
+import lzma
 import os
 import subprocess
 import sys
 import sysconfig
 import tarfile
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,12 +47,14 @@ from tests.hostile import (
     Accept,
     Ctx,
     catalog,
+    deep_tree,
+    ext_header,
     padded,
     raw_header,
+    remove_deep,
 )
 from tests.tarutil import TOP, compress
 from tests.test_hostile import CANARY, assert_links_inside, make_ctx, snapshot
-from tests.test_tarheaders import _deep_tree, _remove_deep
 
 TIME_LIMIT_S = 10.0
 RSS_LIMIT = 200 << 20
@@ -98,18 +107,36 @@ def catalog_inputs() -> list[Input]:
 
 # -- traversal archives (jwilk/traversal-archives, snyk zip-slip) --------------------------------
 
+# A raw archive has no NVIDIA top dir: say so, so that the traversal guards are reached.
+RAW_ARGS = ("--package", "cuda_demo", "--default-rules", "--strip-components", "0")
+
 
 def _tar(entries: list[tuple[str, str, str]]) -> bytes:
-    """(kind, name, target or data) -> tar bytes; kinds: file, symlink, hardlink, dir."""
+    """(kind, name, target or data) -> tar bytes; kinds: file, symlink, hardlink, dir. Names
+    and link targets over 99 bytes go in GNU long-name/long-link headers, as GNU tar does."""
     blocks = []
     for kind, name, extra in entries:
+        raw_name, raw_link = name.encode(), b"" if kind == "file" else extra.encode()
+        if len(raw_name) > 99:
+            blocks.append(ext_header(b"L", raw_name + b"\0"))
+        if len(raw_link) > 99:
+            blocks.append(ext_header(b"K", raw_link + b"\0"))
         if kind == "file":
             data = extra.encode()
-            blocks.append(raw_header(name.encode(), b"0", len(data)) + padded(data))
+            blocks.append(raw_header(raw_name[:99], b"0", len(data)) + padded(data))
         else:
             flag = {"symlink": b"2", "hardlink": b"1", "dir": b"5"}[kind]
-            blocks.append(raw_header(name.encode(), flag, 0, extra.encode()))
+            blocks.append(raw_header(raw_name[:99], flag, 0, raw_link[:99]))
     return b"".join(blocks) + b"\0" * 1024
+
+
+def _wrapped(entries: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """The same members inside the NVIDIA top dir (absolute names stay absolute; relative
+    hard link targets, which tar resolves from the archive root, follow them)."""
+    return [("dir", TOP + "/", "")] + [
+        (kind, member if member.startswith("/") else f"{TOP}/{member}",
+         f"{TOP}/{extra}" if kind == "hardlink" and not extra.startswith("/") else extra)
+        for kind, member, extra in entries]
 
 
 def _traversal_classes(ctx: Ctx) -> dict[str, list[tuple[str, str, str]]]:
@@ -151,22 +178,65 @@ def traversal_inputs() -> list[Input]:
         for wrapped in (False, True):
             def data(ctx: Ctx, name: str = name, wrapped: bool = wrapped) -> bytes:
                 entries = _traversal_classes(ctx)[name]
-                if wrapped:  # inside the redist top dir, links aimed relative to it
-                    entries = [("dir", TOP + "/", "")] + [
-                        (kind, member if member.startswith("/") else f"{TOP}/{member}",
-                         f"{TOP}/{extra}" if kind == "hardlink" and not extra.startswith("/")
-                         else extra)
-                        for kind, member, extra in entries]
-                return _tar(entries)
+                return _tar(_wrapped(entries) if wrapped else entries)
             suffix = ".tar.xz" if wrapped else ".tar"
-            # A raw archive has no NVIDIA top dir: say so, so the traversal guard is reached.
-            raw_args = () if wrapped else ("--package", "cuda_demo", "--default-rules",
-                                           "--strip-components", "0")
+            raw_args = () if wrapped else RAW_ARGS
             inputs.append(Input(f"traversal/{name}{'-wrapped' if wrapped else ''}",
                                 _archive(lambda ctx, d=data, s=suffix: compress(d(ctx), "xz")
                                          if s == ".tar.xz" else d(ctx), suffix), expect,
                                 raw_args))
     return inputs
+
+
+def _realpath_limit_attack(component_len: int) -> list[tuple[str, str, str]]:
+    """CPython's test for CVE-2025-4517 (test_tarfile ``test_realpath_limit_attack``): symlinks
+    that only overflow PATH_MAX once expanded, an escaping link behind them, a hard link
+    through it to a file outside, then writes through both."""
+    component = "d" * component_len
+    entries: list[tuple[str, str, str]] = []
+    path, steps = "", "abcdefghijklmnop"
+    for step in steps:
+        entries.append(("dir", f"{path}{component}", ""))
+        entries.append(("symlink", f"{path}{step}", component))
+        path += component + "/"
+    link = "/".join(steps) + "/" + "l" * 254
+    entries.append(("symlink", link, "/".join([".."] * len(steps))))
+    entries.append(("symlink", "escape", link + "/.."))
+    entries.append(("hardlink", "flaglink", "escape/canary"))
+    entries.append(("file", "flaglink", "overwrite"))
+    entries.append(("file", "escape/newfile", "new"))
+    return entries
+
+
+def other_format_inputs() -> list[Input]:
+    """What libarchive's test suite reads besides tar (cudasplit refuses by magic), and
+    wrappers that are not what they claim."""
+    def zip_bytes(_: Ctx) -> bytes:
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as archive:
+            archive.writestr("../../evil.txt", "evil")
+        return buf.getvalue()
+
+    cpio = b"070701" + b"0" * 104 + b"TRAILER!!!\0"
+    return [
+        Input("format/zip-slip-zip", _archive(zip_bytes, ".zip"), 2),
+        Input("format/cpio-newc", _archive(lambda x: cpio, ".cpio"), 2),
+        Input("format/ar", _archive(lambda x: b"!<arch>\n", ".a"), 2),
+        Input("format/gz-of-gz", _archive(lambda x: gzip.compress(gzip.compress(b"x" * 600)),
+                                          ".tar.gz"), 2),
+        Input("format/xz-of-random", _archive(lambda x: lzma.compress(os.urandom(4096)),
+                                              ".tar.xz"), 2),
+        Input("format/one-byte", _archive(lambda x: b"\x1f"), 2),
+        Input("format/zeros-only", _archive(lambda x: b"\0" * 10240), 2),
+        Input("cve-2025-4517/realpath-limit-attack", _archive(
+            lambda x: _tar(_realpath_limit_attack(235))), 2, RAW_ARGS),
+        # Within the name limits the escapes are skipped (dangling-symlink, under-symlink,
+        # dangling-hardlink) and the rest is split: documented acceptance, exit 0.
+        Input("cve-2025-4517/within-name-limits", _archive(
+            lambda x: _tar(_realpath_limit_attack(40))), 0, RAW_ARGS),
+        Input("cve-2025-4517/within-name-limits-wrapped", _archive(
+            lambda x: compress(_tar(_wrapped(_realpath_limit_attack(40))), "xz"), ".tar.xz"), 0),
+    ]
 
 
 # -- CPython's tar test data -------------------------------------------------------------------
@@ -184,7 +254,7 @@ def cpython_test_data() -> Path | None:
 
 
 def cpython_inputs(directory: Path) -> list[Input]:
-    inputs = [Input(f"cpython/{p.name}", _copy(p))
+    inputs = [Input(f"cpython/{p.name}", _copy(p), None, RAW_ARGS)
               for p in sorted(directory.iterdir()) if p.name.endswith((".tar", ".tar.xz"))]
     testtar = (directory / "testtar.tar").read_bytes()
     # tarfile is trusted here: it only finds where CPython's own test members begin.
@@ -193,10 +263,10 @@ def cpython_inputs(directory: Path) -> list[Input]:
         names = [info.name for info in archive.getmembers()]
     ends = [*offsets[1:], len(testtar)]
     for name, start, end in zip(names, offsets, ends, strict=True):
-        piece = testtar[start:end].rstrip(b"\0")
-        piece = padded(piece) + b"\0" * 1024
+        piece = testtar[start:end] + b"\0" * 1024  # headers and data, whole blocks
         safe = "".join(c if c.isalnum() or c in "-._" else "_" for c in name)[-60:]
-        inputs.append(Input(f"cpython-member/{safe}", _archive(lambda ctx, p=piece: p)))
+        inputs.append(Input(f"cpython-member/{safe}", _archive(lambda ctx, p=piece: p), None,
+                            RAW_ARGS))
     return inputs
 
 
@@ -204,7 +274,7 @@ def cpython_inputs(directory: Path) -> list[Input]:
 
 
 def _deep_dir(directory: Path, ctx: Ctx) -> Path:
-    return _deep_tree(directory, 1500)
+    return deep_tree(directory, 1500)
 
 
 def _fifo_dir(directory: Path, ctx: Ctx) -> Path:
@@ -325,15 +395,17 @@ def _run_all(inputs: list[Input], tmp_path: Path) -> dict[str, list[str]]:
         for run in runs:  # deep trees defeat pytest's recursive cleanup
             for top in run.source.parent.glob(TOP):
                 if top.is_dir():
-                    _remove_deep(top)
+                    remove_deep(top)
     peak = max(m["maxrss"] for m in measured) / 2**20
     slowest = max(m["wall"] for m in measured)
-    print(f"{len(runs)} inputs; slowest {slowest:.2f} s; peak RSS {peak:.0f} MiB")
+    accepted = sum(1 for m in measured if m["rc"] == 0)
+    print(f"{len(runs)} inputs ({accepted} split, {len(runs) - accepted} refused); slowest "
+          f"{slowest:.2f} s; peak RSS {peak:.0f} MiB")
     return {name: broken for name, broken in failures.items() if broken}
 
 
 def test_catalog_and_traversal_corpus_through_the_cli(tmp_path: Path) -> None:
-    inputs = catalog_inputs() + traversal_inputs() + DIRECTORY_INPUTS
+    inputs = catalog_inputs() + traversal_inputs() + other_format_inputs() + DIRECTORY_INPUTS
     assert len(inputs) >= 100
     assert _run_all(inputs, tmp_path) == {}
 

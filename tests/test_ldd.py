@@ -96,3 +96,53 @@ def test_not_found_is_flagged(tmp_path: Path) -> None:
                                 needed_libs=["libnowhere.so.7"])
     views = view_tree(lonely)
     assert [r.flag for r in views[0].needed if r.name == "libnowhere.so.7"] == ["not-found"]
+
+
+def test_dlopen_pattern_resolves_to_a_fitting_file(tmp_path: Path) -> None:
+    source = ('static const char *const n = "libnvrtc.so.%s";\n'
+              'const char *name(void) { return n; }\n')
+    lib = compile_shared(tmp_path, "libopener.so.1", source, soname="libopener.so.1",
+                         runpath="$ORIGIN")
+    compile_shared(tmp_path, "libnvrtc.so.12", "int f(void){return 0;}", soname="libnvrtc.so.12")
+    one = view(lib, LddOptions(system=False))
+    assert one is not None
+    assert [(r.name, r.path) for r in one.dlopen] == [
+        ("libnvrtc.so.12", str(tmp_path / "libnvrtc.so.12"))]
+
+
+def test_agrees_with_the_real_loader_on_split_nvidia_files(tmp_path: Path) -> None:
+    """Real bytes: nvrtc (libraries) and ptxas (executable) from the wheels, split, then each
+    DT_NEEDED's file from ``ldd`` equals what glibc's loader really maps (paths compared after
+    resolving symlinks: the simulation reads no ld.so.cache)."""
+    from tests.realwheels import cu12
+
+    nvcc = cu12("nvidia-cuda-nvcc-cu12") / "nvidia" / "cuda_nvcc" / "bin" / "ptxas"
+    nvrtc = cu12("nvidia-cuda-nvrtc-cu12") / "nvidia" / "cuda_nvrtc" / "lib"
+    archive = write_archive(tmp_path / "a.tar", [
+        ("file", "bin/ptxas", nvcc.read_bytes()),
+        ("file", "lib/libnvrtc.so.12", (nvrtc / "libnvrtc.so.12").read_bytes()),
+        ("file", "lib/libnvrtc-builtins.so.12.9",
+         (nvrtc / "libnvrtc-builtins.so.12.9").read_bytes())], codec="none")
+    split_to_dir(archive, tmp_path / "o", SplitOptions(runpath=_host_libs()))
+    checked = 0
+    system = "/lib64/ld-linux-x86-64.so.2"
+    for one in view_tree(tmp_path / "o", LddOptions(interpreter=system)):
+        env = {**os.environ, "LD_TRACE_LOADED_OBJECTS": "1", "LD_LIBRARY_PATH": ""}
+        loader = one.interpreter or system
+        trace = subprocess.run([loader, "--list", one.path], env=env, capture_output=True,
+                               text=True).stdout
+        real = {line.split(" => ")[0].strip(): line.split(" => ")[1].split(" (")[0]
+                for line in trace.splitlines() if " => " in line}
+        for r in one.needed:
+            if r.path is not None and r.name in real:
+                assert os.path.realpath(real[r.name]) == os.path.realpath(r.path), (one.path, r)
+                checked += 1
+    assert checked >= 8
+
+
+def _host_libs():  # type: ignore[no-untyped-def]
+    from cudasplit.runpath import RunpathPolicy
+
+    found = subprocess.run(["gcc", "-print-file-name=libstdc++.so.6"], capture_output=True,
+                           text=True).stdout.strip()
+    return RunpathPolicy(library_paths=(os.path.dirname(os.path.realpath(found)),))

@@ -93,7 +93,8 @@ def test_unrewritten_profile_would_not_find_headers(nvcc_tree: Path, tmp_path: P
 PROGRAM = """
 #include <cstdio>
 #include <cuda_runtime.h>
-#include <thrust/device_vector.h>
+#include <cuda/std/cstdint>  // a CCCL header: found through cuda_cccl's root
+static_assert(sizeof(cuda::std::uint32_t) == 4, "libcu++ from cuda_cccl");
 __global__ void scale(float *x, float a) { x[threadIdx.x] *= a; }
 int main() {
     float *x = nullptr;

@@ -252,3 +252,23 @@ def test_manifest_platform_words_resolve_jetson_builds() -> None:
     assert resolve_platforms(["aarch64-linux:9.0"], manifest) == {"linux-sbsa"}
     manifest13 = parse_manifest({"release_label": "13.0.2"})
     assert resolve_platforms(["aarch64-linux:8.7"], manifest13) == {"linux-sbsa"}
+
+
+def test_cudart_13_pc_names_crt_and_cccl(tmp_path: Path) -> None:
+    """CUDA 13 moved crt/ and CCCL out of the runtime's reach: cudart-13.0.pc's Cflags gain
+    their include dirs (from --package-root); on 12.9 nothing is added."""
+    from cudasplit import SplitOptions, split_to_dir
+    from tests.builders import pkgconfig_text
+
+    roots = (("cuda_crt", "/nix/store/c-crt"), ("cuda_cccl", "/nix/store/d-cccl"))
+    for version, mm in (("13.0.96", "13.0"), ("12.9.79", "12.9")):
+        top = tmp_path / f"cuda_cudart-linux-x86_64-{version}-archive"
+        (top / "pkg-config").mkdir(parents=True)
+        (top / f"pkg-config/cudart-{mm}.pc").write_text(
+            pkgconfig_text("cudart", "CUDA Runtime", mm, "x86_64-linux", "-lcudart"))
+        split_to_dir(top, tmp_path / mm, SplitOptions(package_roots=roots, patch=False))
+        text = (tmp_path / mm / f"dev/share/pkgconfig/cudart-{mm}.pc").read_text()
+        cflags = next(line for line in text.splitlines() if line.startswith("Cflags:"))
+        added = "-I/nix/store/c-crt/include -I/nix/store/d-cccl/include"
+        assert (added in cflags) == (mm == "13.0"), cflags
+        assert "cudaroot" not in text and "-Wl,-rpath,/run/opengl-driver/lib" in text

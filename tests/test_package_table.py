@@ -102,7 +102,7 @@ SINGLE_OUT = ("cuda_cccl", "cuda_cuobjdump", "cuda_nvdisasm", "cuda_cuxxfilt", "
               "cuda_nvvp", "cuda_sandbox_dev", "cuda_ctadvisor", "cuda_tileiras", "tileiras",
               "libnvfatbin", "fabricmanager", "imex", "libnvidia_nscq", "libnvsdm",
               "nvidia_fs", "mft_autocomplete", "cuda_compat", "cuda_compat_orin",
-              "cuda_profiler_api")
+              "cuda_profiler_api", "nvidia_driver", "nsight_vse", "visual_studio_integration")
 EXPECT.update({p: Expect(OUT) for p in SINGLE_OUT})
 EXPECT.update({p: Expect(FOUR) for p in (f"nvpl_{n}" for n in (
     "blas", "common", "fft", "lapack", "rand", "scalapack", "sparse", "tensor"))})

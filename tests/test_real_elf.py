@@ -224,3 +224,31 @@ def test_cupti_takes_the_append_tier_and_keeps_its_table(
     for key in ("nvidia-cuda-cupti-cu12:lib/libcupti.so.12",
                 "nvidia-cuda-cupti-cu12:lib/libnvperf_host.so"):
         assert library_results[key]["method"] == "append"
+
+
+def test_issue_11_cupti_split_then_strip(tmp_path: Path) -> None:
+    """Issue 11 as reported: split cupti 12.8.90 with a long --cuda-compat path, then strip
+    every library of the output the way Nix's fixupPhase does; each still loads."""
+    from cudasplit import SplitOptions, split_to_dir
+    from cudasplit.runpath import RunpathPolicy
+
+    if shutil.which("strip") is None:
+        pytest.skip("binutils strip not installed")
+    lib = _locate("nvidia-cuda-cupti-cu12", "lib/libcupti.so.12").parent
+    top = tmp_path / "cuda_cupti-linux-x86_64-12.8.90-archive"
+    (top / "lib").mkdir(parents=True)
+    for name in ("libcupti.so.12", "libnvperf_host.so", "libnvperf_target.so"):
+        shutil.copy2(lib / name, top / "lib" / name)  # never a link into the shared cache
+    report = split_to_dir(top, tmp_path / "o",
+                          SplitOptions(runpath=RunpathPolicy(cuda_compat=COMPAT)))
+    placed = sorted((tmp_path / "o").rglob("*.so*"))
+    assert {p.name for p in placed} >= {"libcupti.so.12", "libnvperf_host.so"}
+    methods = {m.path: m.patch for m in report.members if m.patch}
+    assert "lief" not in methods.values(), methods
+    for path in placed:
+        info = read_elf_info(path)
+        assert info is not None and info.runpath is not None and \
+            info.runpath.startswith(COMPAT), (path, info)
+        done = _run("strip", "--strip-debug", str(path))
+        assert done.returncode == 0 and "adjusted" not in done.stderr, done.stderr
+        assert _loads(path) == "ok", path

@@ -33,6 +33,12 @@ run()
 """
 
 
+def _default_sigint() -> None:
+    """A shell's background job inherits SIGINT ignored, and Python then keeps ignoring it
+    (as it should: nohup semantics). The test wants the interactive case."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("signum, code, name", [
     (signal.SIGTERM, 143, "SIGTERM"), (signal.SIGHUP, 129, "SIGHUP"),
     (signal.SIGINT, 130, None)])
@@ -43,13 +49,14 @@ def test_signal_mid_split_leaves_nothing(tmp_path: Path, signum: int, code: int,
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-c", SLOW_CLI, "split", str(archive), "-o",
                              str(out), "--no-patch"], env={**os.environ, "PYTHONPATH": str(REPO)},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
     deadline = time.monotonic() + 30
     while not list(out.glob(".cudasplit-staging-*/include/include/h00*")):
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.02)
     proc.send_signal(signum)
-    _stdout, stderr = proc.communicate(timeout=30)
+    _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == code, stderr
     assert "Traceback" not in stderr
     assert stderr.strip().endswith(f"terminated by {name}" if name else "interrupted")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import tarfile
 import time
 from pathlib import Path
@@ -30,7 +29,7 @@ from cudasplit._tarheaders import (
 )
 from cudasplit.errors import LimitExceededError, UnsafeMemberError
 from cudasplit.sources import Limits, open_source
-from tests.hostile import ext_header, member_after, pax_record, raw_tar
+from tests.hostile import deep_tree, ext_header, member_after, pax_record, raw_tar, remove_deep
 
 _KIND = {tarfile.REGTYPE: REGULAR, tarfile.DIRTYPE: DIRECTORY, tarfile.SYMTYPE: SYMLINK,
          tarfile.LNKTYPE: HARDLINK}
@@ -145,47 +144,15 @@ def test_pax_parser_refuses_bogus_records(buf: bytes) -> None:
 # -- directory sources (issue 15, item 9) -------------------------------------------------------
 
 
-def _deep_tree(root: Path, depth: int) -> Path:
-    """``depth`` nested directories, created relative to a moving cwd-free fd (paths this
-    long exceed PATH_MAX)."""
-    top = root / "cuda_demo-linux-x86_64-12.9.79-archive"
-    top.mkdir()
-    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        for _ in range(depth):
-            os.mkdir("d", dir_fd=fd)
-            new = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
-            os.close(fd)
-            fd = new
-        os.close(os.open("f", os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd))
-    finally:
-        os.close(fd)
-    return top
-
-
-def _remove_deep(top: Path) -> None:
-    """Take the chain apart one level at a time, lifting the rest up (shutil.rmtree, and so
-    pytest's cleanup, recurses once per level)."""
-    while (top / "d").exists():
-        level = top / "d"
-        if (level / "d").exists():
-            os.rename(level / "d", top / "rest")
-        for leftover in level.iterdir():
-            leftover.unlink()
-        level.rmdir()
-        if (top / "rest").exists():
-            os.rename(top / "rest", top / "d")
-
-
 @pytest.mark.parametrize("depth", [65, 1500])
 def test_directory_source_refuses_deep_trees(tmp_path: Path, depth: int) -> None:
-    top = _deep_tree(tmp_path, depth)
+    top = deep_tree(tmp_path, depth)
     try:
         with pytest.raises(UnsafeMemberError, match="too deep"):
             split_to_dir(top, tmp_path / "out", SplitOptions(jobs=1))
         assert not (tmp_path / "out").exists()
     finally:
-        _remove_deep(top)
+        remove_deep(top)
 
 
 def test_directory_source_refuses_long_paths(tmp_path: Path) -> None:
@@ -222,3 +189,39 @@ def test_directory_walk_order_is_sorted_preorder(tmp_path: Path) -> None:
         (top / rel).write_bytes(b"")
     paths = [m.path for m, _ in open_source(top).members()]
     assert paths == ["a", "a/y", "a/y/x", "b", "b/z", "c"]
+
+
+# -- mutated archives -----------------------------------------------------------------------------
+
+_SEED = _write([(tarfile.REGTYPE, "top/lib/" + "n" * 120 + ".so", b"\x7fELF" + b"e" * 900, "", 0o755),
+                (tarfile.SYMTYPE, "top/lib/link.so", b"", "n" * 120 + ".so", 0o777),
+                (tarfile.LNKTYPE, "top/lib/hard.so", b"", "top/lib/" + "n" * 120 + ".so", 0o644),
+                (tarfile.DIRTYPE, "top/include", b"", "", 0o755),
+                (tarfile.REGTYPE, "top/include/ü.h", b"#pragma once\n" * 50, "", 0o644)],
+               tarfile.PAX_FORMAT)
+_SEED_GNU = _write([(tarfile.REGTYPE, "top/" + "g" * 150, b"data" * 300, "", 0o644),
+                    (tarfile.SYMTYPE, "top/l", b"", "x" * 140, 0o777)], tarfile.GNU_FORMAT)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([_SEED, _SEED_GNU]),
+       st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), min_size=1, max_size=8),
+       st.integers(0, 20_000))
+def test_mutated_archives_raise_only_tar_format_errors(seed: bytes,
+                                                       flips: list[tuple[int, int]],
+                                                       cut: int) -> None:
+    data = bytearray(seed)
+    for position, value in flips:
+        data[position % len(data)] = value
+    charged: list[int] = []
+    reader = TarReader(io.BytesIO(bytes(data[:cut] if cut < len(data) else data)),  # type: ignore[arg-type]
+                       charged.append)
+    start = time.perf_counter()
+    with contextlib.suppress(TarFormatError):
+        while (header := reader.next()) is not None:
+            if header.type == REGULAR:
+                stream = reader.data(header.size)
+                while stream.read(1 << 16):
+                    pass
+    assert time.perf_counter() - start < 1.0
+    assert all(0 <= size <= 1 << 20 for size in charged)

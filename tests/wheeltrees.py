@@ -374,12 +374,19 @@ IMPLIED: dict[str, tuple[str, list[str]]] = {
         "symlink lib -> targets/x86_64-linux-gnu/lib", "symlink bin -> targets/x86_64-linux-gnu/bin",
         "data python/tensorrt-10.11.0.33-cp312-none-linux_x86_64.whl",
         "text samples/sampleOnnxMNIST/sampleOnnxMNIST.cpp", "data data/mnist/0.pgm"]),
+    "nvidia_driver": ("575.57.08", ["elf-exe bin/nvidia-smi", *_so("lib/libcuda", "1", "575.57.08"),
+                                    *_so("lib/libnvidia-ml", "1", "575.57.08"),
+                                    "text firmware/nvidia/575.57.08/gsp_ga10x.bin"]),
+    "nsight_vse": ("2025.2.0.25123", ["data nsight_vse/NVIDIA.Nsight.VSE.msi"]),
+    "visual_studio_integration": ("12.9.79", [
+        "text visual_studio_integration/MSBuildExtensions/CUDA 12.9.props"]),
     **{nvpl: ("25.5", [f"header include/{nvpl}.h", *_so(f"lib/lib{nvpl}", "0", "0.4.0"),
                        f"text lib/cmake/{nvpl}/{nvpl}-config.cmake"])
        for nvpl in ("nvpl_blas", "nvpl_common", "nvpl_fft", "nvpl_lapack", "nvpl_rand",
                     "nvpl_scalapack", "nvpl_sparse", "nvpl_tensor")},
 }
 IMPLIED_PLATFORM = {p: "linux-sbsa" for p in IMPLIED if p.startswith("nvpl_")} | {
+    "nsight_vse": "windows-x86_64", "visual_studio_integration": "windows-x86_64",
     "cuda_compat": "linux-aarch64", "cuda_compat_orin": "linux-sbsa", "libcudla": "linux-aarch64"}
 
 

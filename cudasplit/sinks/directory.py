@@ -154,10 +154,8 @@ class DirectorySink:
             self.abort()
             raise
         self._staging = None
+        _remove_previous(previous, staging)
         shutil.rmtree(staging, ignore_errors=True)
-        if os.path.lexists(previous):
-            log.warning("%s: could not remove all of the previous outputs (moved there by "
-                        "--overwrite); remove it by hand", staging)
 
     def _move_aside(self, previous: Path, aside: list[tuple[Path, Path]]) -> None:
         """--overwrite: every existing output directory (also those this run does not
@@ -290,6 +288,21 @@ class DirectorySink:
             if staged and _non_empty(root):
                 raise OutputError(f"{root}: output directory for {name!r} already exists "
                                   "(use --overwrite to replace it)")
+
+
+def _remove_previous(previous: Path, staging: Path) -> None:
+    """Delete the outputs --overwrite replaced. What cannot be deleted (an immutable file) is
+    moved out of the staging dir, so the finished run leaves no staging dir behind."""
+    shutil.rmtree(previous, ignore_errors=True)
+    if not os.path.lexists(previous):
+        return
+    leftover = staging.parent / (".cudasplit-previous-" + staging.name[len(STAGING_PREFIX):])
+    try:
+        os.rename(previous, leftover)
+    except OSError:
+        leftover = previous
+    log.warning("%s: could not remove all of the previous outputs replaced by --overwrite; "
+                "remove it by hand", leftover)
 
 
 def _make_staging(parent: Path) -> Path:

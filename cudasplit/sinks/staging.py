@@ -8,11 +8,14 @@ those of live runs, of other hosts (a shared file system) and those without an o
 
 from __future__ import annotations
 
+import ctypes
 import errno
+import functools
 import logging
 import os
 import shutil
 import socket
+import sys
 from pathlib import Path
 
 from ..errors import OutputError
@@ -84,12 +87,42 @@ def _start_time(pid: int) -> str:
 
 
 def sync_tree(root: Path) -> None:
-    """fsync every regular file and directory below ``root`` (and ``root`` itself), so the
-    renames that publish it never expose files whose data is not yet on disk."""
+    """Make every file and directory below ``root`` durable, so the renames that publish it
+    never expose files whose data is not yet on disk.
+
+    Linux: one ``syncfs`` of the file system holding ``root`` (one flush, measured 3x faster
+    than an fsync per file for 1,700 headers; see benchmarks/README.md). Elsewhere, or when
+    it fails: fsync of every file and directory.
+    """
+    if _syncfs(root):
+        return
     for dirpath, _dirnames, filenames in os.walk(root):
         for name in filenames:
             _fsync_path(os.path.join(dirpath, name), os.O_RDONLY | os.O_NOFOLLOW)
         sync_dir(Path(dirpath))
+
+
+def _syncfs(root: Path) -> bool:
+    libc = _libc()
+    if libc is None:
+        return False
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        return bool(libc.syncfs(fd) == 0)
+    finally:
+        os.close(fd)
+
+
+@functools.lru_cache(maxsize=1)
+def _libc() -> ctypes.CDLL | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syncfs.argtypes = [ctypes.c_int]
+    except (OSError, AttributeError):
+        return None
+    return libc
 
 
 def sync_dir(path: Path) -> None:
