@@ -13,16 +13,16 @@ import itertools
 import logging
 import os
 import posixpath
-import re
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
 
-from .elf import kind_from_head
+from .classify import PACKAGE_DROP, Normaliser, fallback_output, member_kind
 from .errors import OutputError, ProblemsFound, SourceError
 from .layout import Layout, LayoutSpec
+from .links import BUILTIN, LinkPlanner, SymlinkOp
 from .model import Kind, Member, MemberType, PackageId
 from .nixsupport import NixSupport, find_fhs_refs, write_nix_support
 from .nvccprofile import ProfileExtras, rewrite_nvcc_profile
@@ -38,6 +38,7 @@ from .pkgconfig import (
     unversioned_alias,
 )
 from .pkgtable import Where
+from .placements import Placed, Placements
 from .report import MemberRecord, OutputRecord, Problem, Report
 from .rules import Decision, Rename, RuleSet, load_ruleset
 from .runpath import RunpathPolicy
@@ -48,19 +49,14 @@ from .sources import (
     DEFAULT_MAX_TOTAL_BYTES,
     Limits,
     Source,
-    member_parent,
     open_source,
 )
 
 log = logging.getLogger(__name__)
 
-AR_MAGIC = b"!<arch>\n"
-_CUDA_MAJOR_DIR = re.compile(r"^lib/(\d{2})/")
-BUILTIN = "<builtin>"
 # Warnings that --strict treats as problems: a RUNPATH entry the package rules want is
 # missing, or a DT_NEEDED library will not be found at run time.
 STRICT_WARNINGS = frozenset({"package-root-missing", "needed-unresolved"})
-_PACKAGE_DROP = "dropped by the package table"
 
 
 def _cuda_version(options: SplitOptions, package: PackageId) -> str | None:
@@ -127,39 +123,6 @@ class SplitOptions:
         return available_cpus()
 
 
-def member_kind(member: Member) -> Kind:
-    """Content-aware kind: ELF files and ``ar`` archives are recognised by magic bytes."""
-    if member.type is MemberType.DIR:
-        return Kind.DIR
-    if member.type is MemberType.SYMLINK:
-        return Kind.SYMLINK
-    if member.type is MemberType.HARDLINK:
-        return Kind.HARDLINK
-    elf_kind = kind_from_head(member.head)
-    if elf_kind is not None:
-        return elf_kind
-    if member.head.startswith(AR_MAGIC) or member.path.endswith(".a"):
-        return Kind.STATIC
-    return Kind.FILE
-
-
-def fallback_output(output: str, allowed: frozenset[str] | None) -> str:
-    """Nixpkgs' fallback when an output does not exist: include -> dev -> out, others -> out."""
-    if allowed is None or output in allowed:
-        return output
-    if output == "include" and "dev" in allowed:
-        return "dev"
-    return "out"
-
-
-@dataclass(slots=True)
-class _Placed:
-    output: str
-    dest: str
-    kind: Kind
-    local: Path | None
-
-
 class SplitRun:
     """State of one split. Use :func:`split`; this class is the loop's working memory."""
 
@@ -177,19 +140,10 @@ class SplitRun:
         self.declared: tuple[str, ...] | None = None
         self.allowed: frozenset[str] | None = None
         self.report = Report(source=source.description, package={}, dry_run=sink is None)
-        self.placed: dict[str, _Placed] = {}           # archive path -> where it went
-        self.dir_outputs: dict[str, set[str]] = {}     # archive dir -> outputs with content
-        self.occupied: dict[tuple[str, str], str] = {}  # (output, dest) -> archive path
-        self.output_dirs: set[tuple[str, str]] = set()  # (output, dir) holding placed files
-        self.symlinks: list[tuple[Member, MemberRecord]] = []
-        self.hardlinks: list[tuple[Member, MemberRecord]] = []
-        self.link_backs: set[tuple[str, Rename]] = set()
-        self.pc_aliases: list[tuple[str, str]] = []
-        self.symlink_index: dict[str, str] = {}  # archive path -> link text, once streamed
+        self.placements = Placements()
+        self.normalise: Normaliser | None = None   # with the rules, before the first member
+        self.links: LinkPlanner | None = None
         self.cuda_major: str | None = options.cuda_major
-        # Regular files per (output, directory), as they are written: lets a file whose
-        # DT_NEEDED all live beside it be patched while later members are still decoding.
-        self.own_names: dict[tuple[str, str], set[str]] = {}
         self.eager_pool: ThreadPoolExecutor | None = None
         self.patches: PatchStage | None = None  # created with the rules (first member)
         self.members_seen = 0
@@ -213,8 +167,8 @@ class SplitRun:
                     self._tick(member)
                 patches = self._patch_stage()
                 patches.wait_early()
-            self._finish_links()
-            patches.finish(self.occupied)
+            self._place_links()
+            patches.finish(self.placements.occupied)
             if self.sink is not None:
                 self._copy_packages()
             self._check()
@@ -255,7 +209,7 @@ class SplitRun:
             self.patches = PatchStage(
                 settings, ruleset.package, self._final_root,
                 has_stubs_output=self.allowed is None or "stubs" in self.allowed,
-                own_names=self.own_names, report=self.report, early_pool=self.eager_pool)
+                own_names=self.placements.own_names, report=self.report, early_pool=self.eager_pool)
         return self.patches
 
     def _tick(self, member: Member) -> None:
@@ -267,7 +221,10 @@ class SplitRun:
 
     def _prepare(self) -> None:
         """Identity, rule set, layout, patch stage and declared outputs, once, in that order."""
-        self._ensure_rules()
+        ruleset = self._ensure_rules()
+        self.normalise = Normaliser(ruleset, self.where, self.cuda_major)
+        self.links = LinkPlanner(ruleset, self.allowed, self._dest, self.placements,
+                                 self._problem, self._warn)
         ident = self.options.package or self.source.package
         self.layout = self.layout_spec.resolve(ident)
         if self.sink is not None:
@@ -304,13 +261,14 @@ class SplitRun:
         ruleset = self.ruleset
         assert ruleset is not None
         kind = member_kind(member)
-        dest, rename, dropped = self._normalise(member.path)
+        assert self.normalise is not None and self.links is not None
+        dest, rename, dropped = self.normalise(member.path)
         decision = ruleset.classify(dest or member.path, kind, self.allowed)
         record = MemberRecord(member.path, kind.value, None, dest, str(decision.rule),
                               member.size, member.link)
         self.report.members.append(record)
         if dropped is not None:
-            rule = "package-drop" if dropped.startswith(_PACKAGE_DROP) else "cuda-major"
+            rule = "package-drop" if dropped.startswith(PACKAGE_DROP) else "cuda-major"
             record.dest, record.rule, record.note = None, f"{BUILTIN}:{rule}", dropped
         elif member.type is MemberType.DIR or dest is None:
             record.rule, record.dest = f"{BUILTIN}:directory", None
@@ -319,40 +277,14 @@ class SplitRun:
             # An explicit drop rule wins over link placement too (tensorrt's bin -> targets/…).
             record.dest, record.note = None, "dropped by rule"
         elif member.type is MemberType.SYMLINK:
-            self.symlinks.append((member, record))
+            self.links.defer_symlink(member, record)
         elif member.type is MemberType.HARDLINK:
-            self._defer_hardlink(member, record)
+            self.links.defer_hardlink(member, record)
         elif decision.output is None:
             record.dest, record.note = None, "dropped by rule"
         else:
             assert stream is not None
             self._place_file(member, stream, kind, decision, record, rename)
-
-    def _normalise(self, path: str) -> tuple[str | None, Rename | None, str | None]:
-        """Archive path -> (dest, rename used, reason to drop). ``dest`` None: a lifted directory.
-
-        Order: package lift (``nsight-systems/<ver>/``), then ``lib/<cudaMajor>/`` lifting
-        (multi-CUDA packages; other majors are dropped, as Nixpkgs does), then renames.
-        """
-        assert self.ruleset is not None
-        lifted = self.ruleset.package.lift_path(path)
-        if lifted is None:
-            return None, None, None
-        match = _CUDA_MAJOR_DIR.match(lifted)
-        if match is not None and self.cuda_major is not None:
-            if match[1] != self.cuda_major.split(".")[0]:
-                return None, None, f"built for CUDA {match[1]}, not {self.cuda_major}"
-            lifted = "lib/" + lifted[match.end():]
-        # Drops name archive paths before renames: cuda_cccl 13 deletes the stale top-level
-        # include/nv/ *before* include/cccl/nv/ is un-nested into its place.
-        if self.ruleset.package.dropped(lifted, self.where):
-            return None, None, _PACKAGE_DROP + " (drop)"
-        dest, rename = self.ruleset.normalise(lifted)
-        if dest.endswith(".pc") and any(
-                e.drop and e.matches(posixpath.basename(dest), self.where)
-                for e in self.ruleset.package.pkgconfig_edits):
-            return None, None, _PACKAGE_DROP + " (pkgconfig_edits)"
-        return dest, rename, None
 
     def _place_file(self, member: Member, stream: BinaryIO, kind: Kind, decision: Decision,
                     record: MemberRecord, rename: Rename | None) -> None:
@@ -371,32 +303,17 @@ class SplitRun:
             else:
                 self.sink.write_file(output, record.dest, stream, member.mode)
             local = self.sink.staged_path(output, record.dest)
-        self._remember(member.path, _Placed(output, record.dest, kind, local))
+        self.placements.remember(member.path, Placed(output, record.dest, kind))
         self._count(output, member.size)
         if rename is not None and rename.link_back:
-            self.link_backs.add((output, rename))
+            assert self.links is not None
+            self.links.link_backs.add((output, rename))
         if kind.value.startswith("elf-") and local is not None:
             self._patch_stage().add(ElfJob(record, output, record.dest, local, rule))
         elif kind.value.startswith("elf-") and self.sink is None and self.options.patch:
             info = self._patch_stage().spool_info(member.path, stream)
             self._patch_stage().add(ElfJob(record, output, record.dest, None, rule, info=info))
 
-
-    def _remember(self, path: str, placed: _Placed) -> None:
-        self.placed[path] = placed
-        self.occupied[(placed.output, placed.dest)] = path
-        parent = member_parent(placed.dest)
-        while parent and (placed.output, parent) not in self.output_dirs:
-            self.output_dirs.add((placed.output, parent))
-            parent = member_parent(parent)
-        if placed.kind is not Kind.SYMLINK:
-            key = (placed.output, member_parent(placed.dest))
-            self.own_names.setdefault(key, set()).add(posixpath.basename(placed.dest))
-        parent = member_parent(path)
-        while parent:
-            self.dir_outputs.setdefault(parent, set()).add(placed.output)
-            parent = member_parent(parent)
-        self.dir_outputs.setdefault("", set()).add(placed.output)
 
     def _count(self, output: str, size: int) -> None:
         record = self._output_record(output)
@@ -417,7 +334,8 @@ class SplitRun:
         text = apply_extras(text, self._pc_extras(posixpath.basename(dest)))
         alias = unversioned_alias(posixpath.basename(dest))
         if alias is not None:
-            self.pc_aliases.append((output, dest))
+            assert self.links is not None
+            self.links.pc_aliases.append((output, dest, alias))
         write_bytes(self.sink, output, dest, text.encode("utf-8", "surrogateescape"), member.mode)
 
     def _small_text(self, member: Member, stream: BinaryIO) -> str:
@@ -478,7 +396,7 @@ class SplitRun:
                             dest: str) -> None:
         """nvcc finds headers, libraries and NVVM through ``$(TOP)``: point each at its output."""
         assert self.sink is not None and self.ruleset is not None
-        nvvm = self.ruleset.classify(self._normalise("nvvm/bin/cicc")[0] or "nvvm/bin/cicc",
+        nvvm = self.ruleset.classify(self._dest("nvvm/bin/cicc") or "nvvm/bin/cicc",
                                      Kind.ELF_EXEC, self.allowed).output or "out"
         roots = {"include": self._root("include"), "lib": self._root("lib"),
                  "stubs": self._root("stubs"), "nvvm": self._root(nvvm),
@@ -539,193 +457,44 @@ class SplitRun:
             output = self.ruleset.classify(dest, Kind.FILE, self.allowed).output or "out"
             if path.is_symlink():
                 self._add_link(output, dest, os.readlink(path), f"{BUILTIN}:copy-package")
+                self._apply_links()
                 continue
             with open(path, "rb") as fh:
                 self.sink.write_file(output, dest, fh, path.stat().st_mode & 0o777)
-            self.occupied[(output, dest)] = f"{BUILTIN}:copy-package"
+            self.placements.occupied[(output, dest)] = f"{BUILTIN}:copy-package"
             self._count(output, path.stat().st_size)
 
     # -- links ------------------------------------------------------------------------------
 
-    def _finish_links(self) -> None:
-        self.symlink_index = {m.path: m.link for m, _ in self.symlinks if m.link is not None}
-        for member, record in self.hardlinks:
-            self._place_hardlink(member, record)
-        for member, record in self.symlinks:
-            self._place_symlink(member, record)
-        self._place_link_backs()
-        self._place_pc_aliases()
-        self._place_extra_links()
+    def _dest(self, path: str) -> str | None:
+        assert self.normalise is not None
+        return self.normalise.dest(path)
 
-    def _defer_hardlink(self, member: Member, record: MemberRecord) -> None:
-        """Tar semantics: a hard link names an *earlier* file. Links are placed at the end, so
-        without this check a link to itself, to a later member or to a symlink could resolve."""
-        if member.link in self.placed:
-            self.hardlinks.append((member, record))
-            return
-        record.dest = None
-        self._warn("dangling-hardlink", member.path,
-                   f"hard link to {member.link!r}, which is not an earlier placed file; skipped")
-
-    def _place_hardlink(self, member: Member, record: MemberRecord) -> None:
-        assert self.ruleset is not None and member.link is not None
-        source = self.placed.get(member.link)
-        if source is None:
-            record.dest = None
-            self._warn("dangling-hardlink", member.path,
-                       f"hard link to {member.link!r}, which was not placed")
-            return
-        decision = self.ruleset.classify(record.dest or member.path, source.kind, self.allowed)
-        if decision.output is None:
-            record.dest, record.note, record.rule = None, "dropped by rule", str(decision.rule)
-            return
-        output = fallback_output(decision.output, self.allowed)
-        record.output, record.rule = output, str(decision.rule)
-        assert record.dest is not None
-        if self.sink is not None:
-            self.sink.make_hardlink(output, record.dest, source.output, source.dest)
-        local = self._local(output, record.dest)
-        self._remember(member.path, _Placed(output, record.dest, source.kind, local))
-        if output != source.output and source.kind.value.startswith("elf-") and local is not None:
-            self._patch_stage().add(ElfJob(record, output, record.dest, local, decision.rule_obj))
-
-    def _local(self, output: str, dest: str) -> Path | None:
-        return self.sink.staged_path(output, dest) if self.sink is not None else None
-
-    def _place_symlink(self, member: Member, record: MemberRecord) -> None:
-        assert member.link is not None and record.dest is not None
-        if _join_link(member.path, member.link) is None:
-            # Like tarfile's "data" filter: a link that leaves the package root is refused
-            # whatever else the archive does with its name.
-            record.dest = None
-            self._problem("unsafe-symlink", member.path,
-                          f"symlink target {member.link!r} leaves the package root; refused")
-            return
-        clash = self._symlink_clash(member.path)
-        if clash is not None:
-            record.dest = None
-            self._problem(clash[0], member.path, clash[1])
-            return
-        target = self._resolve(member.path, set())
-        if target is None:
-            record.dest = None
-            self._problem("dangling-symlink", member.path,
-                          f"symlink target {member.link!r} is not in the archive "
-                          "(or was dropped); link skipped")
-            return
-        immediate = _join_link(member.path, member.link)
-        assert immediate is not None
-        outputs = [target.output] if isinstance(target, _Placed) else sorted(target)
-        text = self._link_text(member.link, record.dest, immediate)
-        record.output, record.link = outputs[0], text
-        own = record.rule
-        record.rule = f"{BUILTIN}:follow-target"
-        record.note = f"placed with its target (own rule {own})" + (
-            f"; also in {', '.join(outputs[1:])}" if len(outputs) > 1 else "")
-        for output in outputs:
-            self._add_link(output, record.dest, text, member.path)
-        if isinstance(target, _Placed):
-            self.placed[member.path] = _Placed(target.output, record.dest, Kind.SYMLINK, None)
-
-    def _symlink_clash(self, path: str) -> tuple[str, str] | None:
-        """Files win over symlinks of the same name, and no symlink is placed below another:
-        creating it would replace earlier members or be written through the other link."""
-        placed = self.placed.get(path)
-        if (placed is not None and placed.kind is not Kind.SYMLINK) or path in self.dir_outputs:
-            return ("duplicate-member",
-                    "a file or directory of the same name came first; symlink skipped")
-        parent = member_parent(path)
-        while parent:
-            if self._symlink_target(parent) is not None:
-                return "under-symlink", f"lies below the symlink {parent!r}; skipped"
-            parent = member_parent(parent)
-        return None
-
-    def _link_text(self, original: str, link_dest: str, immediate: str) -> str:
-        """Keep the archive's relative text unless normalisation moved one side.
-
-        Only canonical text is kept: the kernel resolves ``a/../b`` through ``a``'s target
-        when ``a`` is a symlink, so ``up/../..`` can climb further than ``normpath`` says.
-        """
-        assert self.ruleset is not None
-        immediate_dest = self._normalise(immediate)[0] or immediate
-        link_dir = member_parent(link_dest)
-        if (_canonical_link(original)
-                and posixpath.normpath(posixpath.join(link_dir, original)) == immediate_dest):
-            return original
-        return posixpath.relpath(immediate_dest or ".", link_dir or ".")
-
-    def _resolve(self, path: str, seen: set[str]) -> _Placed | set[str] | None:
-        """Follow symlinks inside the archive namespace: a placed file, a dir's outputs, or None."""
-        if path in seen or len(seen) > 40:
-            return None
-        seen.add(path)
-        if path in self.placed and self.placed[path].kind is not Kind.SYMLINK:
-            return self.placed[path]
-        link = self._symlink_target(path)
-        if link is not None:
-            joined = _join_link(path, link)
-            return None if joined is None else self._resolve(joined, seen)
-        if path in self.dir_outputs:
-            return set(self.dir_outputs[path])
-        return self._resolve_through_parent(path, seen)
-
-    def _resolve_through_parent(self, path: str, seen: set[str]) -> _Placed | set[str] | None:
-        """``a/b/c`` where ``a/b`` is itself a symlink: substitute the parent's target."""
-        parent = member_parent(path)
-        while parent:
-            link = self._symlink_target(parent)
-            if link is not None:
-                joined = _join_link(parent, link)
-                if joined is None:
-                    return None
-                rest = path[len(parent) + 1:]
-                return self._resolve(posixpath.join(joined, rest) if joined else rest, seen)
-            parent = member_parent(parent)
-        return None
-
-    def _symlink_target(self, path: str) -> str | None:
-        return self.symlink_index.get(path)
+    def _place_links(self) -> None:
+        """Plan every deferred link against the complete placements, then create them."""
+        assert self.links is not None
+        self.links.plan()
+        self._apply_links()
 
     def _add_link(self, output: str, dest: str, text: str, origin: str) -> None:
-        """Create a symlink unless the name is taken: by a member, an earlier link, or a real
-        directory holding files (the link would replace it)."""
-        if (output, dest) in self.occupied:
+        assert self.links is not None
+        self.links.add_link(output, dest, text, origin)
+
+    def _apply_links(self) -> None:
+        assert self.links is not None
+        ops, copies = self.links.take()
+        if self.sink is None:
             return
-        if (output, dest) in self.output_dirs:
-            self._warn("link-over-directory", origin,
-                       f"not placed in {output}: a directory of that name holds files")
-            return
-        if self.sink is not None:
-            self.sink.make_symlink(output, dest, text)
-        self.occupied[(output, dest)] = origin
-
-    def _place_link_backs(self) -> None:
-        """``lib64 -> lib`` in each output that received files from a real ``lib64/``."""
-        for output, rename in sorted(self.link_backs, key=lambda x: (x[0], x[1].source)):
-            dest = rename.source.rstrip("/")
-            text = posixpath.relpath(rename.target.rstrip("/"), member_parent(dest) or ".")
-            self._add_link(output, dest, text, f"{BUILTIN}:{rename.ref}")
-
-    def _place_pc_aliases(self) -> None:
-        """``cuda.pc -> cuda-12.9.pc``: pkg-config users ask for the unversioned name."""
-        for output, dest in self.pc_aliases:
-            name = posixpath.basename(dest)
-            alias = unversioned_alias(name)
-            assert alias is not None
-            self._add_link(output, posixpath.join(member_parent(dest), alias), name,
-                           f"{BUILTIN}:pkgconfig-alias")
-
-    def _place_extra_links(self) -> None:
-        """Package ``stub_links``: created in every output holding the target, if still free."""
-        assert self.ruleset is not None
-        for dest, target in sorted(self.ruleset.package.stub_links.items()):
-            target_dest = posixpath.normpath(posixpath.join(member_parent(dest), target))
-            holders = {o for (o, d) in self.occupied if d == target_dest}
-            # A link to a directory (cuda_cccl's include/cccl -> .) goes where it has content.
-            holders |= {o for (o, d) in self.output_dirs if d == target_dest}
-            for output in sorted(holders):
-                self._add_link(output, dest, target, f"{BUILTIN}:stub-link")
+        for op in ops:
+            if isinstance(op, SymlinkOp):
+                self.sink.make_symlink(op.output, op.dest, op.target)
+            else:
+                self.sink.make_hardlink(op.output, op.dest, op.src_output, op.src_dest)
+        for copy in copies:
+            local = self.sink.staged_path(copy.output, copy.dest)
+            if local is not None:
+                self._patch_stage().add(ElfJob(copy.record, copy.output, copy.dest, local,
+                                               copy.rule))
 
     # -- nix-support and checks -------------------------------------------------------------
 
@@ -735,8 +504,9 @@ class SplitRun:
         ident = self.options.package or self.source.package
         outputs = self.sink.outputs() if self.sink is not None else []
         compiler = package.compiler
-        compiler_output = next((o for (o, d) in self.occupied if d == compiler), None)
-        stubs = sorted({o for (o, d) in self.output_dirs if d in ("lib/stubs", "stubs")})
+        compiler_output = next((o for (o, d) in self.placements.occupied if d == compiler), None)
+        stubs = sorted({o for (o, d) in self.placements.output_dirs
+                        if d in ("lib/stubs", "stubs")})
         driver = self.options.runpath.driver_lib_dir() or "/run/opengl-driver/lib"
         return NixSupport(
             pname=ident.name, version=ident.version, cuda_version=self.where.cuda_version,
@@ -803,26 +573,6 @@ class SplitRun:
 
     def _warn(self, code: str, path: str | None, message: str) -> None:
         self.report.warnings.append(Problem(code, path, message))
-
-
-def _join_link(link_path: str, target: str) -> str | None:
-    """Archive path a relative link points at; None when it is absolute or climbs out."""
-    if target.startswith("/") or not target:
-        return None
-    joined = posixpath.normpath(posixpath.join(member_parent(link_path), target))
-    if joined == ".":
-        return ""
-    if joined.startswith("../") or joined == "..":
-        return None
-    return joined
-
-
-def _canonical_link(text: str) -> bool:
-    """``../../a/b``: every ``..`` leads, no ``.`` or empty component follows."""
-    parts = text.split("/")
-    while parts and parts[0] == "..":
-        parts.pop(0)
-    return all(p not in ("", ".", "..") for p in parts)
 
 
 # -- public entry points ---------------------------------------------------------------------

@@ -50,7 +50,7 @@ def resolve(current: str, is_package: bool, node: ast.ImportFrom) -> list[str]:
         package = here if is_package else here[:-1]
         base = package[: len(package) - (node.level - 1)] + (node.module or "").split(".")
         base = [b for b in base if b]
-    return [".".join(base + [alias.name]) for alias in node.names] + [".".join(base)]
+    return [".".join([*base, alias.name]) for alias in node.names] + [".".join(base)]
 
 
 def read(path: Path, known: set[str]) -> Module:
