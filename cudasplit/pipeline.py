@@ -12,10 +12,9 @@ import contextlib
 import itertools
 import logging
 import os
-import posixpath
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -25,21 +24,15 @@ from .layout import Layout, LayoutSpec
 from .links import BUILTIN, LinkPlanner, SymlinkOp
 from .model import Kind, Member, MemberType, PackageId
 from .nixsupport import NixSupport, find_fhs_refs, write_nix_support
-from .nvccprofile import ProfileExtras, rewrite_nvcc_profile
 from .options import available_cpus, check_options, check_package_known
 from .patchstage import ElfJob, PatchSettings, PatchStage
 from .pkgconfig import (
     MAX_PC_SIZE,
-    PcExtras,
-    PcRoots,
-    apply_extras,
-    major_minor,
-    rewrite_pc,
-    unversioned_alias,
 )
 from .pkgtable import Where
 from .placements import Placed, Placements
 from .report import MemberRecord, OutputRecord, Problem, Report
+from .rewrites import REWRITES, Rewrite, RewriteContext, package_root
 from .rules import Decision, Rename, RuleSet, load_ruleset
 from .runpath import RunpathPolicy
 from .sinks.base import Sink, write_bytes
@@ -143,6 +136,7 @@ class SplitRun:
         self.placements = Placements()
         self.normalise: Normaliser | None = None   # with the rules, before the first member
         self.links: LinkPlanner | None = None
+        self.rewrites: RewriteContext | None = None
         self.cuda_major: str | None = options.cuda_major
         self.eager_pool: ThreadPoolExecutor | None = None
         self.patches: PatchStage | None = None  # created with the rules (first member)
@@ -227,6 +221,9 @@ class SplitRun:
                                  self._problem, self._warn)
         ident = self.options.package or self.source.package
         self.layout = self.layout_spec.resolve(ident)
+        self.rewrites = RewriteContext(
+            ruleset, self.where, self.allowed, self.layout, self.options.package_roots,
+            self.options.runpath.driver_lib_dir(), self._dest)
         if self.sink is not None:
             self.sink.start(ident, self.layout)
         self._patch_stage()
@@ -295,13 +292,12 @@ class SplitRun:
         local: Path | None = None
         if self.patches is not None:  # a duplicate path: never patch a file being rewritten
             self.patches.supersede(output, record.dest)
+        rewrite = REWRITES.get(rule.transform or "") if rule is not None else None
+        if rewrite is not None:  # dry runs too: the same warnings and alias links
+            self._write_rewritten(rewrite, member, stream, output, record.dest)
+        elif self.sink is not None:
+            self.sink.write_file(output, record.dest, stream, member.mode)
         if self.sink is not None:
-            if rule is not None and rule.transform == "pkgconfig":
-                self._write_pkgconfig(member, stream, output, record.dest)
-            elif rule is not None and rule.transform == "nvcc-profile":
-                self._write_nvcc_profile(member, stream, output, record.dest)
-            else:
-                self.sink.write_file(output, record.dest, stream, member.mode)
             local = self.sink.staged_path(output, record.dest)
         self.placements.remember(member.path, Placed(output, record.dest, kind))
         self._count(output, member.size)
@@ -325,18 +321,18 @@ class SplitRun:
             self.report.outputs[output] = OutputRecord(self._final_root(output))
         return self.report.outputs[output]
 
-    # -- pkg-config -------------------------------------------------------------------------
+    # -- text rewrites ----------------------------------------------------------------------
 
-    def _write_pkgconfig(self, member: Member, stream: BinaryIO, output: str,
+    def _write_rewritten(self, rewrite: Rewrite, member: Member, stream: BinaryIO, output: str,
                          dest: str) -> None:
-        assert self.sink is not None
-        text = rewrite_pc(self._small_text(member, stream), self._pc_roots(dest))
-        text = apply_extras(text, self._pc_extras(posixpath.basename(dest)))
-        alias = unversioned_alias(posixpath.basename(dest))
-        if alias is not None:
-            assert self.links is not None
-            self.links.pc_aliases.append((output, dest, alias))
-        write_bytes(self.sink, output, dest, text.encode("utf-8", "surrogateescape"), member.mode)
+        assert self.rewrites is not None and self.links is not None
+        result = rewrite(self.rewrites, output, dest, self._small_text(member, stream))
+        self.report.warnings.extend(result.warnings)
+        if result.alias is not None:
+            self.links.pc_aliases.append((output, dest, result.alias))
+        if self.sink is not None:
+            write_bytes(self.sink, output, dest, result.text.encode("utf-8", "surrogateescape"),
+                        member.mode)
 
     def _small_text(self, member: Member, stream: BinaryIO) -> str:
         """Text members we rewrite are small; refuse a huge one rather than buffer it."""
@@ -350,95 +346,13 @@ class SplitRun:
         """Where ``output`` lives once the run is over (what links, .pc and RUNPATH name)."""
         return self.layout.root(output)
 
-    def _root(self, output: str) -> str:
-        return self._final_root(fallback_output(output, self.allowed))
-
-    def _pc_roots(self, dest: str) -> PcRoots:
-        assert self.ruleset is not None
-        package = self.ruleset.package
-        name = posixpath.basename(dest)
-        edits = [e for e in package.pkgconfig_edits if e.matches(name, self.where)]
-        stubs_libdir = any(glob.matches(name) for glob in package.pkgconfig_stubs_libdir)
-        libdir = self._root("lib") + "/lib"
-        if stubs_libdir:
-            libdir = self._root("stubs") + "/lib/stubs"
-        for edit in edits:
-            if edit.libdir_output is not None:
-                # nvml: libdir=<stubs>/lib; its Libs line appends /stubs itself.
-                libdir = self._root(edit.libdir_output) + "/lib"
-        driver = self.options.runpath.driver_lib_dir()
-        wants_rpath = package.pkgconfig_driver_rpath or any(e.driver_rpath for e in edits)
-        return PcRoots(
-            cudaroot=self._root("dev"), libdir=libdir,
-            includedir=self._root("include") + "/include",
-            extra_libs=f"-Wl,-rpath,{driver}" if wants_rpath and driver else "")
-
-    def _pc_extras(self, name: str) -> PcExtras:
-        """Requires:, replacements, cudaroot removal and extra Cflags from pkgconfig_edits."""
-        assert self.ruleset is not None
-        edits = [e for e in self.ruleset.package.pkgconfig_edits if e.matches(name, self.where)]
-        release = major_minor(name) or self.where.cuda_version
-        requires = tuple(f"{r}-{release}" if release else r for e in edits for r in e.requires)
-        roots = dict(self.options.package_roots)
-        cflags = []
-        for pname in (p for e in edits for p in e.cflags_packages):
-            if pname in roots:
-                cflags.append(f"-I{roots[pname]}/include")
-            else:
-                self._warn("package-root-missing", name,
-                           f"Cflags wants {pname}'s include dir: pass --package-root {pname}=DIR")
-        return PcExtras(requires=requires,
-                        replace=tuple(pair for e in edits for pair in e.replace),
-                        drop_cudaroot=any(e.drop_cudaroot for e in edits),
-                        cflags=" ".join(cflags))
-
-    def _write_nvcc_profile(self, member: Member, stream: BinaryIO, output: str,
-                            dest: str) -> None:
-        """nvcc finds headers, libraries and NVVM through ``$(TOP)``: point each at its output."""
-        assert self.sink is not None and self.ruleset is not None
-        nvvm = self.ruleset.classify(self._dest("nvvm/bin/cicc") or "nvvm/bin/cicc",
-                                     Kind.ELF_EXEC, self.allowed).output or "out"
-        roots = {"include": self._root("include"), "lib": self._root("lib"),
-                 "stubs": self._root("stubs"), "nvvm": self._root(nvvm),
-                 "bin": self._root(output)}
-        package = self.ruleset.package
-        cccl = self._package_root("cuda_cccl", "include") if package.nvcc_includes else None
-        if cccl is not None:
-            roots["cccl"] = cccl
-        extras = ProfileExtras(
-            includes=self._package_dirs(package.nvcc_includes, "include", ("include",)),
-            libraries=self._package_dirs(package.nvcc_libraries, "lib", ("lib",))
-            + self._package_dirs(package.nvcc_libraries, "static", ("lib",))
-            + self._package_dirs(package.nvcc_libraries, "stubs", ("lib/stubs",)))
-        extras = replace(extras, libraries=tuple(dict.fromkeys(extras.libraries)))
-        text = rewrite_nvcc_profile(self._small_text(member, stream), roots, extras)
-        write_bytes(self.sink, output, dest, text.encode("utf-8", "surrogateescape"), member.mode)
-
-    def _package_root(self, pname: str, output: str) -> str | None:
-        """``--package-root PNAME.OUTPUT=DIR`` for a split package, else ``PNAME=DIR``."""
-        roots = dict(self.options.package_roots)
-        return roots.get(f"{pname}.{output}") or roots.get(pname)
-
-    def _package_dirs(self, pnames: tuple[str, ...], output: str,
-                      subdirs: tuple[str, ...]) -> tuple[str, ...]:
-        dirs: list[str] = []
-        for pname in pnames:
-            root = self._package_root(pname, output)
-            if root is None:
-                self._warn("package-root-missing", None,
-                           f"nvcc.profile: no --package-root for {pname}; its {output} "
-                           "directory is not searched")
-                continue
-            dirs.extend(f"{root}/{sub}" for sub in subdirs if Path(root, sub).is_dir())
-        return tuple(dirs)
-
     def _copy_packages(self) -> None:
         """Package ``copy_packages`` (cuda_nvcc 13: libnvvm's tree into nvvm/), by root."""
         assert self.ruleset is not None
         for entry in self.ruleset.package.copy_packages:
             if not entry.gate.applies(self.where):
                 continue
-            root = self._package_root(entry.package, "out")
+            root = package_root(dict(self.options.package_roots), entry.package, "out")
             if root is None or not Path(root).is_dir():
                 self._warn("package-root-missing", None, f"{entry.package} is copied into "
                            f"{entry.subdir}/: pass --package-root {entry.package}=DIR")
