@@ -12,108 +12,39 @@ import contextlib
 import itertools
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from .checks import (
+    declared_output_problems,
+    fhs_problems,
+    nix_support_info,
+    strict_failures,
+    unclaimed_problems,
+)
 from .classify import PACKAGE_DROP, Normaliser, fallback_output, member_kind
+from .copies import plan_copies
 from .errors import OutputError, ProblemsFound, SourceError
 from .layout import Layout, LayoutSpec
 from .links import BUILTIN, LinkPlanner, SymlinkOp
-from .model import Kind, Member, MemberType, PackageId
-from .nixsupport import NixSupport, find_fhs_refs, write_nix_support
-from .options import available_cpus, check_options, check_package_known
+from .model import Kind, Member, MemberType
+from .nixsupport import NixSupport, write_nix_support
+from .options import check_package_known
 from .patchstage import ElfJob, PatchSettings, PatchStage
-from .pkgconfig import (
-    MAX_PC_SIZE,
-)
+from .pkgconfig import MAX_PC_SIZE
 from .pkgtable import Where
 from .placements import Placed, Placements
 from .report import MemberRecord, OutputRecord, Problem, Report
-from .rewrites import REWRITES, Rewrite, RewriteContext, package_root
+from .rewrites import REWRITES, Rewrite, RewriteContext
 from .rules import Decision, Rename, RuleSet, load_ruleset
-from .runpath import RunpathPolicy
 from .sinks.base import Sink, write_bytes
-from .sources import (
-    DEFAULT_MAX_MEMBERS,
-    DEFAULT_MAX_RATIO,
-    DEFAULT_MAX_TOTAL_BYTES,
-    Limits,
-    Source,
-    open_source,
-)
+from .sources import Limits, Source, open_source
+from .splitoptions import Progress, SplitOptions, cuda_version
 
 log = logging.getLogger(__name__)
 
-# Warnings that --strict treats as problems: a RUNPATH entry the package rules want is
-# missing, or a DT_NEEDED library will not be found at run time.
-STRICT_WARNINGS = frozenset({"package-root-missing", "needed-unresolved"})
-
-
-def _cuda_version(options: SplitOptions, package: PackageId) -> str | None:
-    """The CUDA major.minor for gates: given, else a ``cuda_*`` package's own version."""
-    if options.cuda_version:
-        return options.cuda_version
-    if package.name.startswith("cuda_") and package.version:
-        return ".".join(package.version.split(".")[:2])
-    return None
-
-
-@dataclass(frozen=True, slots=True)
-class Progress:
-    """Handed to ``SplitOptions.progress`` after each member (the API itself never prints)."""
-
-    source: str
-    members: int          # members taken so far
-    bytes: int            # member bytes written so far (uncompressed)
-    current: str          # the member just taken
-    done: bool = False    # the last call of a run
-
-
-@dataclass(frozen=True, slots=True)
-class SplitOptions:
-    """Everything that changes what a split does. Frozen: one value serves a whole run."""
-
-    outputs: tuple[str, ...] | None = None      # limit the outputs (others fall back)
-    patch: bool = True                          # rewrite RUNPATHs
-    runpath: RunpathPolicy = field(default_factory=RunpathPolicy)
-    patcher: str = "auto"                       # auto | lief
-    strict: bool = False                        # problems fail the run
-    dry_run: bool = False                       # plan, write nothing
-    package: PackageId | None = None            # override the parsed identity
-    rules_files: tuple[str, ...] = ()           # extra rule files, highest precedence
-    rules_dir: Path | None = None               # replaces the shipped rules/
-    jobs: int = 0                               # 0: the CPUs available to the process
-    overwrite: bool = False
-    cuda_major: str | None = None               # lift lib/<major>/; default: the _cudaNN suffix
-    progress: Callable[[Progress], None] | None = None  # called after every member
-    # Where other packages live, for ``@pname@`` in package rules' runpath_append
-    # (libcublas and cuDNN dlopen NVRTC: ``runpath_append = ["@cuda_nvrtc@/lib"]``).
-    package_roots: tuple[tuple[str, str], ...] = ()
-    nix_markers: bool = False                   # write nix-support/ files (see nixsupport.py)
-    max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES  # bomb guard: expanded bytes (--max-size)
-    max_ratio: float = DEFAULT_MAX_RATIO        # bomb guard: expanded/compressed (--max-ratio)
-    max_members: int = DEFAULT_MAX_MEMBERS      # member count guard (--max-members)
-    # The CUDA release (major.minor) for the package table's cuda_since/cuda_before gates and
-    # nix-support/cuda-component; default: the version of a cuda_* package.
-    cuda_version: str | None = None
-    check_fhs_refs: bool = False                # fail on /usr/ references (checkCudaFhsRefs)
-    platform: str | None = None                 # for gates; default: the tarball's platform
-    # Issue 14: archives without an NVIDIA top directory need an explicit strip count;
-    # a --package without rules file needs default_rules; fsync before the final renames.
-    strip_components: int | None = None
-    default_rules: bool = False
-    fsync: bool = True
-
-    def __post_init__(self) -> None:
-        check_options(self)
-
-    def effective_jobs(self) -> int:
-        if self.jobs > 0:
-            return self.jobs
-        return available_cpus()
 
 
 class SplitRun:
@@ -163,8 +94,7 @@ class SplitRun:
                 patches.wait_early()
             self._place_links()
             patches.finish(self.placements.occupied)
-            if self.sink is not None:
-                self._copy_packages()
+            self._copy_packages()
             self._check()
             if self.options.nix_markers and self.sink is not None:
                 write_nix_support(self.sink, self._nix_support())
@@ -235,7 +165,7 @@ class SplitRun:
             self.report.package = package.as_dict()
             ruleset = load_ruleset(package.name, self.options.rules_files,
                                    self.options.rules_dir)
-            self.where = Where(package.version, _cuda_version(self.options, package),
+            self.where = Where(package.version, cuda_version(self.options, package),
                                self.options.platform or package.platform)
             self.ruleset = ruleset
             self.report.rules_files = list(self.ruleset.files)
@@ -347,36 +277,24 @@ class SplitRun:
         return self.layout.root(output)
 
     def _copy_packages(self) -> None:
-        """Package ``copy_packages`` (cuda_nvcc 13: libnvvm's tree into nvvm/), by root."""
-        assert self.ruleset is not None
-        for entry in self.ruleset.package.copy_packages:
-            if not entry.gate.applies(self.where):
-                continue
-            root = package_root(dict(self.options.package_roots), entry.package, "out")
-            if root is None or not Path(root).is_dir():
-                self._warn("package-root-missing", None, f"{entry.package} is copied into "
-                           f"{entry.subdir}/: pass --package-root {entry.package}=DIR")
-                continue
-            self._copy_tree(Path(root), entry.subdir)
-
-    def _copy_tree(self, root: Path, subdir: str) -> None:
-        """Files and links of another package's output (its nix-support/ stays behind)."""
-        assert self.ruleset is not None and self.sink is not None
-        for path in sorted(root.rglob("*")):
-            rel = path.relative_to(root).as_posix()
-            real_dir = path.is_dir() and not path.is_symlink()
-            if real_dir or rel.split("/", 1)[0] == "nix-support":
-                continue
-            dest = f"{subdir}/{rel}"
-            output = self.ruleset.classify(dest, Kind.FILE, self.allowed).output or "out"
-            if path.is_symlink():
-                self._add_link(output, dest, os.readlink(path), f"{BUILTIN}:copy-package")
+        """Package ``copy_packages``: planned in dry runs too (same warnings and counts)."""
+        ruleset = self.ruleset
+        assert ruleset is not None
+        entries, warnings = plan_copies(
+            ruleset.package, self.where, dict(self.options.package_roots),
+            lambda dest: ruleset.classify(dest, Kind.FILE, self.allowed).output or "out")
+        self.report.warnings.extend(warnings)
+        for entry in entries:
+            if entry.link is not None:
+                self._add_link(entry.output, entry.dest, entry.link, f"{BUILTIN}:copy-package")
                 self._apply_links()
                 continue
-            with open(path, "rb") as fh:
-                self.sink.write_file(output, dest, fh, path.stat().st_mode & 0o777)
-            self.placements.occupied[(output, dest)] = f"{BUILTIN}:copy-package"
-            self._count(output, path.stat().st_size)
+            if self.sink is not None:
+                with open(entry.path, "rb") as fh:
+                    self.sink.write_file(entry.output, entry.dest, fh,
+                                         entry.path.stat().st_mode & 0o777)
+            self.placements.occupied[(entry.output, entry.dest)] = f"{BUILTIN}:copy-package"
+            self._count(entry.output, entry.path.stat().st_size)
 
     # -- links ------------------------------------------------------------------------------
 
@@ -414,60 +332,33 @@ class SplitRun:
 
     def _nix_support(self) -> NixSupport:
         assert self.ruleset is not None
-        package = self.ruleset.package
-        ident = self.options.package or self.source.package
-        outputs = self.sink.outputs() if self.sink is not None else []
-        compiler = package.compiler
-        compiler_output = next((o for (o, d) in self.placements.occupied if d == compiler), None)
-        stubs = sorted({o for (o, d) in self.placements.output_dirs
-                        if d in ("lib/stubs", "stubs")})
-        driver = self.options.runpath.driver_lib_dir() or "/run/opengl-driver/lib"
-        return NixSupport(
-            pname=ident.name, version=ident.version, cuda_version=self.where.cuda_version,
-            propagated=package.propagated(outputs),
-            compiler=compiler, compiler_output=compiler_output,
-            stubs_outputs=tuple(stubs), driver_lib=driver, roots=self.layout.roots)
+        return nix_support_info(
+            self.ruleset.package, self.options.package or self.source.package, self.where,
+            self.sink.outputs() if self.sink is not None else [], self.placements,
+            self.options.runpath.driver_lib_dir(), self.layout.roots)
 
     def _check_fhs_refs(self) -> None:
         """checkCudaFhsRefs: ``/usr/`` in any output fails the run unless the package allows it."""
         assert self.ruleset is not None
-        if not self.options.check_fhs_refs or self.ruleset.package.allow_fhs_references:
-            return
-        if self.sink is None:
+        if (not self.options.check_fhs_refs or self.ruleset.package.allow_fhs_references
+                or self.sink is None):
             return
         # The sink's working directory of each output (staged until the run finishes).
         staged = {o: self.sink.staged_path(o, "nix-support") for o in self.sink.outputs()}
-        roots = {o: p.parent for o, p in staged.items() if p is not None}
-        hits = find_fhs_refs({o: r for o, r in roots.items() if r.is_dir()})
-        for output, path in hits:
-            self._problem("fhs-reference", path, f"{output}: mentions /usr/ (the package table "
-                          "does not set allow_fhs_references; checkCudaFhsRefs)")
-        if hits:
+        problems = fhs_problems({o: p.parent for o, p in staged.items() if p is not None})
+        self.report.problems.extend(problems)
+        if problems:
             raise ProblemsFound(
                 f"{self.source.description}: /usr/ references under --check-fhs-refs; first: "
-                f"{hits[0][0]}:{hits[0][1]}", self.report)
-
-    # -- checks and completion --------------------------------------------------------------
+                f"{problems[0].message.split(':')[0]}:{problems[0].path}", self.report)
 
     def _check(self) -> None:
         assert self.ruleset is not None
         self._public_messages()
-        package = self.ruleset.package
-        declared = self.declared or ()
-        # Like Nixpkgs, out and dev may stay empty (they carry nix-support files anyway).
-        exempt = {"out", "dev", *package.optional_outputs}
-        for name in declared:
-            if name not in exempt:
-                rec = self.report.outputs.get(name)
-                if rec is None or rec.files == 0:
-                    self._problem("empty-output", None,
-                                  f"declared output {name!r} received no files")
-        for record in self.report.members:
-            if record.rule == f"{BUILTIN}:unclaimed":
-                self._problem("unclaimed", record.path,
-                              "no rule claimed this member (it went to out)")
-        failing = [*self.report.problems,
-                   *(w for w in self.report.warnings if w.code in STRICT_WARNINGS)]
+        self.report.problems.extend(declared_output_problems(
+            self.report, self.declared or (), self.ruleset.package))
+        self.report.problems.extend(unclaimed_problems(self.report))
+        failing = strict_failures(self.report)
         if self.options.strict and failing:
             raise ProblemsFound(
                 f"{self.source.description}: {len(failing)} problem(s) under "
