@@ -9,17 +9,21 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
+from enum import Enum
 
 from .elf import kind_from_head
 from .model import Kind, Member, MemberType
 from .pkgtable import Where
-from .rules import Rename, RuleSet
+from .report import MemberRecord
+from .rules import Decision, Rename, RuleSet
 
-__all__ = ["AR_MAGIC", "PACKAGE_DROP", "Normaliser", "fallback_output", "member_kind"]
+__all__ = ["AR_MAGIC", "BUILTIN", "PACKAGE_DROP", "Action", "Classified", "Normaliser",
+           "classify_member", "fallback_output", "member_kind"]
 
 AR_MAGIC = b"!<arch>\n"
 _CUDA_MAJOR_DIR = re.compile(r"^lib/(\d{2})/")
 PACKAGE_DROP = "dropped by the package table"
+BUILTIN = "<builtin>"
 
 
 def member_kind(member: Member) -> Kind:
@@ -81,3 +85,48 @@ class Normaliser:
 
     def dest(self, path: str) -> str | None:
         return self(path)[0]
+
+
+class Action(Enum):
+    SKIP = "skip"               # dropped, or a directory (created where its content lands)
+    SYMLINK = "symlink"         # deferred to the link plan
+    HARDLINK = "hardlink"       # deferred to the link plan
+    PLACE = "place"             # a file: written to its output
+
+
+@dataclass(frozen=True, slots=True)
+class Classified:
+    record: MemberRecord        # the member's report record, as classification leaves it
+    action: Action
+    kind: Kind
+    decision: Decision
+    rename: Rename | None
+
+
+def classify_member(member: Member, normalise: Normaliser,
+                    allowed: frozenset[str] | None) -> Classified:
+    """The normalise and classify stages for one member: its record and what to do with it."""
+    kind = member_kind(member)
+    dest, rename, dropped = normalise(member.path)
+    decision = normalise.ruleset.classify(dest or member.path, kind, allowed)
+    record = MemberRecord(member.path, kind.value, None, dest, str(decision.rule),
+                          member.size, member.link)
+    action = Action.SKIP
+    if dropped is not None:
+        rule = "package-drop" if dropped.startswith(PACKAGE_DROP) else "cuda-major"
+        record.dest, record.rule, record.note = None, f"{BUILTIN}:{rule}", dropped
+    elif member.type is MemberType.DIR or dest is None:
+        record.rule, record.dest = f"{BUILTIN}:directory", None
+        record.note = "directories are created where their content lands"
+    elif decision.output is None and decision.rule_obj is not None:
+        # An explicit drop rule wins over link placement too (tensorrt's bin -> targets/…).
+        record.dest, record.note = None, "dropped by rule"
+    elif member.type is MemberType.SYMLINK:
+        action = Action.SYMLINK
+    elif member.type is MemberType.HARDLINK:
+        action = Action.HARDLINK
+    elif decision.output is None:
+        record.dest, record.note = None, "dropped by rule"
+    else:
+        action = Action.PLACE
+    return Classified(record, action, kind, decision, rename)

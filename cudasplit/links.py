@@ -13,7 +13,7 @@ import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .classify import fallback_output
+from .classify import BUILTIN, fallback_output
 from .model import Kind, Member
 from .placements import Placed, Placements
 from .report import MemberRecord
@@ -22,7 +22,6 @@ from .sources import member_parent
 
 __all__ = ["BUILTIN", "ElfCopy", "HardlinkOp", "LinkOp", "LinkPlanner", "SymlinkOp", "join_link"]
 
-BUILTIN = "<builtin>"
 Complain = Callable[[str, str | None, str], None]   # (code, archive path, message)
 
 

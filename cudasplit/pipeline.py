@@ -24,24 +24,33 @@ from .checks import (
     strict_failures,
     unclaimed_problems,
 )
-from .classify import PACKAGE_DROP, Normaliser, fallback_output, member_kind
+from .classify import (
+    BUILTIN,
+    Action,
+    Classified,
+    Normaliser,
+    classify_member,
+    fallback_output,
+    member_kind,
+)
 from .copies import plan_copies
 from .errors import OutputError, ProblemsFound, SourceError
 from .layout import Layout, LayoutSpec
-from .links import BUILTIN, LinkPlanner, SymlinkOp
-from .model import Kind, Member, MemberType
+from .links import LinkPlanner, SymlinkOp
+from .model import Kind, Member
 from .nixsupport import NixSupport, write_nix_support
 from .options import check_package_known
 from .patchstage import ElfJob, PatchSettings, PatchStage
 from .pkgconfig import MAX_PC_SIZE
 from .pkgtable import Where
 from .placements import Placed, Placements
-from .report import MemberRecord, OutputRecord, Problem, Report
+from .prepare import prepare
+from .report import OutputRecord, Problem, Report
 from .rewrites import REWRITES, Rewrite, RewriteContext
-from .rules import Decision, Rename, RuleSet, load_ruleset
+from .rules import RuleSet
 from .sinks.base import Sink, write_bytes
 from .sources import Limits, Source, open_source
-from .splitoptions import Progress, SplitOptions, cuda_version
+from .splitoptions import Progress, SplitOptions
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +133,8 @@ class SplitRun:
 
     def _patch_stage(self) -> PatchStage:
         if self.patches is None:
-            ruleset = self._ensure_rules()
+            ruleset = self.ruleset
+            assert ruleset is not None
             settings = PatchSettings(
                 policy=self.options.runpath, patcher=self.options.patcher,
                 jobs=self.options.effective_jobs(), package_roots=dict(self.options.package_roots),
@@ -145,12 +155,15 @@ class SplitRun:
 
     def _prepare(self) -> None:
         """Identity, rule set, layout, patch stage and declared outputs, once, in that order."""
-        ruleset = self._ensure_rules()
-        self.normalise = Normaliser(ruleset, self.where, self.cuda_major)
+        ident = self.options.package or self.source.package
+        self.report.package = ident.as_dict()
+        plan = prepare(ident, self.options, self.layout_spec)
+        ruleset = self.ruleset = plan.ruleset
+        self.report.rules_files = list(ruleset.files)
+        self.where, self.cuda_major, self.layout = plan.where, plan.cuda_major, plan.layout
+        self.declared, self.allowed, self.normalise = plan.declared, plan.allowed, plan.normalise
         self.links = LinkPlanner(ruleset, self.allowed, self._dest, self.placements,
                                  self._problem, self._warn)
-        ident = self.options.package or self.source.package
-        self.layout = self.layout_spec.resolve(ident)
         self.rewrites = RewriteContext(
             ruleset, self.where, self.allowed, self.layout, self.options.package_roots,
             self.options.runpath.driver_lib_dir(), self._dest)
@@ -158,24 +171,6 @@ class SplitRun:
             self.sink.start(ident, self.layout)
         self._patch_stage()
         self._create_declared_outputs(self.declared)
-
-    def _ensure_rules(self) -> RuleSet:
-        if self.ruleset is None:
-            package = self.options.package or self.source.package
-            self.report.package = package.as_dict()
-            ruleset = load_ruleset(package.name, self.options.rules_files,
-                                   self.options.rules_dir)
-            self.where = Where(package.version, cuda_version(self.options, package),
-                               self.options.platform or package.platform)
-            self.ruleset = ruleset
-            self.report.rules_files = list(self.ruleset.files)
-            # D9: lib/<cudaMajor>/ replaces lib/ whenever the CUDA major is known.
-            self.cuda_major = (self.options.cuda_major or package.cuda_variant
-                               or (self.where.cuda_version or "").split(".")[0] or None)
-            declared = self.options.outputs or self.ruleset.package.outputs_for(self.where)
-            self.declared = declared
-            self.allowed = None if declared is None else frozenset(declared) | {"out"}
-        return self.ruleset
 
     def _create_declared_outputs(self, declared: tuple[str, ...] | None) -> None:
         if self.sink is None or declared is None:
@@ -185,36 +180,20 @@ class SplitRun:
             self._output_record(name)
 
     def _take(self, member: Member, stream: BinaryIO | None) -> None:
-        ruleset = self.ruleset
-        assert ruleset is not None
-        kind = member_kind(member)
         assert self.normalise is not None and self.links is not None
-        dest, rename, dropped = self.normalise(member.path)
-        decision = ruleset.classify(dest or member.path, kind, self.allowed)
-        record = MemberRecord(member.path, kind.value, None, dest, str(decision.rule),
-                              member.size, member.link)
-        self.report.members.append(record)
-        if dropped is not None:
-            rule = "package-drop" if dropped.startswith(PACKAGE_DROP) else "cuda-major"
-            record.dest, record.rule, record.note = None, f"{BUILTIN}:{rule}", dropped
-        elif member.type is MemberType.DIR or dest is None:
-            record.rule, record.dest = f"{BUILTIN}:directory", None
-            record.note = "directories are created where their content lands"
-        elif decision.output is None and decision.rule_obj is not None:
-            # An explicit drop rule wins over link placement too (tensorrt's bin -> targets/…).
-            record.dest, record.note = None, "dropped by rule"
-        elif member.type is MemberType.SYMLINK:
-            self.links.defer_symlink(member, record)
-        elif member.type is MemberType.HARDLINK:
-            self.links.defer_hardlink(member, record)
-        elif decision.output is None:
-            record.dest, record.note = None, "dropped by rule"
-        else:
+        classified = classify_member(member, self.normalise, self.allowed)
+        self.report.members.append(classified.record)
+        if classified.action is Action.SYMLINK:
+            self.links.defer_symlink(member, classified.record)
+        elif classified.action is Action.HARDLINK:
+            self.links.defer_hardlink(member, classified.record)
+        elif classified.action is Action.PLACE:
             assert stream is not None
-            self._place_file(member, stream, kind, decision, record, rename)
+            self._place_file(member, stream, classified)
 
-    def _place_file(self, member: Member, stream: BinaryIO, kind: Kind, decision: Decision,
-                    record: MemberRecord, rename: Rename | None) -> None:
+    def _place_file(self, member: Member, stream: BinaryIO, classified: Classified) -> None:
+        record, kind, decision = classified.record, classified.kind, classified.decision
+        rename = classified.rename
         assert decision.output is not None and record.dest is not None
         output = fallback_output(decision.output, self.allowed)
         record.output = output

@@ -1,0 +1,44 @@
+"""What is fixed before the first member: identity, rule set, gates, outputs and layout.
+
+:func:`prepare` runs once per split, after the source has read its first header (a tar source
+learns the package from its top directory) and before any member is taken. The result is
+frozen: every stage of the run sees the same values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .classify import Normaliser
+from .layout import Layout, LayoutSpec
+from .model import PackageId
+from .pkgtable import Where
+from .rules import RuleSet, load_ruleset
+from .splitoptions import SplitOptions, cuda_version
+
+__all__ = ["RunPlan", "prepare"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    package: PackageId
+    ruleset: RuleSet
+    where: Where                          # version gates of the package table
+    cuda_major: str | None                # lib/<major>/ lifting (D9)
+    declared: tuple[str, ...] | None      # the outputs asked for (None: every output)
+    allowed: frozenset[str] | None        # declared + out: where fallbacks may go
+    layout: Layout
+    normalise: Normaliser
+
+
+def prepare(package: PackageId, options: SplitOptions, layout: LayoutSpec) -> RunPlan:
+    ruleset = load_ruleset(package.name, options.rules_files, options.rules_dir)
+    where = Where(package.version, cuda_version(options, package),
+                  options.platform or package.platform)
+    # D9: lib/<cudaMajor>/ replaces lib/ whenever the CUDA major is known.
+    cuda_major = (options.cuda_major or package.cuda_variant
+                  or (where.cuda_version or "").split(".")[0] or None)
+    declared = options.outputs or ruleset.package.outputs_for(where)
+    allowed = None if declared is None else frozenset(declared) | {"out"}
+    return RunPlan(package, ruleset, where, cuda_major, declared, allowed,
+                   layout.resolve(package), Normaliser(ruleset, where, cuda_major))
