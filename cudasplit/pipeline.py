@@ -17,15 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
-from .checks import (
-    declared_output_problems,
-    fhs_problems,
-    nix_support_info,
-    strict_failures,
-    unclaimed_problems,
-)
 from .classify import (
-    BUILTIN,
     Action,
     Classified,
     Normaliser,
@@ -33,12 +25,11 @@ from .classify import (
     fallback_output,
     member_kind,
 )
-from .copies import plan_copies
-from .errors import OutputError, ProblemsFound, SourceError
+from .endrun import EndOfRun
+from .errors import OutputError, SourceError
 from .layout import Layout, LayoutSpec
-from .links import LinkPlanner, SymlinkOp
-from .model import Kind, Member
-from .nixsupport import NixSupport, write_nix_support
+from .links import LinkPlanner
+from .model import Member
 from .options import check_package_known
 from .patchstage import ElfJob, PatchSettings, PatchStage
 from .pkgconfig import MAX_PC_SIZE
@@ -99,20 +90,14 @@ class SplitRun:
                     with self._naming(member.path):
                         self._take(member, stream)
                     self._tick(member)
-                patches = self._patch_stage()
-                patches.wait_early()
-            self._place_links()
-            patches.finish(self.placements.occupied)
-            self._copy_packages()
-            self._check()
-            if self.options.nix_markers and self.sink is not None:
-                write_nix_support(self.sink, self._nix_support())
-            self._check_fhs_refs()
+                self.patch_stage().wait_early()
+            end = EndOfRun(self)
+            end.settle()
         except BaseException:
             if self.sink is not None:
                 self.sink.abort()
             raise
-        self._complete()
+        end.complete()
         return self.report
 
     @contextlib.contextmanager
@@ -125,13 +110,7 @@ class SplitRun:
                 raise
             raise OutputError(f"{self.source.description}: member {path!r}: {exc}") from exc
 
-    def _public_messages(self) -> None:
-        """Problem texts name final paths, never the staging dir (gone when they are read)."""
-        if self.sink is not None:
-            for issue in (*self.report.problems, *self.report.warnings):
-                issue.message = self.sink.public_text(issue.message)
-
-    def _patch_stage(self) -> PatchStage:
+    def patch_stage(self) -> PatchStage:
         if self.patches is None:
             ruleset = self.ruleset
             assert ruleset is not None
@@ -169,7 +148,7 @@ class SplitRun:
             self.options.runpath.driver_lib_dir(), self._dest)
         if self.sink is not None:
             self.sink.start(ident, self.layout)
-        self._patch_stage()
+        self.patch_stage()
         self._create_declared_outputs(self.declared)
 
     def _create_declared_outputs(self, declared: tuple[str, ...] | None) -> None:
@@ -177,7 +156,7 @@ class SplitRun:
             return
         for name in ("out", *declared):
             self.sink.ensure_output(name)
-            self._output_record(name)
+            self.output_record(name)
 
     def _take(self, member: Member, stream: BinaryIO | None) -> None:
         assert self.normalise is not None and self.links is not None
@@ -209,23 +188,23 @@ class SplitRun:
         if self.sink is not None:
             local = self.sink.staged_path(output, record.dest)
         self.placements.remember(member.path, Placed(output, record.dest, kind))
-        self._count(output, member.size)
+        self.count(output, member.size)
         if rename is not None and rename.link_back:
             assert self.links is not None
             self.links.link_backs.add((output, rename))
         if kind.value.startswith("elf-") and local is not None:
-            self._patch_stage().add(ElfJob(record, output, record.dest, local, rule))
+            self.patch_stage().add(ElfJob(record, output, record.dest, local, rule))
         elif kind.value.startswith("elf-") and self.sink is None and self.options.patch:
-            info = self._patch_stage().spool_info(member.path, stream)
-            self._patch_stage().add(ElfJob(record, output, record.dest, None, rule, info=info))
+            info = self.patch_stage().spool_info(member.path, stream)
+            self.patch_stage().add(ElfJob(record, output, record.dest, None, rule, info=info))
 
 
-    def _count(self, output: str, size: int) -> None:
-        record = self._output_record(output)
+    def count(self, output: str, size: int) -> None:
+        record = self.output_record(output)
         record.files += 1
         record.bytes += size
 
-    def _output_record(self, output: str) -> OutputRecord:
+    def output_record(self, output: str) -> OutputRecord:
         if output not in self.report.outputs:
             self.report.outputs[output] = OutputRecord(self._final_root(output))
         return self.report.outputs[output]
@@ -255,102 +234,9 @@ class SplitRun:
         """Where ``output`` lives once the run is over (what links, .pc and RUNPATH name)."""
         return self.layout.root(output)
 
-    def _copy_packages(self) -> None:
-        """Package ``copy_packages``: planned in dry runs too (same warnings and counts)."""
-        ruleset = self.ruleset
-        assert ruleset is not None
-        entries, warnings = plan_copies(
-            ruleset.package, self.where, dict(self.options.package_roots),
-            lambda dest: ruleset.classify(dest, Kind.FILE, self.allowed).output or "out")
-        self.report.warnings.extend(warnings)
-        for entry in entries:
-            if entry.link is not None:
-                self._add_link(entry.output, entry.dest, entry.link, f"{BUILTIN}:copy-package")
-                self._apply_links()
-                continue
-            if self.sink is not None:
-                with open(entry.path, "rb") as fh:
-                    self.sink.write_file(entry.output, entry.dest, fh,
-                                         entry.path.stat().st_mode & 0o777)
-            self.placements.occupied[(entry.output, entry.dest)] = f"{BUILTIN}:copy-package"
-            self._count(entry.output, entry.path.stat().st_size)
-
-    # -- links ------------------------------------------------------------------------------
-
     def _dest(self, path: str) -> str | None:
         assert self.normalise is not None
         return self.normalise.dest(path)
-
-    def _place_links(self) -> None:
-        """Plan every deferred link against the complete placements, then create them."""
-        assert self.links is not None
-        self.links.plan()
-        self._apply_links()
-
-    def _add_link(self, output: str, dest: str, text: str, origin: str) -> None:
-        assert self.links is not None
-        self.links.add_link(output, dest, text, origin)
-
-    def _apply_links(self) -> None:
-        assert self.links is not None
-        ops, copies = self.links.take()
-        if self.sink is None:
-            return
-        for op in ops:
-            if isinstance(op, SymlinkOp):
-                self.sink.make_symlink(op.output, op.dest, op.target)
-            else:
-                self.sink.make_hardlink(op.output, op.dest, op.src_output, op.src_dest)
-        for copy in copies:
-            local = self.sink.staged_path(copy.output, copy.dest)
-            if local is not None:
-                self._patch_stage().add(ElfJob(copy.record, copy.output, copy.dest, local,
-                                               copy.rule))
-
-    # -- nix-support and checks -------------------------------------------------------------
-
-    def _nix_support(self) -> NixSupport:
-        assert self.ruleset is not None
-        return nix_support_info(
-            self.ruleset.package, self.options.package or self.source.package, self.where,
-            self.sink.outputs() if self.sink is not None else [], self.placements,
-            self.options.runpath.driver_lib_dir(), self.layout.roots)
-
-    def _check_fhs_refs(self) -> None:
-        """checkCudaFhsRefs: ``/usr/`` in any output fails the run unless the package allows it."""
-        assert self.ruleset is not None
-        if (not self.options.check_fhs_refs or self.ruleset.package.allow_fhs_references
-                or self.sink is None):
-            return
-        # The sink's working directory of each output (staged until the run finishes).
-        staged = {o: self.sink.staged_path(o, "nix-support") for o in self.sink.outputs()}
-        problems = fhs_problems({o: p.parent for o, p in staged.items() if p is not None})
-        self.report.problems.extend(problems)
-        if problems:
-            raise ProblemsFound(
-                f"{self.source.description}: /usr/ references under --check-fhs-refs; first: "
-                f"{problems[0].message.split(':')[0]}:{problems[0].path}", self.report)
-
-    def _check(self) -> None:
-        assert self.ruleset is not None
-        self._public_messages()
-        self.report.problems.extend(declared_output_problems(
-            self.report, self.declared or (), self.ruleset.package))
-        self.report.problems.extend(unclaimed_problems(self.report))
-        failing = strict_failures(self.report)
-        if self.options.strict and failing:
-            raise ProblemsFound(
-                f"{self.source.description}: {len(failing)} problem(s) under "
-                f"--strict; first: {failing[0]}", self.report)
-
-    def _complete(self) -> None:
-        if self.options.progress is not None:
-            self.options.progress(Progress(self.source.description, self.members_seen,
-                                           self.bytes_seen, "", done=True))
-        if self.sink is not None:
-            for name in self.sink.outputs():
-                self._output_record(name)
-            self.sink.finish()
 
     def _problem(self, code: str, path: str | None, message: str) -> None:
         self.report.problems.append(Problem(code, path, message))
