@@ -556,3 +556,35 @@ def test_packageid_must_be_a_packageid() -> None:
     with pytest.raises(OptionsError, match="PackageId"):
         SplitOptions(package="cuda_cudart")  # type: ignore[arg-type]
     assert SplitOptions(package=PackageId("cuda_cudart")).package is not None
+
+
+def test_status_line_is_cleared_before_any_message(capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from cudasplit import terminal
+    from cudasplit.pipeline import Progress
+
+    monkeypatch.setattr(terminal, "_ACTIVE", [None])
+    monkeypatch.setattr(terminal, "wants_status_line", lambda env=None: True)
+    line = terminal.ProgressLine.for_terminal(quiet=False)
+    assert line is not None
+    line(Progress("/x/cuda_demo.tar.xz", 3, 5_000_000, "LICENSE"))
+    terminal.err("cudasplit: error: boom")
+    err = capsys.readouterr().err
+    status, _, rest = err.partition("\r" + " " * len("cuda_demo.tar.xz: 3 members, 5 MB, "))
+    assert status.startswith("\rcuda_demo.tar.xz: 3 members")
+    # The line is blanked and the cursor back at column 0 before the message.
+    assert "\rcudasplit: error: boom\n" in err and "LICENSEcudasplit" not in err
+
+
+def test_batch_problem_lines_name_their_archive(tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    good = write_archive(tmp_path / "in" / f"{TOP}.tar.xz", ENTRIES)
+    bad_top = "cuda_evil-linux-x86_64-1.0-archive"
+    bad = write_archive(tmp_path / "in" / f"{bad_top}.tar.xz",
+                        [("file", "lib/libok.so", b"ok"), ("symlink", "lib/evil", "../../..")],
+                        top=bad_top)
+    code, _, stderr = invoke("split", str(good), str(bad), "-o", str(tmp_path / "out"),
+                             "--no-patch", "--default-rules")
+    assert code == 0, stderr
+    assert f"cudasplit: problem: {bad}: member 'lib/evil': symlink target" in stderr
+    assert f"problem: {good}" not in stderr
