@@ -570,7 +570,7 @@ def test_status_line_is_cleared_before_any_message(capsys: pytest.CaptureFixture
     line(Progress("/x/cuda_demo.tar.xz", 3, 5_000_000, "LICENSE"))
     terminal.err("cudasplit: error: boom")
     err = capsys.readouterr().err
-    status, _, rest = err.partition("\r" + " " * len("cuda_demo.tar.xz: 3 members, 5 MB, "))
+    status, _, _ = err.partition("\r" + " " * len("cuda_demo.tar.xz: 3 members, 5 MB, "))
     assert status.startswith("\rcuda_demo.tar.xz: 3 members")
     # The line is blanked and the cursor back at column 0 before the message.
     assert "\rcudasplit: error: boom\n" in err and "LICENSEcudasplit" not in err
