@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import posixpath
@@ -128,14 +129,21 @@ def split_many(sources: Sequence[PathLike], output_dir: PathLike,
             return BatchResult(str(path), str(target), split_to_dir(path, target, inner), None)
         except CudasplitError as exc:
             return BatchResult(str(path), str(target), getattr(exc, "report", None), exc)
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        try:
-            return list(pool.map(one, zip(paths, names, strict=True)))
-        except BaseException:
-            # Ctrl-C or SIGTERM reached the main thread: the workers stop at their next member
-            # (their staging is removed) instead of finishing while the pool is shut down.
-            cancel.set()
-            raise
+    root_existed = Path(output_dir).exists()
+    try:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            try:
+                return list(pool.map(one, zip(paths, names, strict=True)))
+            except BaseException:
+                # Ctrl-C or SIGTERM reached the main thread: the workers stop at their next
+                # member (their staging is removed) instead of finishing during the shutdown.
+                cancel.set()
+                raise
+    finally:
+        if not root_existed:
+            # Workers race to create DIR; whichever aborts last may not know it made DIR.
+            with contextlib.suppress(OSError):
+                Path(output_dir).rmdir()  # only if empty
 
 
 class _Cancelled(BaseException):
