@@ -2,9 +2,9 @@
 
 LIEF (a C++ library) aborts or segfaults on some hostile inputs (``e_type = 7``, odd i386 files)
 and needs about 3x the file size in memory. The parent validates the file first, then runs
-``python -m cudasplit._lief_worker IN OUT`` with the edit as JSON on stdin under
-``RLIMIT_AS`` and a time limit; a crash, a limit or a LIEF error becomes one
-:class:`~cudasplit.errors.PatchError` line naming the file.
+``python -m cudasplit._lief_worker IN OUT CAP`` with the edit as JSON on stdin; the child sets
+``RLIMIT_AS`` to CAP before importing LIEF, and the parent enforces a time limit; a crash, a
+limit or a LIEF error becomes one :class:`~cudasplit.errors.PatchError` line naming the file.
 """
 
 from __future__ import annotations
@@ -38,16 +38,13 @@ def run(src: str, dst: str, want: Want, size: int) -> None:
         "adds": [_text(a) for a in want.adds],
     })
     cap = memory_cap(size)
-
-    def limit() -> None:  # runs in the child between fork and exec
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
     timeout = _BASE_SECONDS + _SECONDS_PER_MB * size / 1e6
     try:
-        done = subprocess.run([sys.executable, "-m", "cudasplit._lief_worker", src, dst],
-                              input=spec, capture_output=True, text=True, timeout=timeout,
-                              preexec_fn=limit, check=False)
+        # The child caps itself before importing LIEF (preexec_fn is unsafe with threads, and
+        # the writer runs in threads).
+        done = subprocess.run([sys.executable, "-m", "cudasplit._lief_worker", src, dst,
+                               str(cap)], input=spec, capture_output=True, text=True,
+                              timeout=timeout, check=False)
     except subprocess.TimeoutExpired as exc:
         raise PatchError(f"{src}: LIEF did not finish within {timeout:.0f} s") from exc
     if done.returncode != 0:
@@ -92,7 +89,9 @@ def _apply(src: str, dst: str, spec: dict[str, Any]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    src, dst = argv
+    src, dst, cap = argv
+    resource.setrlimit(resource.RLIMIT_AS, (int(cap), int(cap)))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a LIEF abort leaves no core file
     try:
         _apply(src, dst, json.loads(sys.stdin.read()))
     except MemoryError:

@@ -8,6 +8,7 @@ replays ``Member.head`` first, so the consumer copies it from the start.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 import stat
@@ -406,8 +407,9 @@ class _Guard:
         self.expanded = 0
         self.members = 0
 
-    def count_member(self, name: str) -> None:
-        self.members += 1
+    def count_member(self, name: str, *, at_least: int = 0) -> None:
+        """One more member (or, for a directory listing, at least ``at_least`` in all)."""
+        self.members = max(self.members + 1, at_least)
         if self.members > self.limits.max_members:
             raise LimitExceededError(
                 f"more than {self.limits.max_members} members "
@@ -498,13 +500,18 @@ class DirectorySource:
                 stack.append((rel + "/", self._list(Path(entry.path), rel)))
 
     def _list(self, directory: Path, rel: str) -> Iterator[os.DirEntry[str]]:
+        # Sorting needs the whole listing in memory: a directory holding more entries than
+        # the member limit is refused while it is read, not after.
+        most = self._guard.limits.max_members
         try:
             with os.scandir(directory) as scan:
-                entries = sorted(scan, key=lambda e: e.name)
+                listed = list(itertools.islice(scan, most + 1))
         except OSError as exc:
             raise SourceError(f"cannot list directory ({exc.strerror})",
                               source=self.description, member=_short(rel or ".")) from exc
-        return iter(entries)
+        if len(listed) > most:
+            self._guard.count_member(rel or ".", at_least=most + 1)
+        return iter(sorted(listed, key=lambda e: e.name))
 
     def _member(
         self, rel: str, inodes: dict[tuple[int, int], str]

@@ -54,6 +54,7 @@ RELEASE_13_0 = (
 )
 RELEASES = {"12.9.1": (RELEASE_12_9, CU12), "13.0.2": (RELEASE_13_0, CU13)}
 _SKIP = ("__init__.py", "__pycache__", ".metadata")
+LAYOUT = 1
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,8 @@ def release(label: str) -> Release:
     """Build (once) and return the release; skips the test when a wheel cannot be had."""
     pins, versions = RELEASES[label]
     have = {p.pname: versions[p.wheel] for p in pins}
-    key = hashlib.sha256(json.dumps(sorted(have.items())).encode()).hexdigest()[:12]
+    # Bump LAYOUT when _build changes what it writes: the cache key changes with it.
+    key = hashlib.sha256(json.dumps([LAYOUT, sorted(have.items())]).encode()).hexdigest()[:12]
     base = cache_dir() / "releases" / f"{label}-{key}"
     roots = {p.pname: wheel_root(p.wheel, versions[p.wheel]) / "nvidia" / p.subdir for p in pins}
     with _locked(cache_dir() / ".releases.lock"):

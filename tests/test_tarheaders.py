@@ -182,6 +182,15 @@ def test_directory_source_counts_members(tmp_path: Path) -> None:
         list(open_source(top, limits=Limits(max_members=20)).members())
 
 
+def test_directory_source_refuses_a_huge_listing_while_reading_it(tmp_path: Path) -> None:
+    top = tmp_path / "cuda_demo-linux-x86_64-12.9.79-archive"
+    (top / "share").mkdir(parents=True)
+    for i in range(50):
+        (top / "share" / f"e{i}").write_bytes(b"")
+    with pytest.raises(LimitExceededError, match="member 'share': more than 10 members"):
+        list(open_source(top, limits=Limits(max_members=10)).members())
+
+
 def test_directory_walk_order_is_sorted_preorder(tmp_path: Path) -> None:
     top = tmp_path / "cuda_demo-linux-x86_64-12.9.79-archive"
     for rel in ["b/z", "a/y/x", "c"]:
