@@ -112,6 +112,22 @@ def test_stale_staging_of_a_dead_run_is_removed_and_said(tmp_path: Path, archive
     assert f"{dead}: removed the staging directory of an earlier run" in stderr
 
 
+def test_stale_staging_of_a_killed_overwrite_keeps_the_old_outputs(tmp_path: Path,
+                                                                   archive: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    host = staging.socket.gethostname()
+    dead = _fake_staging(out, "killed", f"{host} {_dead_pid()} 123\n")
+    (dead / staging.PREVIOUS_DIR / "include").mkdir(parents=True)
+    (dead / staging.PREVIOUS_DIR / "include" / "old.h").write_text("the user's old output")
+    code, _, stderr = invoke("split", str(archive), "-o", str(out), "--no-patch")
+    assert code == 0, stderr
+    assert not dead.exists()
+    kept = out / ".cudasplit-previous-killed"
+    assert (kept / "include" / "old.h").read_text() == "the user's old output"
+    assert f"{kept}: outputs that a killed --overwrite run had moved aside" in stderr
+
+
 def test_staging_records_its_owner(tmp_path: Path, archive: Path,
                                    monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[str] = []
