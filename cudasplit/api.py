@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import posixpath
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -15,7 +17,7 @@ from .errors import CudasplitError, SourceError
 from .layout import LayoutSpec
 from .model import OUTPUT_NAMES, Kind, PackageId
 from .nixenv import nix_outputs
-from .pipeline import SplitOptions, SplitRun, member_kind, open_for
+from .pipeline import Progress, SplitOptions, SplitRun, member_kind, open_for
 from .pipeline import split as _split
 from .report import MemberRecord, Report
 from .resolve import with_nix_defaults
@@ -115,8 +117,10 @@ def split_many(sources: Sequence[PathLike], output_dir: PathLike,
         raise SourceError("two sources would share one output directory: "
                           + ", ".join(sorted({n for n in names if names.count(n) > 1})))
     workers = max(1, min(opts.effective_jobs(), len(paths)))
+    cancel = threading.Event()
     # Each source gets its share of the jobs; decompression and writes release the GIL.
-    inner = replace(opts, jobs=max(1, opts.effective_jobs() // workers))
+    inner = replace(opts, jobs=max(1, opts.effective_jobs() // workers),
+                    progress=_cancellable(opts.progress, cancel))
     def one(item: tuple[Path, str]) -> BatchResult:
         path, name = item
         target = Path(output_dir) / name
@@ -124,8 +128,36 @@ def split_many(sources: Sequence[PathLike], output_dir: PathLike,
             return BatchResult(str(path), str(target), split_to_dir(path, target, inner), None)
         except CudasplitError as exc:
             return BatchResult(str(path), str(target), getattr(exc, "report", None), exc)
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(one, zip(paths, names, strict=True)))
+    root_existed = Path(output_dir).exists()
+    try:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            try:
+                return list(pool.map(one, zip(paths, names, strict=True)))
+            except BaseException:
+                # Ctrl-C or SIGTERM reached the main thread: the workers stop at their next
+                # member (their staging is removed) instead of finishing during the shutdown.
+                cancel.set()
+                raise
+    finally:
+        if not root_existed:
+            # Workers race to create DIR; whichever aborts last may not know it made DIR.
+            with contextlib.suppress(OSError):
+                Path(output_dir).rmdir()  # only if empty
+
+
+class _Cancelled(BaseException):
+    """Stops a batch worker; not an Exception, so only the pipeline's cleanup sees it."""
+
+
+def _cancellable(progress: Callable[[Progress], None] | None,
+                 cancel: threading.Event) -> Callable[[Progress], None]:
+    def call(update: Progress) -> None:
+        # Not on the last call: that one comes after the pipeline's cleanup handler.
+        if cancel.is_set() and not update.done:
+            raise _Cancelled()
+        if progress is not None:
+            progress(update)
+    return call
 
 
 def split_nix(source: PathLike | Source, env: dict[str, str] | None = None,

@@ -112,6 +112,22 @@ def test_stale_staging_of_a_dead_run_is_removed_and_said(tmp_path: Path, archive
     assert f"{dead}: removed the staging directory of an earlier run" in stderr
 
 
+def test_stale_staging_of_a_killed_overwrite_keeps_the_old_outputs(tmp_path: Path,
+                                                                   archive: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    host = staging.socket.gethostname()
+    dead = _fake_staging(out, "killed", f"{host} {_dead_pid()} 123\n")
+    (dead / staging.PREVIOUS_DIR / "include").mkdir(parents=True)
+    (dead / staging.PREVIOUS_DIR / "include" / "old.h").write_text("the user's old output")
+    code, _, stderr = invoke("split", str(archive), "-o", str(out), "--no-patch")
+    assert code == 0, stderr
+    assert not dead.exists()
+    kept = out / ".cudasplit-previous-killed"
+    assert (kept / "include" / "old.h").read_text() == "the user's old output"
+    assert f"{kept}: outputs that a killed --overwrite run had moved aside" in stderr
+
+
 def test_staging_records_its_owner(tmp_path: Path, archive: Path,
                                    monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[str] = []
@@ -556,3 +572,35 @@ def test_packageid_must_be_a_packageid() -> None:
     with pytest.raises(OptionsError, match="PackageId"):
         SplitOptions(package="cuda_cudart")  # type: ignore[arg-type]
     assert SplitOptions(package=PackageId("cuda_cudart")).package is not None
+
+
+def test_status_line_is_cleared_before_any_message(capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from cudasplit import terminal
+    from cudasplit.pipeline import Progress
+
+    monkeypatch.setattr(terminal, "_ACTIVE", [None])
+    monkeypatch.setattr(terminal, "wants_status_line", lambda env=None: True)
+    line = terminal.ProgressLine.for_terminal(quiet=False)
+    assert line is not None
+    line(Progress("/x/cuda_demo.tar.xz", 3, 5_000_000, "LICENSE"))
+    terminal.err("cudasplit: error: boom")
+    err = capsys.readouterr().err
+    status, _, _ = err.partition("\r" + " " * len("cuda_demo.tar.xz: 3 members, 5 MB, "))
+    assert status.startswith("\rcuda_demo.tar.xz: 3 members")
+    # The line is blanked and the cursor back at column 0 before the message.
+    assert "\rcudasplit: error: boom\n" in err and "LICENSEcudasplit" not in err
+
+
+def test_batch_problem_lines_name_their_archive(tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    good = write_archive(tmp_path / "in" / f"{TOP}.tar.xz", ENTRIES)
+    bad_top = "cuda_evil-linux-x86_64-1.0-archive"
+    bad = write_archive(tmp_path / "in" / f"{bad_top}.tar.xz",
+                        [("file", "lib/libok.so", b"ok"), ("symlink", "lib/evil", "../../..")],
+                        top=bad_top)
+    code, _, stderr = invoke("split", str(good), str(bad), "-o", str(tmp_path / "out"),
+                             "--no-patch", "--default-rules")
+    assert code == 0, stderr
+    assert f"cudasplit: problem: {bad}: member 'lib/evil': symlink target" in stderr
+    assert f"problem: {good}" not in stderr

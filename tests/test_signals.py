@@ -61,3 +61,28 @@ def test_signal_mid_split_leaves_nothing(tmp_path: Path, signum: int, code: int,
     assert "Traceback" not in stderr
     assert stderr.strip().endswith(f"terminated by {name}" if name else "interrupted")
     assert not out.exists(), list(out.rglob("*"))[:5]
+
+
+def test_sigterm_mid_batch_stops_every_worker_and_leaves_nothing(tmp_path: Path) -> None:
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    for n in range(2):
+        top = f"cuda_demo{n}-linux-x86_64-12.9.79-archive"
+        write_archive(downloads / f"{top}.tar.xz",
+                      [("file", f"include/h{i:03}.h", b"x" * 4096) for i in range(400)], top=top)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_CLI, "split", str(downloads), "-o",
+                             str(out), "--no-patch", "-j", "2", "--default-rules"],
+                            env={**os.environ, "PYTHONPATH": str(REPO)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while len(list(out.glob("*/.cudasplit-staging-*/include/include/h00*"))) < 2:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=30)
+    # 400 members x 50 ms each would take 20 s to finish; the workers stop at the next one.
+    assert time.monotonic() - started < 5
+    assert proc.returncode == 143 and stderr.strip().endswith("terminated by SIGTERM"), stderr
+    assert not out.exists(), list(out.rglob("*"))[:5]

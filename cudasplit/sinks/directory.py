@@ -53,7 +53,7 @@ class DirectorySink:
         self._staging_parent = staging_parent
         self._staging: Path | None = None
         self._created: list[str] = []
-        self._made_parent: Path | None = None  # removed again by abort() if still empty
+        self._made_dirs: list[Path] = []  # DIR and parents created with it; abort() rmdirs them
         # Once a symlink exists in the tree, parents are checked before every write; a fresh
         # staging dir holds none, an unstaged root (Nix mode, --overwrite) may already.
         self._check_parents = staging_parent is None
@@ -182,9 +182,9 @@ class DirectorySink:
         if self._staging is not None:
             shutil.rmtree(self._staging, ignore_errors=True)
             self._staging = None
-        if self._made_parent is not None:
+        for made in self._made_dirs:
             with contextlib.suppress(OSError):
-                self._made_parent.rmdir()  # only if empty: never remove what others wrote
+                made.rmdir()  # only if empty: never remove what others wrote
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -226,12 +226,15 @@ class DirectorySink:
             assert self._staging_parent is not None
             parent = self._staging_parent
             if not parent.exists():
+                # Remember every directory created here, so abort() removes the whole chain
+                # (e.g. DIR and DIR/<pname>-... of a batch) when it stays empty.
+                missing = [parent, *(p for p in parent.parents if not p.exists())]
                 try:
                     parent.mkdir(parents=True)
                 except OSError as exc:
                     raise OutputError(
                         f"{parent}: cannot create output directory ({exc.strerror})") from exc
-                self._made_parent = parent
+                self._made_dirs = missing
             self.stale_removed = remove_stale(parent)
             self._staging = _make_staging(parent)
         return self._staging

@@ -45,12 +45,28 @@ def remove_stale(parent: Path) -> list[Path]:
         return []
     for path in sorted(candidates):
         if _owner_gone(path) and not path.is_symlink():
+            _keep_previous(path)
             shutil.rmtree(path, ignore_errors=True)
             if not os.path.lexists(path):
                 log.warning("%s: removed the staging directory of an earlier run that "
                             "was killed", path)
                 removed.append(path)
     return removed
+
+
+def _keep_previous(staging: Path) -> None:
+    """A run killed during --overwrite's renames may have left the old outputs in its
+    ``.previous/``: never delete them with the staging dir, set them aside and say where."""
+    previous = staging / PREVIOUS_DIR
+    if not previous.is_dir() or previous.is_symlink():
+        return
+    kept = staging.parent / (".cudasplit-previous-" + staging.name[len(STAGING_PREFIX):])
+    try:
+        os.rename(previous, kept)
+    except OSError:
+        return
+    log.warning("%s: outputs that a killed --overwrite run had moved aside; check them and "
+                "remove it by hand", kept)
 
 
 def _owner_gone(staging: Path) -> bool:
