@@ -10,7 +10,7 @@ and which hard-linked ELF copies need their own patch; the split loop hands the 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from .classify import BUILTIN, fallback_output
@@ -67,7 +67,7 @@ class LinkPlanner:
     pc_aliases: list[tuple[str, str, str]] = field(default_factory=list)  # output, dest, alias
     ops: list[LinkOp] = field(default_factory=list)
     elf_copies: list[ElfCopy] = field(default_factory=list)
-    _index: dict[str, str] = field(default_factory=dict)  # archive path -> symlink text
+    _resolver: LinkResolver | None = None   # once the stream has ended
 
     # -- during the stream ------------------------------------------------------------------
 
@@ -87,7 +87,8 @@ class LinkPlanner:
     # -- after the stream -------------------------------------------------------------------
 
     def plan(self) -> None:
-        self._index = {m.path: m.link for m, _ in self.symlinks if m.link is not None}
+        index = {m.path: m.link for m, _ in self.symlinks if m.link is not None}
+        self._resolver = LinkResolver(self.placements, index)
         for member, record in self.hardlinks:
             self._place_hardlink(member, record)
         for member, record in self.symlinks:
@@ -143,12 +144,13 @@ class LinkPlanner:
             self.problem("unsafe-symlink", member.path,
                          f"symlink target {member.link!r} leaves the package root; refused")
             return
-        clash = self._symlink_clash(member.path)
+        assert self._resolver is not None
+        clash = self._resolver.clash(member.path)
         if clash is not None:
             record.dest = None
             self.problem(clash[0], member.path, clash[1])
             return
-        target = self._resolve(member.path, set())
+        target = self._resolver.resolve(member.path)
         if target is None:
             record.dest = None
             self.problem("dangling-symlink", member.path,
@@ -174,21 +176,6 @@ class LinkPlanner:
         if isinstance(target, Placed):
             self.placements.placed[member.path] = Placed(target.output, record.dest, Kind.SYMLINK)
 
-    def _symlink_clash(self, path: str) -> tuple[str, str] | None:
-        """Files win over symlinks of the same name, and no symlink is placed below another:
-        creating it would replace earlier members or be written through the other link."""
-        placed = self.placements.placed.get(path)
-        if ((placed is not None and placed.kind is not Kind.SYMLINK)
-                or path in self.placements.dir_outputs):
-            return ("duplicate-member",
-                    "a file or directory of the same name came first; symlink skipped")
-        parent = member_parent(path)
-        while parent:
-            if self._index.get(parent) is not None:
-                return "under-symlink", f"lies below the symlink {parent!r}; skipped"
-            parent = member_parent(parent)
-        return None
-
     def _link_text(self, original: str, link_dest: str, immediate: str) -> str:
         """Keep the archive's relative text unless normalisation moved one side.
 
@@ -201,36 +188,6 @@ class LinkPlanner:
                 and posixpath.normpath(posixpath.join(link_dir, original)) == immediate_dest):
             return original
         return posixpath.relpath(immediate_dest or ".", link_dir or ".")
-
-    def _resolve(self, path: str, seen: set[str]) -> Placed | set[str] | None:
-        """Follow symlinks inside the archive namespace: a placed file, a dir's outputs, or None."""
-        if path in seen or len(seen) > 40:
-            return None
-        seen.add(path)
-        placed = self.placements.placed.get(path)
-        if placed is not None and placed.kind is not Kind.SYMLINK:
-            return placed
-        link = self._index.get(path)
-        if link is not None:
-            joined = join_link(path, link)
-            return None if joined is None else self._resolve(joined, seen)
-        if path in self.placements.dir_outputs:
-            return set(self.placements.dir_outputs[path])
-        return self._resolve_through_parent(path, seen)
-
-    def _resolve_through_parent(self, path: str, seen: set[str]) -> Placed | set[str] | None:
-        """``a/b/c`` where ``a/b`` is itself a symlink: substitute the parent's target."""
-        parent = member_parent(path)
-        while parent:
-            link = self._index.get(parent)
-            if link is not None:
-                joined = join_link(parent, link)
-                if joined is None:
-                    return None
-                rest = path[len(parent) + 1:]
-                return self._resolve(posixpath.join(joined, rest) if joined else rest, seen)
-            parent = member_parent(parent)
-        return None
 
     def _place_link_backs(self) -> None:
         """``lib64 -> lib`` in each output that received files from a real ``lib64/``."""
@@ -252,6 +209,63 @@ class LinkPlanner:
             # A link to a directory (cuda_cccl's include/cccl -> .) goes where it has content.
             for output in sorted(self.placements.holders(target_dest)):
                 self.add_link(output, dest, target, f"{BUILTIN}:stub-link")
+
+
+@dataclass(frozen=True, slots=True)
+class LinkResolver:
+    """Symlinks followed inside the archive namespace, once the stream has ended."""
+
+    placements: Placements
+    index: Mapping[str, str]   # archive path -> symlink text
+
+    def resolve(self, path: str) -> Placed | set[str] | None:
+        """A placed file, the outputs of a directory, or None (dangling, a loop, or out)."""
+        return self._resolve(path, set())
+
+    def clash(self, path: str) -> tuple[str, str] | None:
+        """Files win over symlinks of the same name, and no symlink is placed below another:
+        creating it would replace earlier members or be written through the other link."""
+        placed = self.placements.placed.get(path)
+        if ((placed is not None and placed.kind is not Kind.SYMLINK)
+                or path in self.placements.dir_outputs):
+            return ("duplicate-member",
+                    "a file or directory of the same name came first; symlink skipped")
+        parent = member_parent(path)
+        while parent:
+            if self.index.get(parent) is not None:
+                return "under-symlink", f"lies below the symlink {parent!r}; skipped"
+            parent = member_parent(parent)
+        return None
+
+    def _resolve(self, path: str, seen: set[str]) -> Placed | set[str] | None:
+        """Follow symlinks inside the archive namespace: a placed file, a dir's outputs, or None."""
+        if path in seen or len(seen) > 40:
+            return None
+        seen.add(path)
+        placed = self.placements.placed.get(path)
+        if placed is not None and placed.kind is not Kind.SYMLINK:
+            return placed
+        link = self.index.get(path)
+        if link is not None:
+            joined = join_link(path, link)
+            return None if joined is None else self._resolve(joined, seen)
+        if path in self.placements.dir_outputs:
+            return set(self.placements.dir_outputs[path])
+        return self._resolve_through_parent(path, seen)
+
+    def _resolve_through_parent(self, path: str, seen: set[str]) -> Placed | set[str] | None:
+        """``a/b/c`` where ``a/b`` is itself a symlink: substitute the parent's target."""
+        parent = member_parent(path)
+        while parent:
+            link = self.index.get(parent)
+            if link is not None:
+                joined = join_link(parent, link)
+                if joined is None:
+                    return None
+                rest = path[len(parent) + 1:]
+                return self._resolve(posixpath.join(joined, rest) if joined else rest, seen)
+            parent = member_parent(parent)
+        return None
 
 
 def join_link(link_path: str, target: str) -> str | None:

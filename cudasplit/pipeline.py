@@ -26,18 +26,17 @@ from .classify import (
     member_kind,
 )
 from .endrun import EndOfRun
-from .errors import OutputError, SourceError
+from .errors import OutputError
 from .layout import Layout, LayoutSpec
 from .links import LinkPlanner
 from .model import Member
 from .options import check_package_known
-from .patchstage import ElfJob, PatchSettings, PatchStage
-from .pkgconfig import MAX_PC_SIZE
+from .patchstage import ElfJob, PatchStage
 from .pkgtable import Where
 from .placements import Placed, Placements
-from .prepare import prepare
+from .prepare import patch_settings, prepare
 from .report import OutputRecord, Problem, Report
-from .rewrites import REWRITES, Rewrite, RewriteContext
+from .rewrites import REWRITES, Rewrite, RewriteContext, read_small_text
 from .rules import RuleSet
 from .sinks.base import Sink, write_bytes
 from .sources import Limits, Source, open_source
@@ -114,11 +113,8 @@ class SplitRun:
         if self.patches is None:
             ruleset = self.ruleset
             assert ruleset is not None
-            settings = PatchSettings(
-                policy=self.options.runpath, patcher=self.options.patcher,
-                jobs=self.options.effective_jobs(), package_roots=dict(self.options.package_roots),
-                enabled=self.options.patch, writing=self.sink is not None,
-                strict=self.options.strict, package_version=self.report.package.get("version"))
+            settings = patch_settings(self.options, writing=self.sink is not None,
+                                      package_version=self.report.package.get("version"))
             self.patches = PatchStage(
                 settings, ruleset.package, self._final_root,
                 has_stubs_output=self.allowed is None or "stubs" in self.allowed,
@@ -214,21 +210,14 @@ class SplitRun:
     def _write_rewritten(self, rewrite: Rewrite, member: Member, stream: BinaryIO, output: str,
                          dest: str) -> None:
         assert self.rewrites is not None and self.links is not None
-        result = rewrite(self.rewrites, output, dest, self._small_text(member, stream))
+        text = read_small_text(stream, self.source.description, member.path)
+        result = rewrite(self.rewrites, output, dest, text)
         self.report.warnings.extend(result.warnings)
         if result.alias is not None:
             self.links.pc_aliases.append((output, dest, result.alias))
         if self.sink is not None:
             write_bytes(self.sink, output, dest, result.text.encode("utf-8", "surrogateescape"),
                         member.mode)
-
-    def _small_text(self, member: Member, stream: BinaryIO) -> str:
-        """Text members we rewrite are small; refuse a huge one rather than buffer it."""
-        data = stream.read(MAX_PC_SIZE + 1)
-        if len(data) > MAX_PC_SIZE:
-            raise SourceError("text file to rewrite is larger than 1 MiB",
-                              source=self.source.description, member=member.path)
-        return data.decode("utf-8", "surrogateescape")
 
     def _final_root(self, output: str) -> str:
         """Where ``output`` lives once the run is over (what links, .pc and RUNPATH name)."""

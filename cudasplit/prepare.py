@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from .classify import Normaliser
 from .layout import Layout, LayoutSpec
 from .model import PackageId
+from .patchstage import PatchSettings
 from .pkgtable import Where
 from .rules import RuleSet, load_ruleset
 from .splitoptions import SplitOptions, cuda_version
 
-__all__ = ["RunPlan", "prepare"]
+__all__ = ["RunPlan", "patch_settings", "prepare"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,3 +43,12 @@ def prepare(package: PackageId, options: SplitOptions, layout: LayoutSpec) -> Ru
     allowed = None if declared is None else frozenset(declared) | {"out"}
     return RunPlan(package, ruleset, where, cuda_major, declared, allowed,
                    layout.resolve(package), Normaliser(ruleset, where, cuda_major))
+
+
+def patch_settings(options: SplitOptions, *, writing: bool,
+                   package_version: str | None) -> PatchSettings:
+    """What the patch stage needs of the options (``writing`` False: a dry run)."""
+    return PatchSettings(
+        policy=options.runpath, patcher=options.patcher, jobs=options.effective_jobs(),
+        package_roots=dict(options.package_roots), enabled=options.patch, writing=writing,
+        strict=options.strict, package_version=package_version)

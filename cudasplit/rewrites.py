@@ -12,17 +12,27 @@ import posixpath
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import BinaryIO
 
 from .classify import fallback_output
 from .elfplan import Layout
+from .errors import SourceError
 from .model import Kind
 from .nvccprofile import ProfileExtras, rewrite_nvcc_profile
-from .pkgconfig import PcExtras, PcRoots, apply_extras, major_minor, rewrite_pc, unversioned_alias
+from .pkgconfig import (
+    MAX_PC_SIZE,
+    PcExtras,
+    PcRoots,
+    apply_extras,
+    major_minor,
+    rewrite_pc,
+    unversioned_alias,
+)
 from .pkgtable import Where
 from .report import Problem
 from .rules import RuleSet
 
-__all__ = ["REWRITES", "RewriteContext", "Rewritten", "package_root"]
+__all__ = ["REWRITES", "RewriteContext", "Rewritten", "package_root", "read_small_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +58,15 @@ class Rewritten:
 
 
 Rewrite = Callable[[RewriteContext, str, str, str], Rewritten]   # ctx, output, dest, text
+
+
+def read_small_text(stream: BinaryIO, source: str, member: str) -> str:
+    """Text members we rewrite are small; refuse a huge one rather than buffer it."""
+    data = stream.read(MAX_PC_SIZE + 1)
+    if len(data) > MAX_PC_SIZE:
+        raise SourceError("text file to rewrite is larger than 1 MiB", source=source,
+                          member=member)
+    return data.decode("utf-8", "surrogateescape")
 
 
 def package_root(roots: Mapping[str, str], pname: str, output: str) -> str | None:
