@@ -33,6 +33,7 @@ from .errors import (
     SourceError,
     UnsafeMemberError,
 )
+from .layout import Layout, LayoutSpec
 from .model import OUTPUT_NAMES, Kind, Member, MemberType, PackageId
 from .pipeline import Progress, SplitOptions
 from .repack import RepackOptions, RepackResult, repack_to_dir
@@ -40,6 +41,7 @@ from .report import MemberRecord, OutputRecord, Problem, Report
 from .rules import RuleSet, load_ruleset
 from .runpath import RunpathPlan, RunpathPolicy, plan_runpath
 from .sinks import DirectorySink, MemorySink, Sink
+from .sinks.staged import StagedSink
 from .sources import open_source
 
 __version__ = "0.1.0"
@@ -57,6 +59,8 @@ __all__ = [
     "ElfError",
     "Explanation",
     "Kind",
+    "Layout",
+    "LayoutSpec",
     "LimitExceededError",
     "ManifestError",
     "Member",
@@ -83,6 +87,7 @@ __all__ = [
     "Sink",
     "SourceError",
     "SplitOptions",
+    "StagedSink",
     "UnsafeMemberError",
     "__version__",
     "explain",

@@ -19,11 +19,18 @@ from pathlib import Path
 
 import zstandard
 
-from cudasplit import MemorySink, SplitOptions, inspect, split, split_to_dir
-from cudasplit.layout import LayoutSpec
-from cudasplit.repack import RepackOptions, repack_to_dir
-from cudasplit.report import Report
-from cudasplit.sinks.staged import StagedSink
+from cudasplit import (
+    LayoutSpec,
+    MemorySink,
+    RepackOptions,
+    Report,
+    SplitOptions,
+    StagedSink,
+    inspect,
+    repack_to_dir,
+    split,
+    split_to_dir,
+)
 from tests.test_plan_agreement import POLICY, _sources
 
 EDITED = {"planned", "in-place", "append", "lief", "native"}
