@@ -86,6 +86,7 @@ class PatchStage:
         self._pool = early_pool if settings.enabled and settings.writing else None
         self._by_key: dict[tuple[str, str], ElfJob] = {}
         self._spooled: dict[str, tuple[DlopenTarget, ...]] = {}  # dry run: path -> dlopen
+        self._spool_errors: dict[str, str] = {}                   # dry run: path -> error
         self._backend = backend or FailFastBackend(settings.patcher)
         self._static = self._static_context(package, has_stubs_output)
 
@@ -94,6 +95,7 @@ class PatchStage:
     def add(self, job: ElfJob) -> None:
         self.jobs.append(job)
         job.dlopen = self._spooled.pop(job.record.path, job.dlopen)
+        job.error = self._spool_errors.pop(job.record.path, job.error)
         self._by_key[job.key] = job
         if self._pool is not None and job.local is not None:
             key = (job.output, member_parent(job.dest))
@@ -112,9 +114,10 @@ class PatchStage:
         job.record.patch = "skipped"
         job.record.note = "replaced by a later member with the same destination"
 
-    def spool_info(self, path: str, stream: BinaryIO) -> ElfInfo | None:
+    def spool_info(self, path: str, stream: BinaryIO, shown: str | None = None) -> ElfInfo | None:
         """Dry run: the dynamic section may sit anywhere in a 1 GB library, so the member is
-        copied to a temporary file just long enough to read it (disk use: one member)."""
+        copied to a temporary file just long enough to read it (disk use: one member).
+        ``shown``: the file's final path, named instead of the spool in error messages."""
         with tempfile.NamedTemporaryFile(prefix="cudasplit-elf-") as spool:
             shutil.copyfileobj(stream, spool, 1 << 20)
             spool.flush()
@@ -124,7 +127,9 @@ class PatchStage:
                     self._spooled[path] = scan_quietly(spool.name, info)
                 return info
             except ElfError as exc:
-                self._warn("elf-unreadable", path, str(exc))
+                # The real run cannot patch it either: report what that run reports (a
+                # patch-failed problem, see add), naming the final path rather than the spool.
+                self._spool_errors[path] = str(exc).replace(spool.name, shown or path)
                 return None
 
     def wait_early(self) -> None:

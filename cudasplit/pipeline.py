@@ -174,6 +174,9 @@ class SplitRun:
         record.output = output
         rule = decision.rule_obj
         local: Path | None = None
+        conflict = self.placements.conflict(output, record.dest)
+        if conflict is not None:
+            raise OutputError(f"{self._final_root(output)}/{record.dest}: {conflict}")
         if self.patches is not None:  # a duplicate path: never patch a file being rewritten
             self.patches.supersede(output, record.dest)
         rewrite = REWRITES.get(rule.transform or "") if rule is not None else None
@@ -191,7 +194,8 @@ class SplitRun:
         if kind.value.startswith("elf-") and local is not None:
             self.patch_stage().add(ElfJob(record, output, record.dest, local, rule))
         elif kind.value.startswith("elf-") and self.sink is None and self.options.patch:
-            info = self.patch_stage().spool_info(member.path, stream)
+            shown = f"{self._final_root(output)}/{record.dest}"
+            info = self.patch_stage().spool_info(member.path, stream, shown)
             self.patch_stage().add(ElfJob(record, output, record.dest, None, rule, info=info))
 
 

@@ -49,6 +49,23 @@ class Placements:
             parent = member_parent(parent)
         self.dir_outputs.setdefault("", set()).add(placed.output)
 
+    def conflict(self, output: str, dest: str) -> str | None:
+        """Why a file cannot be written at ``(output, dest)``: the archive names a path as file
+        and as directory. The sink refuses the same (it sees the disk); asked here, a dry run
+        refuses what the real run will."""
+        if (output, dest) in self.output_dirs:
+            return ("is a directory holding earlier members (the archive names it as file "
+                    "and directory)")
+        parent = member_parent(dest)
+        while parent:
+            origin = self.occupied.get((output, parent))
+            placed = self.placed.get(origin) if origin is not None else None
+            if placed is not None and placed.kind is not Kind.SYMLINK:
+                return ("a parent directory is a file written for an earlier member (the "
+                        "archive names it as file and directory)")
+            parent = member_parent(parent)
+        return None
+
     def holders(self, dest: str) -> set[str]:
         """Outputs holding ``dest`` as a member or as a directory with content."""
         return ({o for (o, d) in self.occupied if d == dest}

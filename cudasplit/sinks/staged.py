@@ -33,6 +33,7 @@ class StagedSink(ABC):
         self._staging_parent = staging_parent
         self._stage_dir: Path | None = None
         self._inner_sink: DirectorySink | None = None
+        self._final: Layout | None = None   # told by start()
 
     # -- what subclasses use -------------------------------------------------------------------
 
@@ -61,6 +62,7 @@ class StagedSink(ABC):
 
     def start(self, package: PackageId, layout: Layout) -> None:
         self.package = package
+        self._final = layout
 
     def ensure_output(self, output: str) -> None:
         self._inner.ensure_output(output)
@@ -81,6 +83,12 @@ class StagedSink(ABC):
         return self._inner.staged_path(output, dest)
 
     def public_text(self, text: str) -> str:
+        """Staged paths in ``text`` named as where the output will live (the stage is gone
+        when a problem message is read)."""
+        if self._stage_dir is None or self._final is None:
+            return text
+        for output in self.outputs():
+            text = text.replace(f"{self.stage_root(output)}/", f"{self._final.root(output)}/")
         return text
 
     def abort(self) -> None:
