@@ -14,12 +14,14 @@ import json
 import os
 import sys
 import tarfile
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import zstandard
 
 from cudasplit import (
+    CudasplitError,
     LayoutSpec,
     MemorySink,
     RepackOptions,
@@ -27,10 +29,13 @@ from cudasplit import (
     SplitOptions,
     StagedSink,
     inspect,
+    open_source,
     repack_to_dir,
     split,
     split_to_dir,
 )
+from tests.hostile import catalog
+from tests.test_hostile import make_ctx
 from tests.test_plan_agreement import POLICY, _sources
 
 EDITED = {"planned", "in-place", "append", "lief", "native"}
@@ -71,12 +76,49 @@ def test_five_ways_one_report(redist_tarballs: dict[str, Path],
             assert text == reports["directory"], (source, name)
         data = json.loads(reports["directory"])
         edits += sum(m.get("patch") == "edit" for m in data["members"])
-        assert [m["path"] for m in data["members"]] == _source_order(data), source
+        assert [m["path"] for m in data["members"]] == _listed(source), source
     assert edits > 50  # not vacuous: RUNPATH plans were compared
 
 
-def _source_order(data: dict[str, list[dict[str, str]]]) -> list[str]:
-    return [m["path"] for m in data["members"]]
+def five_outcomes(source: Path, work: Path, options: SplitOptions) -> dict[str, str]:
+    """Like :func:`five_reports`, with a refusal as its error class (hostile input)."""
+    roots = work / "final"
+    layout = LayoutSpec.under(roots)
+    runs: dict[str, Callable[[], Report]] = {
+        "inspect": lambda: inspect(source, options, layout=layout),
+        "dry-run": lambda: split_to_dir(source, roots, replace(options, dry_run=True)),
+        "memory": lambda: split(source, MemorySink(layout), options),
+        "directory": lambda: split_to_dir(source, roots, options),
+        "tarball": lambda: repack_to_dir(source, work / "archives", options,
+                                         RepackOptions(prefix=str(roots))).report,
+    }
+    outcomes = {}
+    for name, run in runs.items():
+        try:
+            outcomes[name] = canonical(run())
+        except CudasplitError as exc:
+            outcomes[name] = f"refused: {type(exc).__name__}"
+    return outcomes
+
+
+def test_five_ways_agree_on_hostile_input(tmp_path: Path) -> None:
+    """Every case of the hostile catalog: the same report, or the same refusal, five ways
+    (a dry run must refuse what the real run refuses, and report what it reports)."""
+    refused = 0
+    for number, case in enumerate(catalog()):
+        root = tmp_path / f"c{number}"
+        root.mkdir()
+        source = case.write(root, make_ctx(root))
+        outcomes = five_outcomes(source, root, SplitOptions(jobs=1, **case.options))
+        for name, outcome in outcomes.items():
+            assert outcome == outcomes["directory"], (case.name, name)
+        refused += outcomes["directory"].startswith("refused")
+    assert refused > 10 and number > 50
+
+
+def _listed(source: Path) -> list[str]:
+    """The source's members in the order it yields them (the report keeps that order)."""
+    return [member.path for member, _ in open_source(source).members()]
 
 
 def test_repack_prefix_dry_run_and_archive_agree(redist_tarballs: dict[str, Path],
