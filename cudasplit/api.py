@@ -204,7 +204,9 @@ def explain(source: PathLike | Source, path: str, options: SplitOptions | None =
     """Which rule placed ``path`` (archive path, top dir stripped) and which it passed over."""
     opts = replace(options or SplitOptions(), dry_run=True)
     source = open_for(source, opts)
-    run = SplitRun(source, None, opts)
+    wanted = _wanted(path)
+    # One pass over the member records; only the ELF file asked about is read and planned.
+    run = SplitRun(source, None, opts, plan_elf=lambda record: _names(record, wanted))
     report = run.run()
     record = _find_member(report, path, source.description)
     assert run.ruleset is not None
@@ -221,15 +223,30 @@ def _elf_plan(record: MemberRecord) -> dict[str, object] | None:
     return {key: getattr(record, key) for key in keys}
 
 
-def _find_member(report: Report, path: str, description: str) -> MemberRecord:
-    """The member ``path`` names: an archive path (top dir stripped or not, ``./`` prefixed,
-    as ``tar tf`` prints it) or an output path (``lib/libfoo.so``, ``lib/lib/libfoo.so``)."""
-    wanted = posixpath.normpath("/" + path.strip()).lstrip("/")
-    by_path = {m.path: m for m in report.members}
+def _wanted(path: str) -> str:
+    return posixpath.normpath("/" + path.strip()).lstrip("/")
+
+
+def _candidates(wanted: str) -> list[str]:
     candidates = [wanted]
     if "/" in wanted:
         candidates.append(wanted.split("/", 1)[1])  # tar tf shows the top directory
-    for candidate in candidates:
+    return candidates
+
+
+def _names(record: MemberRecord, wanted: str) -> bool:
+    """Whether ``record`` may be the member ``wanted`` names (see :func:`_find_member`)."""
+    return (record.path in _candidates(wanted)
+            or (record.dest is not None
+                and wanted in (record.dest, f"{record.output}/{record.dest}")))
+
+
+def _find_member(report: Report, path: str, description: str) -> MemberRecord:
+    """The member ``path`` names: an archive path (top dir stripped or not, ``./`` prefixed,
+    as ``tar tf`` prints it) or an output path (``lib/libfoo.so``, ``lib/lib/libfoo.so``)."""
+    wanted = _wanted(path)
+    by_path = {m.path: m for m in report.members}
+    for candidate in _candidates(wanted):
         if candidate in by_path:
             return by_path[candidate]
     for record in report.members:

@@ -12,7 +12,7 @@ import contextlib
 import itertools
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
@@ -35,7 +35,7 @@ from .patchstage import ElfJob, PatchStage
 from .pkgtable import Where
 from .placements import Placed, Placements
 from .prepare import patch_settings, prepare
-from .report import OutputRecord, Problem, Report
+from .report import MemberRecord, OutputRecord, Problem, Report
 from .rewrites import REWRITES, Rewrite, RewriteContext, read_small_text
 from .rules import RuleSet
 from .sinks.base import Sink, write_bytes
@@ -50,8 +50,13 @@ class SplitRun:
     """State of one split. Use :func:`split`; this class is the loop's working memory."""
 
     def __init__(self, source: Source, sink: Sink | None, options: SplitOptions,
-                 layout: LayoutSpec | None = None) -> None:
+                 layout: LayoutSpec | None = None,
+                 plan_elf: Callable[[MemberRecord], bool] | None = None) -> None:
         self.source = source
+        # Without a sink, which ELF members to read and plan (default: all). ``explain`` plans
+        # only the file it explains: a plan needs the file's own dynamic section and the
+        # names placed, not the other files' contents.
+        self.plan_elf = plan_elf
         self.sink = sink
         self.options = options
         # Links, .pc files and RUNPATHs are planned against the layout (never asked of the
@@ -193,7 +198,8 @@ class SplitRun:
             self.links.link_backs.add((output, rename))
         if kind.value.startswith("elf-") and local is not None:
             self.patch_stage().add(ElfJob(record, output, record.dest, local, rule))
-        elif kind.value.startswith("elf-") and self.sink is None and self.options.patch:
+        elif (kind.value.startswith("elf-") and self.sink is None and self.options.patch
+              and (self.plan_elf is None or self.plan_elf(record))):
             shown = f"{self._final_root(output)}/{record.dest}"
             info = self.patch_stage().spool_info(member.path, stream, shown)
             self.patch_stage().add(ElfJob(record, output, record.dest, None, rule, info=info))

@@ -17,7 +17,9 @@ import tarfile
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+import pytest
 import zstandard
 
 from cudasplit import (
@@ -28,6 +30,7 @@ from cudasplit import (
     Report,
     SplitOptions,
     StagedSink,
+    explain,
     inspect,
     open_source,
     repack_to_dir,
@@ -212,3 +215,30 @@ def test_module_graph_sees_every_module_and_import() -> None:
         m.name for m in mods.values() if m.job.startswith("(no docstring")]
     block = graph.generated()
     assert "m_pipeline --> m_links" in block and "flowchart LR" in block
+
+
+def test_explain_reads_only_the_file_it_explains(redist_tarballs: dict[str, Path],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """One pass over the member records; the plan is the dry run's for that file, but only
+    that ELF file is copied out and read (a dry run copies every one)."""
+    from cudasplit.patchstage import PatchStage
+
+    source = redist_tarballs["zst"]
+    options = SplitOptions(runpath=POLICY)
+    viewed = inspect(source, options)
+    elves = [m for m in viewed.members if m.kind.startswith("elf-") and m.output]
+    assert len(elves) > 3
+    spooled: list[str] = []
+    real = PatchStage.spool_info
+
+    def counting(self: PatchStage, path: str, *args: Any) -> Any:
+        spooled.append(path)
+        return real(self, path, *args)
+    monkeypatch.setattr(PatchStage, "spool_info", counting)
+    for member in elves:
+        spooled.clear()
+        told = explain(source, member.path, options)
+        assert spooled == [member.path]
+        assert told.elf is not None
+        assert (told.elf["runpath_after"], told.elf["interpreter_after"]) == (
+            member.runpath_after, member.interpreter_after), member.path
