@@ -48,6 +48,16 @@ class EndOfRun:
         if run.options.nix_markers and run.sink is not None:
             write_nix_support(run.sink, self._nix_support())
         self._check_fhs_refs()
+        self._source_order()
+
+    def _source_order(self) -> None:
+        """Problems and warnings in the order of the members they name (stages report at
+        different times: links and ELF plans only once the stream has ended); those naming
+        no member keep their order, after the others."""
+        report = self.run.report
+        index = {record.path: i for i, record in enumerate(report.members)}
+        for issues in (report.problems, report.warnings):
+            issues.sort(key=lambda issue: index.get(issue.path or "", len(index)))
 
     def _copy_packages(self) -> None:
         """Package ``copy_packages``: planned in dry runs too (same warnings and counts)."""
@@ -140,6 +150,7 @@ class EndOfRun:
         run.report.problems.extend(declared_output_problems(
             run.report, run.declared or (), run.ruleset.package))
         run.report.problems.extend(unclaimed_problems(run.report))
+        self._source_order()  # "first:" below is the first member's
         failing = strict_failures(run.report)
         if run.options.strict and failing:
             raise ProblemsFound(

@@ -38,6 +38,7 @@ from cudasplit import (
     split_to_dir,
 )
 from tests.hostile import catalog
+from tests.tarutil import write_archive
 from tests.test_hostile import make_ctx
 from tests.test_plan_agreement import POLICY, _sources
 
@@ -242,3 +243,22 @@ def test_explain_reads_only_the_file_it_explains(redist_tarballs: dict[str, Path
         assert told.elf is not None
         assert (told.elf["runpath_after"], told.elf["interpreter_after"]) == (
             member.runpath_after, member.interpreter_after), member.path
+
+
+def test_problems_come_in_source_order(tmp_path: Path) -> None:
+    """A dangling link (found once the stream ended), a corrupt ELF (found by the patch stage,
+    later still) and another dangling link: reported in the order of their members."""
+    corrupt = b"\x7fELF\x02\x01\x01" + b"\x00" * 9 + b"\x03\x00\x3e\x00" + b"\xff" * 40
+    entries = [
+        ("symlink", "lib/first", "nowhere-1"),
+        ("file", "lib/libbad.so.1", corrupt),
+        ("file", "LICENSE", b"license"),
+        ("symlink", "lib/last", "nowhere-2"),
+    ]
+    archive = write_archive(tmp_path / "cuda_demo-linux-x86_64-12.9.79-archive.tar.xz",
+                            entries)
+    for report in (split_to_dir(archive, tmp_path / "o", SplitOptions(jobs=1)),
+                   inspect(archive, SplitOptions(jobs=1))):
+        assert [(p.path, p.code) for p in report.problems] == [
+            ("lib/first", "dangling-symlink"), ("lib/libbad.so.1", "patch-failed"),
+            ("lib/last", "dangling-symlink")]
