@@ -91,7 +91,7 @@ class SplitRun:
                 self._prepare()
                 for member, stream in itertools.chain(() if first is None else (first,),
                                                       members):
-                    with self._naming(member.path):
+                    with _naming(self.source.description, member.path):
                         self._take(member, stream)
                     self._tick(member)
                 self.patch_stage().wait_early()
@@ -103,16 +103,6 @@ class SplitRun:
             raise
         end.complete()
         return self.report
-
-    @contextlib.contextmanager
-    def _naming(self, path: str) -> Iterator[None]:
-        """Sink errors name the archive and the member, not only the file being written."""
-        try:
-            yield
-        except OutputError as exc:
-            if f"member {path!r}" in str(exc):
-                raise
-            raise OutputError(f"{self.source.description}: member {path!r}: {exc}") from exc
 
     def patch_stage(self) -> PatchStage:
         if self.patches is None:
@@ -242,6 +232,17 @@ class SplitRun:
 
     def _warn(self, code: str, path: str | None, message: str) -> None:
         self.report.warnings.append(Problem(code, path, message))
+
+
+@contextlib.contextmanager
+def _naming(description: str, path: str) -> Iterator[None]:
+    """Sink errors name the archive and the member, not only the file being written."""
+    try:
+        yield
+    except OutputError as exc:
+        if f"member {path!r}" in str(exc):
+            raise
+        raise OutputError(f"{description}: member {path!r}: {exc}") from exc
 
 
 # -- public entry points ---------------------------------------------------------------------
