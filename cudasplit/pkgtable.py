@@ -133,6 +133,33 @@ class DropEdit:
         return any(g.matches(path) for g in self.globs) and self.gate.applies(where)
 
 
+@dataclass(frozen=True, slots=True)
+class AddNeeded:
+    """``DT_NEEDED`` names added to the ELF files whose path matches ``files`` (Nixpkgs'
+    ``patchelf --add-needed`` in a postFixup: tensorrt's ``trtexec``, cuDNN 8). ``@major@`` in a
+    name is the package version's major (``libnvinfer_plugin.so.@major@``)."""
+
+    files: tuple[Glob, ...]
+    names: tuple[str, ...]
+    gate: Gate = Gate()
+
+    def resolve(self, version: str | None) -> tuple[str, ...]:
+        """The names to add for a package of ``version`` (empty: the gate fails). A name that
+        needs ``@major@`` is left out when the version is unknown (it cannot be written)."""
+        if not self.gate.applies(Where(version=version)):
+            return ()
+        if not version:
+            return tuple(n for n in self.names if "@major@" not in n)
+        major = str(version_tuple(version)[0])
+        return tuple(n.replace("@major@", major) for n in self.names)
+
+
+def added_needed(entries: Sequence[AddNeeded],
+                 version: str | None) -> tuple[tuple[tuple[Glob, ...], tuple[str, ...]], ...]:
+    """``add_needed`` entries resolved for one package version: (file globs, names) pairs."""
+    return tuple((e.files, names) for e in entries if (names := e.resolve(version)))
+
+
 # -- parsing ----------------------------------------------------------------------------------
 
 
@@ -240,6 +267,25 @@ def parse_drops(value: Any, filename: str) -> tuple[DropEdit, ...]:
         _check(table, frozenset({"match", "description"}), where)
         entries.append(DropEdit(_globs(table.get("match"), where, "match"),
                                 parse_gate(table, where)))
+    return tuple(entries)
+
+
+_LIBRARY_NAME = re.compile(r"^[A-Za-z0-9_.+@-]+$")
+
+
+def parse_add_needed(value: Any, filename: str) -> tuple[AddNeeded, ...]:
+    entries = []
+    for where, table in _tables(value, filename, "add_needed"):
+        _check(table, frozenset({"files", "names", "description"}), where)
+        # The ELF planner knows the package's own version only (Nixpkgs gates these edits on
+        # finalAttrs.version too).
+        if set(table) & {"cuda_since", "cuda_before", "platforms"}:
+            raise RulesError(f"{where}: add_needed is gated by 'since'/'before' only")
+        names = _strings(table.get("names"), where, "names")
+        if not names or not all(_LIBRARY_NAME.match(n) for n in names):
+            raise RulesError(f"{where}: 'names' must be library names like \"libfoo.so.1\"")
+        entries.append(AddNeeded(_globs(table.get("files"), where, "files"), names,
+                                 parse_gate(table, where)))
     return tuple(entries)
 
 

@@ -25,12 +25,14 @@ from .errors import RulesError
 from .globs import Glob, GlobError, compile_glob
 from .model import OUTPUT_NAMES, Kind
 from .pkgtable import (
+    AddNeeded,
     DropEdit,
     OutputWhen,
     PcEdit,
     RunpathPackage,
     Where,
     declared_outputs,
+    parse_add_needed,
     parse_drops,
     parse_output_when,
     parse_package_refs,
@@ -47,7 +49,7 @@ PACKAGE_KEYS = frozenset(
      "pkgconfig_driver_rpath", "pkgconfig_stubs_libdir", "optional_outputs",
      "replace_needed", "dlopen", "propagated_outputs", "pkgconfig_edits",
      "allow_fhs_references", "output_when", "drop", "compiler", "redist",
-     "nvcc_includes", "nvcc_libraries", "copy_packages"}
+     "nvcc_includes", "nvcc_libraries", "copy_packages", "add_needed"}
 )
 TOP_KEYS = frozenset({"schema", "profile", "package", "rule", "rename"})
 PROFILE_KEYS = frozenset({"name", "description", "outputs"})
@@ -143,6 +145,8 @@ class PackageSettings:
     # Other packages copied into this one (cuda_nvcc 13: libnvvm into nvvm/), version-gated;
     # ``subdir`` is the destination directory.
     copy_packages: tuple[RunpathPackage, ...] = ()
+    # DT_NEEDED names added to matching ELF files, gated (tensorrt's trtexec, cuDNN 8).
+    add_needed: tuple[AddNeeded, ...] = ()
 
     def outputs_for(self, where: Where) -> tuple[str, ...] | None:
         """Declared outputs on this platform/version (gated ones left out where they fail)."""
@@ -503,7 +507,7 @@ def _load_table_entries(merged: Mapping[str, tuple[str, Any]]) -> dict[str, Any]
     values["propagated_outputs"] = outputs
     parsers = {"copy_packages": parse_package_refs,
                "pkgconfig_edits": parse_pc_edits, "output_when": parse_output_when,
-               "drop": parse_drops}
+               "drop": parse_drops, "add_needed": parse_add_needed}
     for key, parse in parsers.items():
         filename, value = get(key)
         if value is not None:

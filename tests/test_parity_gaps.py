@@ -1,0 +1,135 @@
+"""Issue 12's last gaps, each on real bytes: DT_NEEDED additions (tensorrt's trtexec, cuDNN 8),
+D9 (``lib/<cudaMajor>/`` replaces ``lib/``), tensorrt's ``include/onnx`` links, cuda_gdb's
+Python TUI wrappers, libcudss's CMake paths and the cuda-component setup hook's collector."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cudasplit import SplitOptions, split_to_dir
+from cudasplit.errors import RulesError
+from cudasplit.rules import build_ruleset
+from cudasplit.runpath import RunpathPolicy
+from tests.builders import compile_executable, compile_shared, dynamic_entries, have_compiler
+
+pytestmark = pytest.mark.skipif(not have_compiler("x86_64"), reason="needs gcc")
+
+
+def _lib(directory: Path, real: str, soname: str, links: tuple[str, ...] = (),
+         needed: tuple[str, ...] = ()) -> Path:
+    """``directory/real`` with SONAME ``soname`` and the given links to it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    stem = soname.split(".so")[0].replace("-", "_")
+    path = compile_shared(directory, real, f"int {stem}_fn(void) {{ return 7; }}",
+                          soname=soname, needed_libs=(*needed, "libc.so.6"))
+    for link in links:
+        (directory / link).symlink_to(real)
+    return path
+
+
+# -- DT_NEEDED additions ------------------------------------------------------------------------
+
+
+def _tensorrt(tmp_path: Path, version: str = "10.9.0.34") -> Path:
+    top = tmp_path / f"TensorRT-{version}"
+    major = version.split(".")[0]
+    _lib(top / "lib", f"libnvinfer_plugin.so.{version[:len(version) - 3]}",
+         f"libnvinfer_plugin.so.{major}", (f"libnvinfer_plugin.so.{major}",))
+    (top / "bin").mkdir(parents=True)
+    compile_executable(top / "bin", "trtexec",
+                       'int puts(const char *); int main(void) { puts("trtexec ok"); return 0; }')
+    include = top / "include"
+    include.mkdir()
+    for header in ("NvInfer.h", "NvOnnxParser.h", "NvOnnxConfig.h"):
+        (include / header).write_text(f"/* {header} */\n")
+    return top
+
+
+def test_trtexec_gets_the_plugin_library_as_needed_and_runs(tmp_path: Path) -> None:
+    top = _tensorrt(tmp_path)
+    report = split_to_dir(top, tmp_path / "o", SplitOptions())
+    trtexec = tmp_path / "o/bin/bin/trtexec"
+    entries = dynamic_entries(trtexec)
+    assert "libnvinfer_plugin.so.10" in entries["NEEDED"]
+    assert str(tmp_path / "o/lib/lib") in entries["RUNPATH"][0].split(":")
+    assert report.member("bin/trtexec").note == "DT_NEEDED added: libnvinfer_plugin.so.10"
+    # The loader really finds the added library through the planned RUNPATH.
+    run = subprocess.run([str(trtexec)], capture_output=True, text=True, check=False,
+                         env={"PATH": "/usr/bin:/bin"})
+    assert (run.returncode, run.stdout.strip()) == (0, "trtexec ok"), run.stderr
+    listed = subprocess.run(["ldd", str(trtexec)], capture_output=True, text=True, check=True)
+    assert f"libnvinfer_plugin.so.10 => {tmp_path}/o/lib/lib/" in listed.stdout
+    # Only trtexec: the library itself gets nothing added.
+    plugin = tmp_path / "o/lib/lib/libnvinfer_plugin.so.10.9.0"
+    assert "libnvinfer_plugin.so.10" not in dynamic_entries(plugin)["NEEDED"]
+
+
+def test_dry_run_shows_the_addition_and_writes_nothing(tmp_path: Path) -> None:
+    top = _tensorrt(tmp_path, "8.6.1.6")
+    before = (top / "bin/trtexec").read_bytes()
+    report = split_to_dir(top, tmp_path / "dry", SplitOptions(dry_run=True))
+    record = report.member("bin/trtexec")
+    assert record.note == "DT_NEEDED would be added: libnvinfer_plugin.so.8"
+    assert record.patch == "planned"
+    assert (top / "bin/trtexec").read_bytes() == before
+    assert not (tmp_path / "dry").exists()
+
+
+def _cudnn(tmp_path: Path, version: str) -> Path:
+    top = tmp_path / f"cudnn-linux-x86_64-{version}_cuda12-archive"
+    major = version.split(".")[0]
+    real = ".".join(version.split(".")[:3])
+    for name in ("libcudnn", "libcudnn_cnn_infer", "libcudnn_ops_infer"):
+        _lib(top / "lib", f"{name}.so.{real}", f"{name}.so.{major}",
+             (f"{name}.so.{major}", f"{name}.so"))
+    return top
+
+
+def _cublas_dir(tmp_path: Path) -> Path:
+    where = tmp_path / "cublas/lib"
+    _lib(where, "libcublas.so.12.9.1.4", "libcublas.so.12", ("libcublas.so",))
+    _lib(where, "libcublasLt.so.12.9.1.4", "libcublasLt.so.12", ("libcublasLt.so",))
+    return where
+
+
+def test_cudnn_8_gets_its_sub_libraries_and_cublas_as_needed(tmp_path: Path) -> None:
+    cublas = _cublas_dir(tmp_path)
+    top = _cudnn(tmp_path, "8.9.7.29")
+    options = SplitOptions(runpath=RunpathPolicy(library_paths=(str(cublas),)))
+    split_to_dir(top, tmp_path / "o", options)
+    lib = tmp_path / "o/lib/lib"
+    cudnn = dynamic_entries(lib / "libcudnn.so.8.9.7")
+    assert "libcudnn_cnn_infer.so" in cudnn["NEEDED"]
+    ops = dynamic_entries(lib / "libcudnn_ops_infer.so.8.9.7")
+    assert {"libcublas.so", "libcublasLt.so"} <= set(ops["NEEDED"])
+    # The added names resolve: cuBLAS's dir (from --library-path) is on the RUNPATH.
+    assert str(cublas) in ops["RUNPATH"][0].split(":")
+    assert "libcublas.so" not in dynamic_entries(lib / "libcudnn_cnn_infer.so.8.9.7")["NEEDED"]
+    code = f"import ctypes; ctypes.CDLL({str(lib / 'libcudnn_ops_infer.so.8.9.7')!r}); print('ok')"
+    run = subprocess.run(["python3", "-c", code], capture_output=True, text=True, check=False,
+                         env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+    assert run.stdout.strip() == "ok", run.stderr
+
+
+def test_cudnn_9_gets_nothing_added(tmp_path: Path) -> None:
+    top = _cudnn(tmp_path, "9.10.2.21")
+    report = split_to_dir(top, tmp_path / "o", SplitOptions())
+    cudnn = dynamic_entries(tmp_path / "o/lib/lib/libcudnn.so.9.10.2")
+    assert "libcudnn_cnn_infer.so" not in cudnn["NEEDED"]
+    assert not any("DT_NEEDED" in (r.note or "") for r in report.members)
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ({"files": ["bin/x"], "names": ["a/b.so"]}, "library names"),
+    ({"files": ["bin/x"]}, "library names"),
+    ({"names": ["libx.so"]}, "needs at least one glob"),
+    ({"files": ["bin/x"], "names": ["libx.so"], "platforms": ["linux-sbsa"]}, "since"),
+    ({"files": ["bin/x"], "names": ["libx.so"], "what": 1}, "unknown key"),
+])
+def test_bad_add_needed_entries_are_refused(table: dict[str, object], message: str) -> None:
+    with pytest.raises(RulesError, match=message):
+        build_ruleset([("t.toml", {"package": {"add_needed": [table]}})])
