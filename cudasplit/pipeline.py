@@ -12,7 +12,6 @@ import contextlib
 import logging
 import os
 import posixpath
-import re
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -21,6 +20,7 @@ from typing import BinaryIO
 
 from .elf import kind_from_head
 from .errors import OutputError, ProblemsFound, SourceError
+from .libmajor import LibMajor
 from .model import Kind, Member, MemberType, PackageId
 from .nixsupport import NixSupport, find_fhs_refs, write_nix_support
 from .nvccprofile import ProfileExtras, rewrite_nvcc_profile
@@ -53,7 +53,6 @@ from .sources import (
 log = logging.getLogger(__name__)
 
 AR_MAGIC = b"!<arch>\n"
-_CUDA_MAJOR_DIR = re.compile(r"^lib/(\d{2})/")
 BUILTIN = "<builtin>"
 # Warnings that --strict treats as problems: a RUNPATH entry the package rules want is
 # missing, or a DT_NEEDED library will not be found at run time.
@@ -184,6 +183,7 @@ class SplitRun:
         self.pc_aliases: list[tuple[str, str]] = []
         self.symlink_index: dict[str, str] = {}  # archive path -> link text, once streamed
         self.cuda_major: str | None = options.cuda_major
+        self.lib_major = LibMajor()  # D9, set up with the rules (libmajor.py)
         # Regular files per (output, directory), as they are written: lets a file whose
         # DT_NEEDED all live beside it be patched while later members are still decoding.
         self.own_names: dict[tuple[str, str], set[str]] = {}
@@ -202,6 +202,7 @@ class SplitRun:
                     with self._naming(member.path):
                         self._take(member, stream)
                     self._tick(member)
+                self._release_held()
                 patches = self._patch_stage()
                 patches.wait_early()
             self._finish_links()
@@ -270,6 +271,11 @@ class SplitRun:
             # D9: lib/<cudaMajor>/ replaces lib/ whenever the CUDA major is known.
             self.cuda_major = (self.options.cuda_major or package.cuda_variant
                                or (self.where.cuda_version or "").split(".")[0] or None)
+            # Only multi-CUDA redists without a _cudaNN archive suffix may mix lib/ and
+            # lib/<major>/: their lib/ members wait for the verdict (libmajor.py).
+            major = self.cuda_major.split(".")[0] if self.cuda_major else None
+            self.lib_major = LibMajor(major, hold=ruleset.package.redist != "cuda"
+                                      and not package.cuda_variant)
             declared = self.options.outputs or self.ruleset.package.outputs_for(self.where)
             self.declared = declared
             self.allowed = None if declared is None else frozenset(declared) | {"out"}
@@ -285,6 +291,8 @@ class SplitRun:
 
     def _take(self, member: Member, stream: BinaryIO | None) -> None:
         ruleset = self._ensure_rules()
+        if self._held(member, stream, ruleset.package.lift_path(member.path)):
+            return
         kind = member_kind(member)
         dest, rename, dropped = self._normalise(member.path)
         decision = ruleset.classify(dest or member.path, kind, self.allowed)
@@ -320,11 +328,9 @@ class SplitRun:
         lifted = self.ruleset.package.lift_path(path)
         if lifted is None:
             return None, None, None
-        match = _CUDA_MAJOR_DIR.match(lifted)
-        if match is not None and self.cuda_major is not None:
-            if match[1] != self.cuda_major.split(".")[0]:
-                return None, None, f"built for CUDA {match[1]}, not {self.cuda_major}"
-            lifted = "lib/" + lifted[match.end():]
+        lifted, lib_drop = self.lib_major.route(lifted)
+        if lib_drop is not None:
+            return None, None, lib_drop
         # Drops name archive paths before renames: cuda_cccl 13 deletes the stale top-level
         # include/nv/ *before* include/cccl/nv/ is un-nested into its place.
         if self.ruleset.package.dropped(lifted, self.where):
@@ -335,6 +341,28 @@ class SplitRun:
                 for e in self.ruleset.package.pkgconfig_edits):
             return None, None, _PACKAGE_DROP + " (pkgconfig_edits)"
         return dest, rename, None
+
+    def _release_held(self) -> None:
+        """D9: members held until the stream ended go through the loop now (placed, or dropped
+        when a lib/<major>/ arrived meanwhile)."""
+        for held in self.lib_major.release():
+            with self._naming(held.member.path):
+                self._take(held.member, held.spool)
+            if held.spool is not None:
+                held.spool.close()
+
+    def _held(self, member: Member, stream: BinaryIO | None, lifted: str | None) -> bool:
+        """D9: hold ``member`` until the stream ends, or note its arrival (libmajor.py)."""
+        if lifted is not None and self.lib_major.should_hold(member, lifted):
+            self.lib_major.keep(member, stream)
+            return True
+        self.lib_major.arrive(member, lifted or "")
+        late = self.lib_major.late()
+        if late:
+            self._problem("cuda-major-late", late[0], (
+                f"lib/{self.lib_major.major}/ arrived after {len(late)} member(s) directly in "
+                "lib/ were written; Nixpkgs deletes them (D9), a stream cannot (libmajor.py)"))
+        return False
 
     def _place_file(self, member: Member, stream: BinaryIO, kind: Kind, decision: Decision,
                     record: MemberRecord, rename: Rename | None) -> None:

@@ -15,6 +15,7 @@ from cudasplit.errors import RulesError
 from cudasplit.rules import build_ruleset
 from cudasplit.runpath import RunpathPolicy
 from tests.builders import compile_executable, compile_shared, dynamic_entries, have_compiler
+from tests.tarutil import Entry, tar_bytes
 
 pytestmark = pytest.mark.skipif(not have_compiler("x86_64"), reason="needs gcc")
 
@@ -133,3 +134,90 @@ def test_cudnn_9_gets_nothing_added(tmp_path: Path) -> None:
 def test_bad_add_needed_entries_are_refused(table: dict[str, object], message: str) -> None:
     with pytest.raises(RulesError, match=message):
         build_ruleset([("t.toml", {"package": {"add_needed": [table]}})])
+
+
+# -- D9: lib/<cudaMajor>/ replaces lib/ ------------------------------------------------------
+
+
+def _tarball(tmp_path: Path, top: str, entries: list[Entry]) -> Path:
+    path = tmp_path / f"{top}.tar"
+    path.write_bytes(tar_bytes(entries, top=top))
+    return path
+
+
+def _elf(tmp_path: Path, real: str, soname: str) -> bytes:
+    return _lib(tmp_path / "elf", real, soname).read_bytes()
+
+
+CUTENSOR = "libcutensor-linux-x86_64-2.2.0.0-archive"
+
+
+def _outputs(root: Path) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in root.rglob("*")
+            if (p.is_file() or p.is_symlink()) and "nix-support" not in p.parts}
+
+
+def test_lib_major_replaces_lib_whatever_the_order(tmp_path: Path) -> None:
+    """Files directly in lib/ before and after lib/12/ are gone, lib/11/ too (Nixpkgs)."""
+    tarball = _tarball(tmp_path, CUTENSOR, [
+        ("file", "include/cutensor.h", b"/* h */\n"),
+        ("file", "lib/libcutensor_early.so.1", _elf(tmp_path, "libcutensor_early.so.1",
+                                                     "libcutensor_early.so.1")),
+        ("symlink", "lib/libcutensor_early.so", "libcutensor_early.so.1"),
+        ("file", "lib/11/libcutensor.so.2.2.0", b"\x7fELF eleven"),
+        ("dir", "lib/12"),
+        ("file", "lib/12/libcutensor.so.2.2.0", _elf(tmp_path, "libcutensor.so.2.2.0",
+                                                      "libcutensor.so.2")),
+        ("symlink", "lib/12/libcutensor.so.2", "libcutensor.so.2.2.0"),
+        ("file", "lib/12/libcutensor_static.a", b"!<arch>\n"),
+        ("file", "lib/late.txt", b"late\n"),
+    ])
+    report = split_to_dir(tarball, tmp_path / "o", SplitOptions(cuda_version="12.9"))
+    assert _outputs(tmp_path / "o/lib") == {"lib/libcutensor.so.2.2.0", "lib/libcutensor.so.2"}
+    assert _outputs(tmp_path / "o/static") == {"lib/libcutensor_static.a"}
+    dropped = {m.path: m.note for m in report.members if m.output is None and m.kind != "dir"}
+    replaced = "lib/12/ replaces lib/ (D9, as Nixpkgs)"
+    assert dropped == {"lib/libcutensor_early.so.1": replaced, "lib/libcutensor_early.so": replaced,
+                       "lib/late.txt": replaced,
+                       "lib/11/libcutensor.so.2.2.0": "built for CUDA 11, not 12"}
+    assert not report.problems
+
+
+def test_held_lib_members_are_placed_and_patched_without_lib_major(tmp_path: Path) -> None:
+    """No lib/12/: what was held goes where it always went, ELF files patched."""
+    tarball = _tarball(tmp_path, CUTENSOR, [
+        ("file", "lib/libcutensor.so.2.2.0", _elf(tmp_path, "libcutensor.so.2.2.0",
+                                                   "libcutensor.so.2")),
+        ("symlink", "lib/libcutensor.so.2", "libcutensor.so.2.2.0"),
+        ("file", "lib/11/libcutensor.so.2.2.0", b"\x7fELF eleven"),
+        ("file", "include/cutensor.h", b"/* h */\n"),
+    ])
+    report = split_to_dir(tarball, tmp_path / "o", SplitOptions(cuda_version="12.9"))
+    assert _outputs(tmp_path / "o/lib") == {"lib/libcutensor.so.2.2.0", "lib/libcutensor.so.2"}
+    runpath = dynamic_entries(tmp_path / "o/lib/lib/libcutensor.so.2.2.0")["RUNPATH"][0]
+    assert runpath.split(":")[0] == "/run/opengl-driver/lib"
+    assert report.member("lib/libcutensor.so.2.2.0").output == "lib"
+    assert report.member("lib/11/libcutensor.so.2.2.0").output is None
+
+
+def test_cuda_release_component_reports_what_it_cannot_take_back(tmp_path: Path) -> None:
+    """A CUDA release component is never held (one layout per archive); a lib/12/ after lib/
+    files is reported, never silently different from Nixpkgs."""
+    top = "cuda_demo-linux-x86_64-12.9.79-archive"
+    tarball = _tarball(tmp_path, top, [
+        ("file", "lib/early.txt", b"early\n"),
+        ("file", "lib/12/libdemo.txt", b"demo\n"),
+        ("file", "lib/after.txt", b"after\n"),
+    ])
+    report = split_to_dir(tarball, tmp_path / "o", SplitOptions(cuda_version="12.9"))
+    assert [(p.code, p.path) for p in report.problems] == [("cuda-major-late", "lib/early.txt")]
+    assert report.member("lib/after.txt").output is None
+    assert report.member("lib/12/libdemo.txt").dest == "lib/libdemo.txt"
+
+
+def test_unknown_cuda_major_lifts_nothing(tmp_path: Path) -> None:
+    tarball = _tarball(tmp_path, CUTENSOR, [
+        ("file", "lib/12/a.txt", b"a\n"), ("file", "lib/b.txt", b"b\n")])
+    report = split_to_dir(tarball, tmp_path / "o", SplitOptions())
+    assert {m.path: m.dest for m in report.members if m.kind != "dir"} == {
+        "lib/12/a.txt": "lib/12/a.txt", "lib/b.txt": "lib/b.txt"}
