@@ -109,6 +109,8 @@ def common_options(func: F) -> F:
         click.option("--platform", "split_platform", metavar="NAME", help="Platform for the "
                      "package table's gates: linux-x86_64, linux-sbsa, ..., or "
                      "aarch64-linux:CAP (Jetson capabilities pick linux-aarch64)."),
+        click.option("--python-version", metavar="X.Y", help="The build's Python: cuda_gdb "
+                     "keeps only its cuda-gdb-pythonX.Y-tui (as Nixpkgs)."),
     ]):
         func = decorator(func)
     return func
@@ -181,6 +183,7 @@ def _options(kw: dict[str, Any], *, dry_run: bool = False) -> SplitOptions:
         cuda_version=kw.get("cuda_version"),
         platform=_split_platform(kw.get("split_platform"), kw.get("cuda_version")),
         check_fhs_refs=bool(kw.get("check_fhs_refs")),
+        python_version=kw.get("python_version"),
         strip_components=kw.get("strip_components"),
         default_rules=bool(kw.get("default_rules")),
         fsync=not kw.get("no_fsync", False),

@@ -109,6 +109,7 @@ class SplitOptions:
     cuda_version: str | None = None
     check_fhs_refs: bool = False                # fail on /usr/ references (checkCudaFhsRefs)
     platform: str | None = None                 # for gates; default: the tarball's platform
+    python_version: str | None = None           # X.Y: cuda_gdb keeps that Python's TUI only
     # Issue 14: archives without an NVIDIA top directory need an explicit strip count;
     # a --package without rules file needs default_rules; fsync before the final renames.
     strip_components: int | None = None
@@ -265,7 +266,12 @@ class SplitRun:
             ruleset = load_ruleset(package.name, self.options.rules_files,
                                    self.options.rules_dir)
             self.where = Where(package.version, _cuda_version(self.options, package),
-                               self.options.platform or package.platform)
+                               self.options.platform or package.platform,
+                               self.options.python_version)
+            if self.options.python_version is None and any(
+                    d.needs_python() for d in ruleset.package.drops):
+                self._warn("python-version-unknown", None, "the package table keeps only the "
+                           "build Python's files here; pass --python-version X.Y (kept all)")
             self.ruleset = ruleset
             self.report.rules_files = list(self.ruleset.files)
             # D9: lib/<cudaMajor>/ replaces lib/ whenever the CUDA major is known.
@@ -740,6 +746,9 @@ class SplitRun:
             holders |= {o for (o, d) in self.output_dirs if d == target_dest}
             for output in sorted(holders):
                 self._add_link(output, dest, target, f"{BUILTIN}:stub-link")
+        for entry in self.ruleset.package.link_into:  # tensorrt's include/onnx
+            for output, dest, target in entry.links(list(self.occupied), self.where):
+                self._add_link(output, dest, target, f"{BUILTIN}:link-into")
 
     # -- nix-support and checks -------------------------------------------------------------
 

@@ -12,8 +12,9 @@ gates count as met (the newest layout is the default), ``before`` gates as not m
 
 from __future__ import annotations
 
+import posixpath
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,7 @@ class Where:
     version: str | None = None
     cuda_version: str | None = None
     platform: str | None = None
+    python_version: str | None = None  # X.Y of the build's Python (cuda_gdb's TUI wrappers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,13 +126,26 @@ class OutputWhen:
 
 @dataclass(frozen=True, slots=True)
 class DropEdit:
-    """Members dropped where the gate applies (cuda_crt on CUDA 12: the nvcc payload)."""
+    """Members dropped where the gate applies (cuda_crt on CUDA 12: the nvcc payload), except
+    those matching ``keep``. ``@python@`` in a ``keep`` glob is the build's Python X.Y
+    (cuda_gdb keeps only its ``cuda-gdb-python<X.Y>-tui``); without one the entry drops
+    nothing -- which wrapper the build can run is unknown."""
 
     globs: tuple[Glob, ...]
     gate: Gate = Gate()
+    keep: tuple[str, ...] = ()
+
+    def needs_python(self) -> bool:
+        return any("@python@" in k for k in self.keep)
 
     def matches(self, path: str, where: Where) -> bool:
-        return any(g.matches(path) for g in self.globs) and self.gate.applies(where)
+        if not any(g.matches(path) for g in self.globs) or not self.gate.applies(where):
+            return False
+        if self.needs_python() and where.python_version is None:
+            return False
+        python = where.python_version or ""
+        return not any(compile_glob(k.replace("@python@", python)).matches(path)
+                       for k in self.keep)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +173,30 @@ def added_needed(entries: Sequence[AddNeeded],
                  version: str | None) -> tuple[tuple[tuple[Glob, ...], tuple[str, ...]], ...]:
     """``add_needed`` entries resolved for one package version: (file globs, names) pairs."""
     return tuple((e.files, names) for e in entries if (names := e.resolve(version)))
+
+
+@dataclass(frozen=True, slots=True)
+class LinkInto:
+    """A relative link in ``directory`` to every placed file whose path matches ``files``, in
+    the file's output (tensorrt: ``include/onnx/NvOnnxParser.h -> ../NvOnnxParser.h``, what
+    Nixpkgs' ``ln -srt include/onnx/ NvOnnx*.h`` makes)."""
+
+    files: tuple[Glob, ...]
+    directory: str
+    gate: Gate = Gate()
+
+    def links(self, placed: Iterable[tuple[str, str]],
+              where: Where) -> list[tuple[str, str, str]]:
+        """``(output, link path, link text)`` for the placed ``(output, path)`` pairs."""
+        if not self.gate.applies(where):
+            return []
+        found = []
+        for output, dest in sorted(placed):
+            if posixpath.dirname(dest) != self.directory and any(
+                    g.matches(dest) for g in self.files):
+                found.append((output, posixpath.join(self.directory, posixpath.basename(dest)),
+                              posixpath.relpath(dest, self.directory)))
+        return found
 
 
 # -- parsing ----------------------------------------------------------------------------------
@@ -264,9 +303,28 @@ def parse_output_when(value: Any, filename: str) -> tuple[OutputWhen, ...]:
 def parse_drops(value: Any, filename: str) -> tuple[DropEdit, ...]:
     entries = []
     for where, table in _tables(value, filename, "drop"):
-        _check(table, frozenset({"match", "description"}), where)
+        _check(table, frozenset({"match", "keep", "description"}), where)
+        keep = _strings(table.get("keep"), where, "keep")
+        try:
+            for pattern in keep:
+                compile_glob(pattern.replace("@python@", "3.0"))
+        except GlobError as exc:
+            raise RulesError(f"{where}: {exc}") from exc
         entries.append(DropEdit(_globs(table.get("match"), where, "match"),
-                                parse_gate(table, where)))
+                                parse_gate(table, where), keep))
+    return tuple(entries)
+
+
+def parse_link_into(value: Any, filename: str) -> tuple[LinkInto, ...]:
+    entries = []
+    for where, table in _tables(value, filename, "link_into"):
+        _check(table, frozenset({"files", "dir", "description"}), where)
+        directory = table.get("dir")
+        if (not isinstance(directory, str) or not directory.strip("/")
+                or directory.startswith("/") or ".." in directory.split("/")):
+            raise RulesError(f"{where}: 'dir' must be a relative directory")
+        entries.append(LinkInto(_globs(table.get("files"), where, "files"),
+                                directory.strip("/"), parse_gate(table, where)))
     return tuple(entries)
 
 

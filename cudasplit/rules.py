@@ -27,6 +27,7 @@ from .model import OUTPUT_NAMES, Kind
 from .pkgtable import (
     AddNeeded,
     DropEdit,
+    LinkInto,
     OutputWhen,
     PcEdit,
     RunpathPackage,
@@ -34,6 +35,7 @@ from .pkgtable import (
     declared_outputs,
     parse_add_needed,
     parse_drops,
+    parse_link_into,
     parse_output_when,
     parse_package_refs,
     parse_pc_edits,
@@ -49,7 +51,8 @@ PACKAGE_KEYS = frozenset(
      "pkgconfig_driver_rpath", "pkgconfig_stubs_libdir", "optional_outputs",
      "replace_needed", "dlopen", "propagated_outputs", "pkgconfig_edits",
      "allow_fhs_references", "output_when", "drop", "compiler", "redist",
-     "nvcc_includes", "nvcc_libraries", "copy_packages", "add_needed"}
+     "nvcc_includes", "nvcc_libraries", "copy_packages", "add_needed",
+     "link_into"}
 )
 TOP_KEYS = frozenset({"schema", "profile", "package", "rule", "rename"})
 PROFILE_KEYS = frozenset({"name", "description", "outputs"})
@@ -147,6 +150,8 @@ class PackageSettings:
     copy_packages: tuple[RunpathPackage, ...] = ()
     # DT_NEEDED names added to matching ELF files, gated (tensorrt's trtexec, cuDNN 8).
     add_needed: tuple[AddNeeded, ...] = ()
+    # Links in a directory to every placed file matching a glob (tensorrt's include/onnx).
+    link_into: tuple[LinkInto, ...] = ()
 
     def outputs_for(self, where: Where) -> tuple[str, ...] | None:
         """Declared outputs on this platform/version (gated ones left out where they fail)."""
@@ -507,7 +512,8 @@ def _load_table_entries(merged: Mapping[str, tuple[str, Any]]) -> dict[str, Any]
     values["propagated_outputs"] = outputs
     parsers = {"copy_packages": parse_package_refs,
                "pkgconfig_edits": parse_pc_edits, "output_when": parse_output_when,
-               "drop": parse_drops, "add_needed": parse_add_needed}
+               "drop": parse_drops, "add_needed": parse_add_needed,
+               "link_into": parse_link_into}
     for key, parse in parsers.items():
         filename, value = get(key)
         if value is not None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cudasplit import SplitOptions, split_to_dir
-from cudasplit.errors import RulesError
+from cudasplit.errors import OptionsError, RulesError
 from cudasplit.rules import build_ruleset
 from cudasplit.runpath import RunpathPolicy
 from tests.builders import compile_executable, compile_shared, dynamic_entries, have_compiler
@@ -221,3 +221,53 @@ def test_unknown_cuda_major_lifts_nothing(tmp_path: Path) -> None:
     report = split_to_dir(tarball, tmp_path / "o", SplitOptions())
     assert {m.path: m.dest for m in report.members if m.kind != "dir"} == {
         "lib/12/a.txt": "lib/12/a.txt", "lib/b.txt": "lib/b.txt"}
+
+
+# -- tensorrt's include/onnx, cuda_gdb's TUI wrappers ----------------------------------------
+
+
+def test_onnx_headers_are_linked_into_include_onnx(tmp_path: Path) -> None:
+    top = _tensorrt(tmp_path)
+    split_to_dir(top, tmp_path / "o", SplitOptions())
+    onnx = tmp_path / "o/include/include/onnx"
+    assert sorted(os.listdir(onnx)) == ["NvOnnxConfig.h", "NvOnnxParser.h"]
+    assert os.readlink(onnx / "NvOnnxParser.h") == "../NvOnnxParser.h"
+    assert (onnx / "NvOnnxParser.h").read_text() == "/* NvOnnxParser.h */\n"
+    # A C compiler finds it the way ONNX consumers include it.
+    source = tmp_path / "use.c"
+    source.write_text('#include <onnx/NvOnnxParser.h>\nint main(void) { return 0; }\n')
+    subprocess.run(["gcc", "-fsyntax-only", f"-I{tmp_path}/o/include/include", str(source)],
+                   check=True)
+
+
+def _gdb(tmp_path: Path, version: str = "12.9.79") -> Path:
+    top = tmp_path / f"cuda_gdb-linux-x86_64-{version}-archive"
+    (top / "bin").mkdir(parents=True)
+    for name in ("cuda-gdb", "cuda-gdb-python3.10-tui", "cuda-gdb-python3.12-tui",
+                 "cuda-gdb-python3.13-tui"):
+        compile_executable(top / "bin", name, "int main(void) { return 0; }")
+    return top
+
+
+def test_cuda_gdb_keeps_only_the_build_pythons_tui(tmp_path: Path) -> None:
+    report = split_to_dir(_gdb(tmp_path), tmp_path / "o", SplitOptions(python_version="3.12"))
+    assert sorted(os.listdir(tmp_path / "o/bin/bin")) == ["cuda-gdb", "cuda-gdb-python3.12-tui"]
+    dropped = sorted(m.path for m in report.members if m.output is None and m.kind != "dir")
+    assert dropped == ["bin/cuda-gdb-python3.10-tui", "bin/cuda-gdb-python3.13-tui"]
+    assert not report.warnings
+
+
+def test_cuda_gdb_without_a_python_version_keeps_all_and_warns(tmp_path: Path) -> None:
+    report = split_to_dir(_gdb(tmp_path), tmp_path / "o", SplitOptions())
+    assert len(os.listdir(tmp_path / "o/bin/bin")) == 4
+    assert [w.code for w in report.warnings] == ["python-version-unknown"]
+
+
+def test_cuda_gdb_before_12_5_has_no_tui_fixup(tmp_path: Path) -> None:
+    split_to_dir(_gdb(tmp_path, "12.4.127"), tmp_path / "o", SplitOptions(python_version="3.12"))
+    assert len(os.listdir(tmp_path / "o/bin/bin")) == 4
+
+
+def test_python_version_must_be_major_minor() -> None:
+    with pytest.raises(OptionsError, match="python_version"):
+        SplitOptions(python_version="3.12/../x")

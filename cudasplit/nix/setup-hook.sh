@@ -26,6 +26,8 @@
 #   cudasplitCudaVersion the CUDA release X.Y for the package table's gates (default: the
 #                        cudaMajorMinorVersion variable buildRedist also sets)
 #   cudasplitCheckFhsRefs  non-empty: --check-fhs-refs (checkCudaFhsRefs)
+#   cudasplitPythonVersion the build's Python X.Y (cuda_gdb keeps only that Python's
+#                        cuda-gdb-pythonX.Y-tui); -> --python-version
 #   cudasplitNoPatch     non-empty: --no-patch (RUNPATHs left alone; stripping stays on)
 #   cudasplitNoNixSupport  non-empty: skip nix-support/ markers and propagated-build-inputs
 #   cudasplitStrict      non-empty: fail on empty outputs, unclaimed members, dangling links
@@ -42,6 +44,7 @@ cudasplitInstallPhase() {
     local cudaVersion="${cudasplitCudaVersion:-${cudaMajorMinorVersion:-}}"
     [[ -n "$cudaVersion" ]] && flags+=(--cuda-version "$cudaVersion")
     [[ -n "${cudasplitCheckFhsRefs:-}" ]] && flags+=(--check-fhs-refs)
+    [[ -n "${cudasplitPythonVersion:-}" ]] && flags+=(--python-version "$cudasplitPythonVersion")
     [[ -n "${cudasplitNoPatch:-}" ]] && flags+=(--no-patch)
     [[ -n "${cudasplitInterpreter:-}" ]] && flags+=(--interpreter "$cudasplitInterpreter")
     local word
