@@ -35,7 +35,7 @@ from .pkgconfig import (
     rewrite_pc,
     unversioned_alias,
 )
-from .pkgtable import Where
+from .pkgtable import TextEdit, Where
 from .report import MemberRecord, OutputRecord, Problem, Report
 from .rules import Decision, Rename, RuleSet, load_ruleset
 from .runpath import RunpathPolicy
@@ -49,6 +49,7 @@ from .sources import (
     member_parent,
     open_source,
 )
+from .textedits import apply_text_edits
 
 log = logging.getLogger(__name__)
 
@@ -384,6 +385,8 @@ class SplitRun:
                 local = self._write_pkgconfig(member, stream, output, record.dest)
             elif rule is not None and rule.transform == "nvcc-profile":
                 local = self._write_nvcc_profile(member, stream, output, record.dest)
+            elif self._text_edits(record.dest):
+                local = self._write_text_edited(member, stream, output, record.dest)
             else:
                 local = self.sink.write_file(output, record.dest, stream, member.mode)
         self._remember(member.path, _Placed(output, record.dest, kind, local))
@@ -434,6 +437,25 @@ class SplitRun:
         if alias is not None:
             self.pc_aliases.append((output, dest))
         return self.sink.write_bytes(output, dest, text.encode("utf-8", "surrogateescape"),
+                                     member.mode)
+
+    def _text_edits(self, dest: str) -> list[TextEdit]:
+        assert self.ruleset is not None
+        return [e for e in self.ruleset.package.text_edits if e.matches(dest, self.where)]
+
+    def _write_text_edited(self, member: Member, stream: BinaryIO, output: str,
+                           dest: str) -> Path | None:
+        """The package table's text edits (libcudss's CMake configs; textedits.py)."""
+        assert self.sink is not None
+        done = apply_text_edits(self._small_text(member, stream), self._text_edits(dest),
+                                self._root, dict(self.options.package_roots))
+        for old in done.unmatched:
+            self._problem("text-edit-unmatched", member.path, f"{old!r} not found (the "
+                          "package table's text_edits; Nixpkgs' --replace-fail fails here)")
+        for name in done.missing:
+            self._problem("package-root-missing", member.path, f"a text edit names @{name}@: "
+                          f"pass --package-root {name.split('.')[0]}=DIR; edit left undone")
+        return self.sink.write_bytes(output, dest, done.text.encode("utf-8", "surrogateescape"),
                                      member.mode)
 
     def _small_text(self, member: Member, stream: BinaryIO) -> str:

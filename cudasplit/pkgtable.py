@@ -199,6 +199,21 @@ class LinkInto:
         return found
 
 
+@dataclass(frozen=True, slots=True)
+class TextEdit:
+    """Replacements in the text files whose path in their output matches ``files`` (libcudss's
+    CMake configs; see textedits.py): ``replace`` literal ``(old, new)`` pairs, ``regex``
+    ``(pattern, new)`` pairs (Python ``re``, one line at a time like ``sed -E``)."""
+
+    files: tuple[Glob, ...]
+    replace: tuple[tuple[str, str], ...] = ()
+    regex: tuple[tuple[str, str], ...] = ()
+    gate: Gate = Gate()
+
+    def matches(self, path: str, where: Where) -> bool:
+        return any(g.matches(path) for g in self.files) and self.gate.applies(where)
+
+
 # -- parsing ----------------------------------------------------------------------------------
 
 
@@ -326,6 +341,32 @@ def parse_link_into(value: Any, filename: str) -> tuple[LinkInto, ...]:
         entries.append(LinkInto(_globs(table.get("files"), where, "files"),
                                 directory.strip("/"), parse_gate(table, where)))
     return tuple(entries)
+
+
+def parse_text_edits(value: Any, filename: str) -> tuple[TextEdit, ...]:
+    entries = []
+    for where, table in _tables(value, filename, "text_edits"):
+        _check(table, frozenset({"files", "replace", "regex", "description"}), where)
+        replace, regex = _pairs(table, "replace", where), _pairs(table, "regex", where)
+        if not replace and not regex:
+            raise RulesError(f"{where}: needs 'replace' or 'regex' pairs")
+        for pattern, _ in regex:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise RulesError(f"{where}: bad regex {pattern!r} ({exc})") from exc
+        entries.append(TextEdit(_globs(table.get("files"), where, "files"), replace, regex,
+                                parse_gate(table, where)))
+    return tuple(entries)
+
+
+def _pairs(table: Mapping[str, Any], key: str, where: str) -> tuple[tuple[str, str], ...]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(
+            isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+            and p[0] for p in value):
+        raise RulesError(f"{where}: '{key}' must be a list of [\"old\", \"new\"] pairs")
+    return tuple((p[0], p[1]) for p in value)
 
 
 _LIBRARY_NAME = re.compile(r"^[A-Za-z0-9_.+@-]+$")

@@ -31,6 +31,7 @@ from .pkgtable import (
     OutputWhen,
     PcEdit,
     RunpathPackage,
+    TextEdit,
     Where,
     declared_outputs,
     parse_add_needed,
@@ -39,6 +40,7 @@ from .pkgtable import (
     parse_output_when,
     parse_package_refs,
     parse_pc_edits,
+    parse_text_edits,
 )
 
 RULE_KEYS = frozenset(
@@ -52,7 +54,7 @@ PACKAGE_KEYS = frozenset(
      "replace_needed", "dlopen", "propagated_outputs", "pkgconfig_edits",
      "allow_fhs_references", "output_when", "drop", "compiler", "redist",
      "nvcc_includes", "nvcc_libraries", "copy_packages", "add_needed",
-     "link_into"}
+     "link_into", "text_edits"}
 )
 TOP_KEYS = frozenset({"schema", "profile", "package", "rule", "rename"})
 PROFILE_KEYS = frozenset({"name", "description", "outputs"})
@@ -152,6 +154,8 @@ class PackageSettings:
     add_needed: tuple[AddNeeded, ...] = ()
     # Links in a directory to every placed file matching a glob (tensorrt's include/onnx).
     link_into: tuple[LinkInto, ...] = ()
+    # Text replacements in package files (libcudss's CMake configs; textedits.py).
+    text_edits: tuple[TextEdit, ...] = ()
 
     def outputs_for(self, where: Where) -> tuple[str, ...] | None:
         """Declared outputs on this platform/version (gated ones left out where they fail)."""
@@ -513,7 +517,7 @@ def _load_table_entries(merged: Mapping[str, tuple[str, Any]]) -> dict[str, Any]
     parsers = {"copy_packages": parse_package_refs,
                "pkgconfig_edits": parse_pc_edits, "output_when": parse_output_when,
                "drop": parse_drops, "add_needed": parse_add_needed,
-               "link_into": parse_link_into}
+               "link_into": parse_link_into, "text_edits": parse_text_edits}
     for key, parse in parsers.items():
         filename, value = get(key)
         if value is not None:

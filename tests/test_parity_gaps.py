@@ -5,13 +5,14 @@ Python TUI wrappers, libcudss's CMake paths and the cuda-component setup hook's 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from cudasplit import SplitOptions, split_to_dir
-from cudasplit.errors import OptionsError, RulesError
+from cudasplit.errors import OptionsError, ProblemsFound, RulesError
 from cudasplit.rules import build_ruleset
 from cudasplit.runpath import RunpathPolicy
 from tests.builders import compile_executable, compile_shared, dynamic_entries, have_compiler
@@ -271,3 +272,113 @@ def test_cuda_gdb_before_12_5_has_no_tui_fixup(tmp_path: Path) -> None:
 def test_python_version_must_be_major_minor() -> None:
     with pytest.raises(OptionsError, match="python_version"):
         SplitOptions(python_version="3.12/../x")
+
+
+# -- libcudss's CMake configs --------------------------------------------------------------------
+
+# The lines Nixpkgs' libcudss.nix rewrites, in a config written for this test that finds the
+# package the way cuDSS's does (relative to itself).
+CUDSS_CONFIG = """\
+get_filename_component(PACKAGE_PREFIX_DIR "${CMAKE_CURRENT_LIST_DIR}/../../../../" ABSOLUTE)
+file(REAL_PATH "${CMAKE_CURRENT_LIST_DIR}" _cudss_cmake_config_realpath)
+file(REAL_PATH "../../" _cudss_search_prefix BASE_DIRECTORY "${_cudss_cmake_config_realpath}")
+find_path(cudss_INCLUDE_DIR NAMES cudss.h PATHS ${_cudss_search_prefix}
+          PATH_SUFFIXES ../include ../../include NO_DEFAULT_PATH NO_CACHE)
+find_path(cudss_LIBRARY_DIR NAMES libcudss.so PATHS ${_cudss_search_prefix}
+          PATH_SUFFIXES ./ ../lib NO_DEFAULT_PATH)
+include("${CMAKE_CURRENT_LIST_DIR}/cudss-static-targets.cmake")
+"""
+CUDSS_STATIC_TARGETS = """\
+add_library(cudss_static STATIC IMPORTED)
+set_target_properties(cudss_static PROPERTIES
+  INTERFACE_LINK_DIRECTORIES "/usr/local/cuda-12.9/lib64")
+include("${CMAKE_CURRENT_LIST_DIR}/cudss-static-targets-release.cmake")
+"""
+CUDSS_STATIC_RELEASE = """\
+set_target_properties(cudss_static PROPERTIES
+  IMPORTED_LOCATION_RELEASE "${cudss_LIBRARY_DIR}/libcudss_static.a")
+"""
+CUDSS_TOP = "libcudss-linux-x86_64-0.6.0.5_cuda12-archive"
+
+
+def _cudss(tmp_path: Path, config: str = CUDSS_CONFIG) -> Path:
+    cmake = "lib/cmake/cudss/"
+    return _tarball(tmp_path, CUDSS_TOP, [
+        ("file", "include/cudss.h", b"/* cudss.h */\n"),
+        ("file", "lib/libcudss.so.0.6.0", _elf(tmp_path, "libcudss.so.0.6.0", "libcudss.so.0")),
+        ("symlink", "lib/libcudss.so.0", "libcudss.so.0.6.0"),
+        ("symlink", "lib/libcudss.so", "libcudss.so.0"),
+        ("file", "lib/libcudss_static.a", b"!<arch>\n"),
+        ("file", cmake + "cudss-config.cmake", config.encode()),
+        ("file", cmake + "cudss-static-targets.cmake", CUDSS_STATIC_TARGETS.encode()),
+        ("file", cmake + "cudss-static-targets-release.cmake", CUDSS_STATIC_RELEASE.encode()),
+    ])
+
+
+def _cmake_find_cudss(tmp_path: Path, config_dir: Path) -> dict[str, str]:
+    project = tmp_path / "consumer"
+    project.mkdir()
+    (project / "CMakeLists.txt").write_text("""\
+cmake_minimum_required(VERSION 3.20)
+project(consumer NONE)
+find_package(cudss REQUIRED CONFIG)
+get_target_property(location cudss_static IMPORTED_LOCATION_RELEASE)
+get_target_property(linkdirs cudss_static INTERFACE_LINK_DIRECTORIES)
+message(STATUS "include=${cudss_INCLUDE_DIR}")
+message(STATUS "libdir=${cudss_LIBRARY_DIR}")
+message(STATUS "static=${location}")
+message(STATUS "linkdirs=${linkdirs}")
+""")
+    run = subprocess.run(["cmake", "-S", str(project), "-B", str(tmp_path / "build"),
+                          f"-Dcudss_DIR={config_dir}"], capture_output=True, text=True,
+                         check=False)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return dict(line.removeprefix("-- ").split("=", 1) for line in run.stdout.splitlines()
+                if line.startswith("-- ") and "=" in line)
+
+
+@pytest.mark.skipif(not shutil.which("cmake"), reason="needs cmake")
+def test_cudss_cmake_config_finds_the_split_outputs(tmp_path: Path) -> None:
+    cublas = "/nix/store/22222222222222222222222222222222-libcublas-lib"
+    report = split_to_dir(_cudss(tmp_path), tmp_path / "o", SplitOptions(
+        package_roots=(("libcublas.lib", cublas),), check_fhs_refs=True))
+    assert not report.problems
+    o = tmp_path / "o"
+    found = _cmake_find_cudss(tmp_path, o / "dev/lib/cmake/cudss")
+    found = {k: os.path.normpath(v) for k, v in found.items()}
+    assert found == {"include": f"{o}/include/include", "libdir": f"{o}/lib/lib",
+                     "static": f"{o}/static/lib/libcudss_static.a",
+                     "linkdirs": f"{cublas}/lib"}
+    assert Path(found["static"]).is_file()
+    config = (o / "dev/lib/cmake/cudss/cudss-config.cmake").read_text()
+    assert "PACKAGE_PREFIX_DIR" not in config
+
+
+def test_cudss_without_cublas_root_says_so_and_keeps_the_line(tmp_path: Path) -> None:
+    report = split_to_dir(_cudss(tmp_path), tmp_path / "o", SplitOptions())
+    assert [(p.code, p.path) for p in report.problems] == [
+        ("package-root-missing", "lib/cmake/cudss/cudss-static-targets.cmake")]
+    targets = (tmp_path / "o/dev/lib/cmake/cudss/cudss-static-targets.cmake").read_text()
+    assert '"/usr/local/cuda-12.9/lib64"' in targets
+
+
+def test_cudss_config_without_the_expected_text_is_a_problem(tmp_path: Path) -> None:
+    """--replace-fail: an edit that finds nothing is never silent (a new cuDSS layout)."""
+    tarball = _cudss(tmp_path, config="# a config of another shape\n")
+    report = split_to_dir(tarball, tmp_path / "o", SplitOptions(
+        package_roots=(("libcublas", "/nix/store/x-libcublas"),)))
+    assert sorted(p.code for p in report.problems) == ["text-edit-unmatched"] * 2
+    with pytest.raises(ProblemsFound):
+        split_to_dir(tarball, tmp_path / "strict", SplitOptions(
+            strict=True, package_roots=(("libcublas", "/nix/store/x-libcublas"),)))
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ({"files": ["a.cmake"]}, "needs 'replace' or 'regex'"),
+    ({"files": ["a.cmake"], "replace": [["x"]]}, "pairs"),
+    ({"files": ["a.cmake"], "replace": [["", "y"]]}, "pairs"),
+    ({"files": ["a.cmake"], "regex": [["(", "y"]]}, "bad regex"),
+])
+def test_bad_text_edits_are_refused(table: dict[str, object], message: str) -> None:
+    with pytest.raises(RulesError, match=message):
+        build_ruleset([("t.toml", {"package": {"text_edits": [table]}})])
