@@ -111,6 +111,7 @@ class SplitOptions:
     check_fhs_refs: bool = False                # fail on /usr/ references (checkCudaFhsRefs)
     platform: str | None = None                 # for gates; default: the tarball's platform
     python_version: str | None = None           # X.Y: cuda_gdb keeps that Python's TUI only
+    cuda_component_hook: str | None = None      # cudaComponentHook's root: source line (nixsupport)
     # Issue 14: archives without an NVIDIA top directory need an explicit strip count;
     # a --package without rules file needs default_rules; fsync before the final renames.
     strip_components: int | None = None
@@ -787,7 +788,8 @@ class SplitRun:
             pname=ident.name, version=ident.version, cuda_version=self.where.cuda_version,
             propagated=package.propagated(outputs),
             compiler=compiler, compiler_output=compiler_output,
-            stubs_outputs=tuple(stubs), driver_lib=driver)
+            stubs_outputs=tuple(stubs), driver_lib=driver,
+            component_hook=self.options.cuda_component_hook)
 
     def _check_fhs_refs(self) -> None:
         """checkCudaFhsRefs: ``/usr/`` in any output fails the run unless the package allows it."""

@@ -382,3 +382,56 @@ def test_cudss_config_without_the_expected_text_is_a_problem(tmp_path: Path) -> 
 def test_bad_text_edits_are_refused(table: dict[str, object], message: str) -> None:
     with pytest.raises(RulesError, match=message):
         build_ruleset([("t.toml", {"package": {"text_edits": [table]}})])
+
+
+# -- the cuda-component setup hook's collector -------------------------------------------------
+
+HOOK_ROOT = "/nix/store/33333333333333333333333333333333-cuda-component-hook"
+
+
+def _cudart_tree(tmp_path: Path) -> Path:
+    top = tmp_path / "cuda_cudart-linux-x86_64-12.9.79-archive"
+    (top / "include").mkdir(parents=True)
+    (top / "include/cuda_runtime.h").write_text("/* h */\n")
+    _lib(top / "lib", "libcudart.so.12.9.79", "libcudart.so.12", ("libcudart.so.12",))
+    _lib(top / "lib/stubs", "libcuda.so", "libcuda.so")
+    return top
+
+
+def test_component_outputs_source_the_collector_first(tmp_path: Path) -> None:
+    """What cudaComponentHook's _cudaPublishComponents writes: ``source <collector>`` then the
+    output's own hook (the stubs output keeps its consumer hook after the line)."""
+    split_to_dir(_cudart_tree(tmp_path), tmp_path / "o", SplitOptions(
+        nix_markers=True, cuda_component_hook=HOOK_ROOT))
+    collector = f"source {HOOK_ROOT}/nix-support/setup-hook\n"
+    for output in ("out", "dev", "include", "lib", "static"):
+        assert (tmp_path / "o" / output / "nix-support/setup-hook").read_text() == collector + "\n"
+    stubs = (tmp_path / "o/stubs/nix-support/setup-hook").read_text()
+    assert stubs.startswith(collector + "# shellcheck shell=bash\n")
+    assert "cudasplitRemoveStubsFromRunpathAll" in stubs
+
+
+def test_sourcing_an_output_hook_runs_the_collector_and_the_stubs_hook(tmp_path: Path) -> None:
+    hook_root = tmp_path / "cuda component hook"  # a space: %q quoting must hold
+    (hook_root / "nix-support").mkdir(parents=True)
+    (hook_root / "nix-support/setup-hook").write_text("collected+=(yes)\n")
+    split_to_dir(_cudart_tree(tmp_path), tmp_path / "o", SplitOptions(
+        nix_markers=True, cuda_component_hook=str(hook_root)))
+    script = (f"set -eu; postFixupHooks=(); collected=()\n"
+              f"source {tmp_path}/o/stubs/nix-support/setup-hook\n"
+              f"source {tmp_path}/o/lib/nix-support/setup-hook\n"
+              'echo "${#collected[@]} ${postFixupHooks[*]}"\n')
+    run = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=False)
+    assert (run.returncode, run.stdout.strip()) == (0, "2 cudasplitRemoveStubsFromRunpathAll"), \
+        run.stderr
+
+
+def test_without_the_hook_no_collector_line(tmp_path: Path) -> None:
+    split_to_dir(_cudart_tree(tmp_path), tmp_path / "o", SplitOptions(nix_markers=True))
+    assert not (tmp_path / "o/lib/nix-support/setup-hook").exists()
+    assert "source " not in (tmp_path / "o/stubs/nix-support/setup-hook").read_text()
+
+
+def test_component_hook_must_be_absolute() -> None:
+    with pytest.raises(OptionsError, match="cuda_component_hook"):
+        SplitOptions(cuda_component_hook="relative/hook")
