@@ -435,3 +435,22 @@ def test_without_the_hook_no_collector_line(tmp_path: Path) -> None:
 def test_component_hook_must_be_absolute() -> None:
     with pytest.raises(OptionsError, match="cuda_component_hook"):
         SplitOptions(cuda_component_hook="relative/hook")
+
+
+@pytest.mark.parametrize(("env", "expected"), [
+    ("cudasplitCudaComponentHook=/nix/store/h-hook\ncudasplitPythonVersion=3.12",
+     ["--cuda-component-hook /nix/store/h-hook", "--python-version 3.12"]),
+    ("_cudaComponentHookPath=/nix/store/g-hook", ["--cuda-component-hook /nix/store/g-hook"]),
+    # cudaComponentHook publishes itself: no second source line from cudasplit.
+    ("_cudaComponentHookPath=/nix/store/g-hook\ncudaPublishComponent=1", []),
+    ("cudasplitCudaComponentHook=/nix/store/h-hook\ncudasplitNoNixSupport=1", []),
+])
+def test_setup_hook_passes_the_new_variables(env: str, expected: list[str]) -> None:
+    from tests.test_package_rules import _run_hook
+
+    args, _settings = _run_hook(env)
+    joined = " ".join(args)
+    for flag in expected:
+        assert flag in joined, joined
+    if not expected:
+        assert "--cuda-component-hook" not in joined
