@@ -61,8 +61,12 @@ class LibMajor:
     _late: list[str] = field(default_factory=list)
 
     def should_hold(self, member: Member, path: str) -> bool:
-        return (self.hold and self.major is not None and not self.seen and _in_lib(path)
-                and member.type is not MemberType.DIR)
+        if not self.hold or self.major is None or self.seen:
+            return False
+        if member.type is MemberType.HARDLINK and any(
+                h.member.path == member.link for h in self.held):
+            return True  # tar links name an earlier member: keep the order on replay
+        return _in_lib(path) and member.type is not MemberType.DIR
 
     def keep(self, member: Member, stream: BinaryIO | None) -> None:
         """Hold ``member``: its bytes are read now, the stream moves on."""

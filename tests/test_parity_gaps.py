@@ -454,3 +454,13 @@ def test_setup_hook_passes_the_new_variables(env: str, expected: list[str]) -> N
         assert flag in joined, joined
     if not expected:
         assert "--cuda-component-hook" not in joined
+
+
+def test_hard_link_to_a_held_member_waits_with_it(tmp_path: Path) -> None:
+    tarball = _tarball(tmp_path, CUTENSOR, [
+        ("file", "lib/data.bin", b"payload\n"),
+        ("hardlink", "share/data.bin", "lib/data.bin"),
+    ])
+    report = split_to_dir(tarball, tmp_path / "o", SplitOptions(cuda_version="12.9"))
+    assert not report.warnings
+    assert (tmp_path / "o/out/share/data.bin").read_bytes() == b"payload\n"
