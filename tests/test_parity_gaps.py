@@ -464,3 +464,17 @@ def test_hard_link_to_a_held_member_waits_with_it(tmp_path: Path) -> None:
     report = split_to_dir(tarball, tmp_path / "o", SplitOptions(cuda_version="12.9"))
     assert not report.warnings
     assert (tmp_path / "o/out/share/data.bin").read_bytes() == b"payload\n"
+
+
+def test_cli_wires_python_version_and_component_hook(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from cudasplit.cli import main
+
+    result = CliRunner().invoke(main, [
+        "split", str(_gdb(tmp_path)), "-o", str(tmp_path / "o"), "--python-version", "3.13",
+        "--nix-support", "--cuda-component-hook", HOOK_ROOT])
+    assert result.exit_code == 0, result.output
+    assert sorted(os.listdir(tmp_path / "o/bin/bin")) == ["cuda-gdb", "cuda-gdb-python3.13-tui"]
+    hook = (tmp_path / "o/bin/nix-support/setup-hook").read_text()
+    assert hook == f"source {HOOK_ROOT}/nix-support/setup-hook\n\n"
