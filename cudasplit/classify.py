@@ -7,11 +7,11 @@ and every planner get the same answer for a path.
 from __future__ import annotations
 
 import posixpath
-import re
 from dataclasses import dataclass
 from enum import Enum
 
 from .elf import kind_from_head
+from .libmajor import LibMajor
 from .model import Kind, Member, MemberType
 from .pkgtable import Where
 from .report import MemberRecord
@@ -21,7 +21,6 @@ __all__ = ["AR_MAGIC", "BUILTIN", "PACKAGE_DROP", "Action", "Classified", "Norma
            "classify_member", "fallback_output", "member_kind"]
 
 AR_MAGIC = b"!<arch>\n"
-_CUDA_MAJOR_DIR = re.compile(r"^lib/(\d{2})/")
 PACKAGE_DROP = "dropped by the package table"
 BUILTIN = "<builtin>"
 
@@ -61,17 +60,15 @@ class Normaliser:
 
     ruleset: RuleSet
     where: Where
-    cuda_major: str | None
+    lib_major: LibMajor   # D9 (libmajor.py); it learns from the members as they arrive
 
     def __call__(self, path: str) -> tuple[str | None, Rename | None, str | None]:
         lifted = self.ruleset.package.lift_path(path)
         if lifted is None:
             return None, None, None
-        match = _CUDA_MAJOR_DIR.match(lifted)
-        if match is not None and self.cuda_major is not None:
-            if match[1] != self.cuda_major.split(".")[0]:
-                return None, None, f"built for CUDA {match[1]}, not {self.cuda_major}"
-            lifted = "lib/" + lifted[match.end():]
+        lifted, lib_drop = self.lib_major.route(lifted)
+        if lib_drop is not None:
+            return None, None, lib_drop
         # Drops name archive paths before renames: cuda_cccl 13 deletes the stale top-level
         # include/nv/ *before* include/cccl/nv/ is un-nested into its place.
         if self.ruleset.package.dropped(lifted, self.where):

@@ -109,6 +109,8 @@ def common_options(func: F) -> F:
         click.option("--platform", "split_platform", metavar="NAME", help="Platform for the "
                      "package table's gates: linux-x86_64, linux-sbsa, ..., or "
                      "aarch64-linux:CAP (Jetson capabilities pick linux-aarch64)."),
+        click.option("--python-version", metavar="X.Y", help="The build's Python: cuda_gdb "
+                     "keeps only its cuda-gdb-pythonX.Y-tui (as Nixpkgs)."),
     ]):
         func = decorator(func)
     return func
@@ -181,6 +183,8 @@ def _options(kw: dict[str, Any], *, dry_run: bool = False) -> SplitOptions:
         cuda_version=kw.get("cuda_version"),
         platform=_split_platform(kw.get("split_platform"), kw.get("cuda_version")),
         check_fhs_refs=bool(kw.get("check_fhs_refs")),
+        python_version=kw.get("python_version"),
+        cuda_component_hook=kw.get("cuda_component_hook"),
         strip_components=kw.get("strip_components"),
         default_rules=bool(kw.get("default_rules")),
         fsync=not kw.get("no_fsync", False),
@@ -245,6 +249,9 @@ main.add_command(ldd_command)  # cudasplit ldd: the loader view (cli_ldd.py)
 @click.option("--nix", is_flag=True, help="Take the outputs from the Nix builder environment.")
 @click.option("--nix-support", is_flag=True, help="Write nix-support/include-in-cudatoolkit-root "
               "in every output and nix-support/propagated-build-inputs (the others) in out.")
+@click.option("--cuda-component-hook", metavar="DIR", help="With --nix-support: Nixpkgs' "
+              "cudaComponentHook (store path); each component output's nix-support/setup-hook "
+              "sources its collector.")
 @common_options
 @patch_options
 @click.option("--report", "report_file", type=click.Path(dir_okay=False, allow_dash=True),

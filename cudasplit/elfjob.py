@@ -95,4 +95,8 @@ def _record_plan(job: ElfJob, plan: ElfPlan, writing: bool) -> None:
         verb = "renamed" if writing else "would be renamed"
         record.note = f"DT_NEEDED {verb}: " + ", ".join(
             f"{old} -> {new}" for old, new in edit.replace_needed)
+    if edit.add_needed:
+        verb = "added" if writing else "would be added"
+        added = f"DT_NEEDED {verb}: " + ", ".join(edit.add_needed)
+        record.note = f"{record.note}; {added}" if record.note else added
     record.patch = job.result.method if job.result is not None else "planned"

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from .elf import ElfInfo
 from .elfedit import ElfEdit
+from .globs import Glob
 from .resolve import LibraryIndex, arch_of, ignored
 from .runpath import RunpathPlan, RunpathPolicy, is_glibc_name, plan_runpath
 
@@ -61,6 +62,8 @@ class PlanContext:
     is_compat_package: bool = False
     renames: Mapping[str, str] = field(default_factory=dict)
     complete: bool = True
+    # Package-table add_needed, resolved: (globs on the file's path in its output, names).
+    add_needed: tuple[tuple[tuple[Glob, ...], tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +88,9 @@ def plan_elf(facts: ElfFacts, ctx: PlanContext) -> ElfPlan:
         return ElfPlan(ElfEdit(), True, "no dynamic section")
     renames = tuple((old, ctx.renames[old]) for old in info.needed if old in ctx.renames)
     needed = tuple(ctx.renames.get(name, name) for name in info.needed)
+    # Added names resolve like the file's own: RUNPATH must find them too.
+    adds = _additions(facts.dest, needed, ctx)
+    needed += adds
     own = ctx.names.get(facts.directory, ())
     policy = _file_policy(ctx.policy, facts)
     runpath = plan_runpath(
@@ -96,12 +102,18 @@ def plan_elf(facts: ElfFacts, ctx: PlanContext) -> ElfPlan:
     accepted = tuple(n for n in runpath.needed_unresolved
                      if foreign or ignored(n, policy.ignore_missing))
     edit = ElfEdit(runpath=runpath.value, tag=policy.tag, interpreter=_interpreter(info, policy),
-                   replace_needed=renames)
+                   replace_needed=renames, add_needed=adds)
     return ElfPlan(
         edit=edit, final=ctx.complete or _settled(needed, own), runpath=runpath,
         interpreter_before=info.interp,
         unresolved=tuple(n for n in runpath.needed_unresolved if n not in accepted),
         ignored=accepted)
+
+
+def _additions(dest: str, needed: tuple[str, ...], ctx: PlanContext) -> tuple[str, ...]:
+    names = [name for globs, add in ctx.add_needed if any(g.matches(dest) for g in globs)
+             for name in add if name not in needed]
+    return tuple(dict.fromkeys(names))
 
 
 def _file_policy(policy: RunpathPolicy, facts: ElfFacts) -> RunpathPolicy:

@@ -118,7 +118,8 @@ class EndOfRun:
         return nix_support_info(
             run.ruleset.package, run.options.package or run.source.package, run.where,
             run.sink.outputs() if run.sink is not None else [], run.placements,
-            run.options.runpath.driver_lib_dir(), run.layout.roots)
+            run.options.runpath.driver_lib_dir(), run.layout.roots,
+            run.options.cuda_component_hook)
 
     def _check_fhs_refs(self) -> None:
         """checkCudaFhsRefs: ``/usr/`` in any output fails the run unless the package allows it."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from .classify import BUILTIN, fallback_output
 from .model import Kind, Member
+from .pkgtable import Where
 from .placements import Placed, Placements
 from .report import MemberRecord
 from .rules import Rename, Rule, RuleSet
@@ -56,6 +57,7 @@ LinkOp = SymlinkOp | HardlinkOp
 @dataclass(slots=True)
 class LinkPlanner:
     ruleset: RuleSet
+    where: Where
     allowed: frozenset[str] | None
     normalise: Callable[[str], str | None]
     placements: Placements
@@ -209,6 +211,9 @@ class LinkPlanner:
             # A link to a directory (cuda_cccl's include/cccl -> .) goes where it has content.
             for output in sorted(self.placements.holders(target_dest)):
                 self.add_link(output, dest, target, f"{BUILTIN}:stub-link")
+        for entry in self.ruleset.package.link_into:  # tensorrt's include/onnx
+            for output, dest, target in entry.links(list(self.placements.occupied), self.where):
+                self.add_link(output, dest, target, f"{BUILTIN}:link-into")
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,11 @@
   and stubs are not dragged into every consumer's closure (D3, NixOS/nixpkgs#323056);
 * every output: ``nix-support/cuda-component`` (cudaComponentHook's metadata, format 3; a
   compiler package publishes it on the output holding the compiler only);
+* every output with ``cuda-component``, given the collector (``--cuda-component-hook``, the
+  store path of Nixpkgs' cudaComponentHook): ``nix-support/setup-hook`` starts with
+  ``source <collector>/nix-support/setup-hook``, as cudaComponentHook's
+  ``_cudaPublishComponents`` writes it (``printf 'source %q\n%s\n'``), so a consumer that
+  depends on the output collects the component without naming the hook itself;
 * every output holding a ``stubs`` directory: ``nix-support/setup-hook``, the consumer hook
   (``stubs-consumer-hook.sh``): stdenv sources it in every derivation that depends on the
   output, and after fixup it replaces the first ``*/lib/stubs`` RUNPATH entry of the consumer's
@@ -27,6 +32,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from .errors import OptionsError
 from .sinks.base import Sink, write_bytes
 
 MARKER = "nix-support/include-in-cudatoolkit-root"
@@ -48,6 +54,7 @@ class NixSupport:
     compiler_output: str | None = None
     stubs_outputs: tuple[str, ...] = ()          # outputs holding a stubs directory
     driver_lib: str = "/run/opengl-driver/lib"
+    component_hook: str | None = None            # cudaComponentHook's store path
     # Final root of each output (the run's layout): propagated-build-inputs names them.
     roots: tuple[tuple[str, str], ...] = ()
 
@@ -63,10 +70,13 @@ def write_nix_support(sink: Sink, info: NixSupport | None = None) -> None:
     if propagated is None:
         propagated = tuple(o for o in outputs if o != "out")
     _write_propagation(sink, outputs, propagated, dict(info.roots))
-    _write_components(sink, outputs, info)
-    for output in info.stubs_outputs:
-        if output in outputs:
-            write_bytes(sink, output, SETUP_HOOK, stubs_hook_text(info.driver_lib), 0o644)
+    hooks = {o: stubs_hook_text(info.driver_lib).decode() for o in info.stubs_outputs
+             if o in outputs}
+    for output in _write_components(sink, outputs, info):
+        if info.component_hook is not None:
+            hooks[output] = collector_line(info.component_hook, hooks.get(output, ""))
+    for output, text in sorted(hooks.items()):
+        write_bytes(sink, output, SETUP_HOOK, text.encode(), 0o644)
 
 
 def _write_propagation(sink: Sink, outputs: Sequence[str], propagated: Sequence[str],
@@ -90,13 +100,34 @@ def _write_propagation(sink: Sink, outputs: Sequence[str], propagated: Sequence[
             write_bytes(sink, holder, PROPAGATED, text.encode(), 0o644)
 
 
-def _write_components(sink: Sink, outputs: Sequence[str], info: NixSupport) -> None:
+def _write_components(sink: Sink, outputs: Sequence[str], info: NixSupport) -> list[str]:
+    """Write the metadata; returns the outputs that got it."""
     if not info.pname or not info.version or not _IDENTIFIER.match(info.pname):
-        return
+        return []
     targets = [info.compiler_output] if info.compiler and info.compiler_output else outputs
-    for output in targets:
-        if output in outputs:
-            write_bytes(sink, output, COMPONENT, component_text(info, output).encode(), 0o644)
+    written = [o for o in targets if o in outputs]
+    for output in written:
+        write_bytes(sink, output, COMPONENT, component_text(info, output).encode(), 0o644)
+    return written
+
+
+def collector_line(hook_root: str, existing: str) -> str:
+    """``printf 'source %q\\n%s\\n' "$collectorPath" "$existingSetupHook"``: the collector
+    first, then the output's own hook (``$(<file)`` drops its trailing newlines)."""
+    collector = hook_root.rstrip("/") + "/nix-support/setup-hook"
+    return f"source {bash_q(collector)}\n{existing.rstrip(chr(10))}\n"
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_./+:@%,=-]+")
+
+
+def bash_q(word: str) -> str:
+    """Bash's ``printf %q`` for printable text: special characters backslash-escaped."""
+    if not word:
+        return "''"
+    if any(not ch.isprintable() for ch in word):
+        raise OptionsError(f"cannot quote {word!r} for a setup hook")
+    return "".join(ch if _PLAIN.fullmatch(ch) else "\\" + ch for ch in word)
 
 
 def component_text(info: NixSupport, output: str) -> str:

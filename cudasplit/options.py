@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,6 +46,13 @@ def check_options(options: SplitOptions) -> None:
     if options.cuda_major is not None and not str(options.cuda_major).split(".")[0].isdigit():
         raise OptionsError(f"cuda_major must be a CUDA major such as '12', "
                            f"not {options.cuda_major!r}")
+    hook = getattr(options, "cuda_component_hook", None)
+    if hook is not None and (not str(hook).startswith("/")
+                             or any(not ch.isprintable() for ch in str(hook))):
+        raise OptionsError(f"cuda_component_hook must be an absolute path, not {hook!r}")
+    python = getattr(options, "python_version", None)
+    if python is not None and not re.fullmatch(r"\d+\.\d+", str(python)):
+        raise OptionsError(f"python_version must be X.Y such as '3.12', not {python!r}")
 
 
 def _check_outputs(outputs: object) -> None:

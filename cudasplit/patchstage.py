@@ -35,6 +35,7 @@ from .elfjob import ElfJob, read_job, record_outcome, scan_quietly
 from .elfplan import ElfFacts, ElfPlan, Layout, PlanContext, plan_elf
 from .errors import ElfError, OutputError, PatchError
 from .model import OUTPUT_NAMES
+from .pkgtable import added_needed
 from .report import Problem, Report
 from .resolve import LibraryIndex, unresolved_error
 from .rules import PackageSettings
@@ -225,7 +226,9 @@ class PatchStage:
         policy = replace(base, stub_dirs=(*base.stub_dirs, *stubs_root),
                          append=base.append + self._package_appends(package))
         return PlanContext(policy, {}, {}, LibraryIndex.scan(policy.library_paths),
-                           package.cuda_compat, dict(package.replace_needed), complete=False)
+                           package.cuda_compat, dict(package.replace_needed), complete=False,
+                           add_needed=added_needed(package.add_needed,
+                                                   self.settings.package_version))
 
     def _package_appends(self, package: PackageSettings) -> tuple[str, ...]:
         """Package rules' runpath_append with ``@pname@`` filled from ``package_roots``."""

@@ -28,6 +28,7 @@ from .classify import (
 from .endrun import EndOfRun
 from .errors import OutputError
 from .layout import Layout, LayoutSpec
+from .libmajor import LibMajor
 from .links import LinkPlanner
 from .model import Member
 from .options import check_package_known
@@ -36,7 +37,14 @@ from .pkgtable import Where
 from .placements import Placed, Placements
 from .prepare import patch_settings, prepare
 from .report import MemberRecord, OutputRecord, Problem, Report
-from .rewrites import REWRITES, Rewrite, RewriteContext, read_small_text
+from .rewrites import (
+    REWRITES,
+    Rewrite,
+    RewriteContext,
+    read_small_text,
+    rewrite_text_edits,
+    text_edits_for,
+)
 from .rules import RuleSet
 from .sinks.base import Sink, write_bytes
 from .sources import Limits, Source, open_source
@@ -73,6 +81,7 @@ class SplitRun:
         self.links: LinkPlanner | None = None
         self.rewrites: RewriteContext | None = None
         self.cuda_major: str | None = options.cuda_major
+        self.lib_major = LibMajor()  # D9, set up with the rules (libmajor.py)
         self.eager_pool: ThreadPoolExecutor | None = None
         self.patches: PatchStage | None = None  # created with the rules (first member)
         self.members_seen = 0
@@ -94,6 +103,7 @@ class SplitRun:
                     with _naming(self.source.description, member.path):
                         self._take(member, stream)
                     self._tick(member)
+                self._release_held()
                 self.patch_stage().wait_early()
             end = EndOfRun(self)
             end.settle()
@@ -132,7 +142,9 @@ class SplitRun:
         self.report.rules_files = list(ruleset.files)
         self.where, self.cuda_major, self.layout = plan.where, plan.cuda_major, plan.layout
         self.declared, self.allowed, self.normalise = plan.declared, plan.allowed, plan.normalise
-        self.links = LinkPlanner(ruleset, self.allowed, self._dest, self.placements,
+        self.lib_major = plan.lib_major
+        self.report.warnings.extend(plan.warnings)
+        self.links = LinkPlanner(ruleset, self.where, self.allowed, self._dest, self.placements,
                                  self._problem, self._warn)
         self.rewrites = RewriteContext(
             ruleset, self.where, self.allowed, self.layout, self.options.package_roots,
@@ -151,6 +163,8 @@ class SplitRun:
 
     def _take(self, member: Member, stream: BinaryIO | None) -> None:
         assert self.normalise is not None and self.links is not None
+        if self._held(member, stream, self.normalise.ruleset.package.lift_path(member.path)):
+            return
         classified = classify_member(member, self.normalise, self.allowed)
         self.report.members.append(classified.record)
         if classified.action is Action.SYMLINK:
@@ -160,6 +174,28 @@ class SplitRun:
         elif classified.action is Action.PLACE:
             assert stream is not None
             self._place_file(member, stream, classified)
+
+    def _release_held(self) -> None:
+        """D9: members held until the stream ended go through the loop now (placed, or dropped
+        when a lib/<major>/ arrived meanwhile)."""
+        for held in self.lib_major.release():
+            with _naming(self.source.description, held.member.path):
+                self._take(held.member, held.spool)
+            if held.spool is not None:
+                held.spool.close()
+
+    def _held(self, member: Member, stream: BinaryIO | None, lifted: str | None) -> bool:
+        """D9: hold ``member`` until the stream ends, or note its arrival (libmajor.py)."""
+        if lifted is not None and self.lib_major.should_hold(member, lifted):
+            self.lib_major.keep(member, stream)
+            return True
+        self.lib_major.arrive(member, lifted or "")
+        late = self.lib_major.late()
+        if late:
+            self._problem("cuda-major-late", late[0], (
+                f"lib/{self.lib_major.major}/ arrived after {len(late)} member(s) directly in "
+                "lib/ were written; Nixpkgs deletes them (D9), a stream cannot (libmajor.py)"))
+        return False
 
     def _place_file(self, member: Member, stream: BinaryIO, classified: Classified) -> None:
         record, kind, decision = classified.record, classified.kind, classified.decision
@@ -175,6 +211,9 @@ class SplitRun:
         if self.patches is not None:  # a duplicate path: never patch a file being rewritten
             self.patches.supersede(output, record.dest)
         rewrite = REWRITES.get(rule.transform or "") if rule is not None else None
+        assert self.rewrites is not None
+        if rewrite is None and text_edits_for(self.rewrites, record.dest):
+            rewrite = rewrite_text_edits
         if rewrite is not None:  # dry runs too: the same warnings and alias links
             self._write_rewritten(rewrite, member, stream, output, record.dest)
         elif self.sink is not None:
@@ -211,8 +250,9 @@ class SplitRun:
                          dest: str) -> None:
         assert self.rewrites is not None and self.links is not None
         text = read_small_text(stream, self.source.description, member.path)
-        result = rewrite(self.rewrites, output, dest, text)
+        result = rewrite(self.rewrites, member.path, output, dest, text)
         self.report.warnings.extend(result.warnings)
+        self.report.problems.extend(result.problems)
         if result.alias is not None:
             self.links.pc_aliases.append((output, dest, result.alias))
         if self.sink is not None:

@@ -12,8 +12,9 @@ gates count as met (the newest layout is the default), ``before`` gates as not m
 
 from __future__ import annotations
 
+import posixpath
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,7 @@ class Where:
     version: str | None = None
     cuda_version: str | None = None
     platform: str | None = None
+    python_version: str | None = None  # X.Y of the build's Python (cuda_gdb's TUI wrappers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,13 +126,92 @@ class OutputWhen:
 
 @dataclass(frozen=True, slots=True)
 class DropEdit:
-    """Members dropped where the gate applies (cuda_crt on CUDA 12: the nvcc payload)."""
+    """Members dropped where the gate applies (cuda_crt on CUDA 12: the nvcc payload), except
+    those matching ``keep``. ``@python@`` in a ``keep`` glob is the build's Python X.Y
+    (cuda_gdb keeps only its ``cuda-gdb-python<X.Y>-tui``); without one the entry drops
+    nothing -- which wrapper the build can run is unknown."""
 
     globs: tuple[Glob, ...]
     gate: Gate = Gate()
+    keep: tuple[str, ...] = ()
+
+    def needs_python(self) -> bool:
+        return any("@python@" in k for k in self.keep)
 
     def matches(self, path: str, where: Where) -> bool:
-        return any(g.matches(path) for g in self.globs) and self.gate.applies(where)
+        if not any(g.matches(path) for g in self.globs) or not self.gate.applies(where):
+            return False
+        if self.needs_python() and where.python_version is None:
+            return False
+        python = where.python_version or ""
+        return not any(compile_glob(k.replace("@python@", python)).matches(path)
+                       for k in self.keep)
+
+
+@dataclass(frozen=True, slots=True)
+class AddNeeded:
+    """``DT_NEEDED`` names added to the ELF files whose path matches ``files`` (Nixpkgs'
+    ``patchelf --add-needed`` in a postFixup: tensorrt's ``trtexec``, cuDNN 8). ``@major@`` in a
+    name is the package version's major (``libnvinfer_plugin.so.@major@``)."""
+
+    files: tuple[Glob, ...]
+    names: tuple[str, ...]
+    gate: Gate = Gate()
+
+    def resolve(self, version: str | None) -> tuple[str, ...]:
+        """The names to add for a package of ``version`` (empty: the gate fails). A name that
+        needs ``@major@`` is left out when the version is unknown (it cannot be written)."""
+        if not self.gate.applies(Where(version=version)):
+            return ()
+        if not version:
+            return tuple(n for n in self.names if "@major@" not in n)
+        major = str(version_tuple(version)[0])
+        return tuple(n.replace("@major@", major) for n in self.names)
+
+
+def added_needed(entries: Sequence[AddNeeded],
+                 version: str | None) -> tuple[tuple[tuple[Glob, ...], tuple[str, ...]], ...]:
+    """``add_needed`` entries resolved for one package version: (file globs, names) pairs."""
+    return tuple((e.files, names) for e in entries if (names := e.resolve(version)))
+
+
+@dataclass(frozen=True, slots=True)
+class LinkInto:
+    """A relative link in ``directory`` to every placed file whose path matches ``files``, in
+    the file's output (tensorrt: ``include/onnx/NvOnnxParser.h -> ../NvOnnxParser.h``, what
+    Nixpkgs' ``ln -srt include/onnx/ NvOnnx*.h`` makes)."""
+
+    files: tuple[Glob, ...]
+    directory: str
+    gate: Gate = Gate()
+
+    def links(self, placed: Iterable[tuple[str, str]],
+              where: Where) -> list[tuple[str, str, str]]:
+        """``(output, link path, link text)`` for the placed ``(output, path)`` pairs."""
+        if not self.gate.applies(where):
+            return []
+        found = []
+        for output, dest in sorted(placed):
+            if posixpath.dirname(dest) != self.directory and any(
+                    g.matches(dest) for g in self.files):
+                found.append((output, posixpath.join(self.directory, posixpath.basename(dest)),
+                              posixpath.relpath(dest, self.directory)))
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class TextEdit:
+    """Replacements in the text files whose path in their output matches ``files`` (libcudss's
+    CMake configs; see textedits.py): ``replace`` literal ``(old, new)`` pairs, ``regex``
+    ``(pattern, new)`` pairs (Python ``re``, one line at a time like ``sed -E``)."""
+
+    files: tuple[Glob, ...]
+    replace: tuple[tuple[str, str], ...] = ()
+    regex: tuple[tuple[str, str], ...] = ()
+    gate: Gate = Gate()
+
+    def matches(self, path: str, where: Where) -> bool:
+        return any(g.matches(path) for g in self.files) and self.gate.applies(where)
 
 
 # -- parsing ----------------------------------------------------------------------------------
@@ -237,9 +318,73 @@ def parse_output_when(value: Any, filename: str) -> tuple[OutputWhen, ...]:
 def parse_drops(value: Any, filename: str) -> tuple[DropEdit, ...]:
     entries = []
     for where, table in _tables(value, filename, "drop"):
-        _check(table, frozenset({"match", "description"}), where)
+        _check(table, frozenset({"match", "keep", "description"}), where)
+        keep = _strings(table.get("keep"), where, "keep")
+        try:
+            for pattern in keep:
+                compile_glob(pattern.replace("@python@", "3.0"))
+        except GlobError as exc:
+            raise RulesError(f"{where}: {exc}") from exc
         entries.append(DropEdit(_globs(table.get("match"), where, "match"),
+                                parse_gate(table, where), keep))
+    return tuple(entries)
+
+
+def parse_link_into(value: Any, filename: str) -> tuple[LinkInto, ...]:
+    entries = []
+    for where, table in _tables(value, filename, "link_into"):
+        _check(table, frozenset({"files", "dir", "description"}), where)
+        directory = table.get("dir")
+        if (not isinstance(directory, str) or not directory.strip("/")
+                or directory.startswith("/") or ".." in directory.split("/")):
+            raise RulesError(f"{where}: 'dir' must be a relative directory")
+        entries.append(LinkInto(_globs(table.get("files"), where, "files"),
+                                directory.strip("/"), parse_gate(table, where)))
+    return tuple(entries)
+
+
+def parse_text_edits(value: Any, filename: str) -> tuple[TextEdit, ...]:
+    entries = []
+    for where, table in _tables(value, filename, "text_edits"):
+        _check(table, frozenset({"files", "replace", "regex", "description"}), where)
+        replace, regex = _pairs(table, "replace", where), _pairs(table, "regex", where)
+        if not replace and not regex:
+            raise RulesError(f"{where}: needs 'replace' or 'regex' pairs")
+        for pattern, _ in regex:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise RulesError(f"{where}: bad regex {pattern!r} ({exc})") from exc
+        entries.append(TextEdit(_globs(table.get("files"), where, "files"), replace, regex,
                                 parse_gate(table, where)))
+    return tuple(entries)
+
+
+def _pairs(table: Mapping[str, Any], key: str, where: str) -> tuple[tuple[str, str], ...]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(
+            isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+            and p[0] for p in value):
+        raise RulesError(f"{where}: '{key}' must be a list of [\"old\", \"new\"] pairs")
+    return tuple((p[0], p[1]) for p in value)
+
+
+_LIBRARY_NAME = re.compile(r"^[A-Za-z0-9_.+@-]+$")
+
+
+def parse_add_needed(value: Any, filename: str) -> tuple[AddNeeded, ...]:
+    entries = []
+    for where, table in _tables(value, filename, "add_needed"):
+        _check(table, frozenset({"files", "names", "description"}), where)
+        # The ELF planner knows the package's own version only (Nixpkgs gates these edits on
+        # finalAttrs.version too).
+        if set(table) & {"cuda_since", "cuda_before", "platforms"}:
+            raise RulesError(f"{where}: add_needed is gated by 'since'/'before' only")
+        names = _strings(table.get("names"), where, "names")
+        if not names or not all(_LIBRARY_NAME.match(n) for n in names):
+            raise RulesError(f"{where}: 'names' must be library names like \"libfoo.so.1\"")
+        entries.append(AddNeeded(_globs(table.get("files"), where, "files"), names,
+                                 parse_gate(table, where)))
     return tuple(entries)
 
 

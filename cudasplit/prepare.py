@@ -11,9 +11,11 @@ from dataclasses import dataclass
 
 from .classify import Normaliser
 from .layout import Layout, LayoutSpec
+from .libmajor import LibMajor
 from .model import PackageId
 from .patchstage import PatchSettings
 from .pkgtable import Where
+from .report import Problem
 from .rules import RuleSet, load_ruleset
 from .splitoptions import SplitOptions, cuda_version
 
@@ -30,19 +32,32 @@ class RunPlan:
     allowed: frozenset[str] | None        # declared + out: where fallbacks may go
     layout: Layout
     normalise: Normaliser
+    lib_major: LibMajor                   # D9: lib/ members held or routed (libmajor.py)
+    warnings: tuple[Problem, ...] = ()
 
 
 def prepare(package: PackageId, options: SplitOptions, layout: LayoutSpec) -> RunPlan:
     ruleset = load_ruleset(package.name, options.rules_files, options.rules_dir)
     where = Where(package.version, cuda_version(options, package),
-                  options.platform or package.platform)
+                  options.platform or package.platform, options.python_version)
+    warnings = []
+    if options.python_version is None and any(d.needs_python() for d in ruleset.package.drops):
+        warnings.append(Problem("python-version-unknown", None, "the package table keeps only "
+                                "the build Python's files here; pass --python-version X.Y "
+                                "(kept all)"))
     # D9: lib/<cudaMajor>/ replaces lib/ whenever the CUDA major is known.
     cuda_major = (options.cuda_major or package.cuda_variant
                   or (where.cuda_version or "").split(".")[0] or None)
+    # Only multi-CUDA redists without a _cudaNN archive suffix may mix lib/ and
+    # lib/<major>/: their lib/ members wait for the verdict (libmajor.py).
+    major = cuda_major.split(".")[0] if cuda_major else None
+    lib_major = LibMajor(major, hold=ruleset.package.redist != "cuda"
+                         and not package.cuda_variant)
     declared = options.outputs or ruleset.package.outputs_for(where)
     allowed = None if declared is None else frozenset(declared) | {"out"}
     return RunPlan(package, ruleset, where, cuda_major, declared, allowed,
-                   layout.resolve(package), Normaliser(ruleset, where, cuda_major))
+                   layout.resolve(package), Normaliser(ruleset, where, lib_major), lib_major,
+                   tuple(warnings))
 
 
 def patch_settings(options: SplitOptions, *, writing: bool,

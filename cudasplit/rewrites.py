@@ -28,11 +28,13 @@ from .pkgconfig import (
     rewrite_pc,
     unversioned_alias,
 )
-from .pkgtable import Where
+from .pkgtable import TextEdit, Where
 from .report import Problem
 from .rules import RuleSet
+from .textedits import apply_text_edits
 
-__all__ = ["REWRITES", "RewriteContext", "Rewritten", "package_root", "read_small_text"]
+__all__ = ["REWRITES", "RewriteContext", "Rewritten", "package_root", "read_small_text",
+           "rewrite_text_edits", "text_edits_for"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +57,11 @@ class Rewritten:
     text: str
     warnings: tuple[Problem, ...] = ()
     alias: str | None = None
+    problems: tuple[Problem, ...] = ()
 
 
-Rewrite = Callable[[RewriteContext, str, str, str], Rewritten]   # ctx, output, dest, text
+# ctx, archive path, output, dest, text
+Rewrite = Callable[[RewriteContext, str, str, str, str], Rewritten]
 
 
 def read_small_text(stream: BinaryIO, source: str, member: str) -> str:
@@ -77,7 +81,8 @@ def package_root(roots: Mapping[str, str], pname: str, output: str) -> str | Non
 # -- pkg-config ------------------------------------------------------------------------------
 
 
-def rewrite_pkgconfig(ctx: RewriteContext, output: str, dest: str, text: str) -> Rewritten:
+def rewrite_pkgconfig(ctx: RewriteContext, path: str, output: str, dest: str,
+                      text: str) -> Rewritten:
     name = posixpath.basename(dest)
     extras, warnings = _pc_extras(ctx, name)
     text = apply_extras(rewrite_pc(text, _pc_roots(ctx, name)), extras)
@@ -122,7 +127,8 @@ def _pc_extras(ctx: RewriteContext, name: str) -> tuple[PcExtras, tuple[Problem,
 # -- nvcc.profile ----------------------------------------------------------------------------
 
 
-def rewrite_profile(ctx: RewriteContext, output: str, dest: str, text: str) -> Rewritten:
+def rewrite_profile(ctx: RewriteContext, path: str, output: str, dest: str,
+                    text: str) -> Rewritten:
     """nvcc finds headers, libraries and NVVM through ``$(TOP)``: point each at its output."""
     nvvm = ctx.ruleset.classify(ctx.dest_of("nvvm/bin/cicc") or "nvvm/bin/cicc",
                                 Kind.ELF_EXEC, ctx.allowed).output or "out"
@@ -156,5 +162,25 @@ def rewrite_profile(ctx: RewriteContext, output: str, dest: str, text: str) -> R
     return Rewritten(rewrite_nvcc_profile(text, roots, extras), tuple(warnings))
 
 
+# -- the package table's text_edits (libcudss's CMake configs; textedits.py) ------------------
+
+
+def text_edits_for(ctx: RewriteContext, dest: str) -> list[TextEdit]:
+    return [e for e in ctx.ruleset.package.text_edits if e.matches(dest, ctx.where)]
+
+
+def rewrite_text_edits(ctx: RewriteContext, path: str, output: str, dest: str,
+                       text: str) -> Rewritten:
+    done = apply_text_edits(text, text_edits_for(ctx, dest), ctx.root, dict(ctx.package_roots))
+    problems = [Problem("text-edit-unmatched", path, f"{old!r} not found (the package "
+                        "table's text_edits; Nixpkgs' --replace-fail fails here)")
+                for old in done.unmatched]
+    problems += [Problem("package-root-missing", path, f"a text edit names @{name}@: pass "
+                         f"--package-root {name.split('.')[0]}=DIR; edit left undone")
+                 for name in done.missing]
+    return Rewritten(done.text, problems=tuple(problems))
+
+
+# Rule transforms by name; text_edits apply by the member's path (see the split loop).
 REWRITES: Mapping[str, Rewrite] = {"pkgconfig": rewrite_pkgconfig,
                                    "nvcc-profile": rewrite_profile}

@@ -25,16 +25,22 @@ from .errors import RulesError
 from .globs import Glob, GlobError, compile_glob
 from .model import OUTPUT_NAMES, Kind
 from .pkgtable import (
+    AddNeeded,
     DropEdit,
+    LinkInto,
     OutputWhen,
     PcEdit,
     RunpathPackage,
+    TextEdit,
     Where,
     declared_outputs,
+    parse_add_needed,
     parse_drops,
+    parse_link_into,
     parse_output_when,
     parse_package_refs,
     parse_pc_edits,
+    parse_text_edits,
 )
 
 RULE_KEYS = frozenset(
@@ -47,7 +53,8 @@ PACKAGE_KEYS = frozenset(
      "pkgconfig_driver_rpath", "pkgconfig_stubs_libdir", "optional_outputs",
      "replace_needed", "dlopen", "propagated_outputs", "pkgconfig_edits",
      "allow_fhs_references", "output_when", "drop", "compiler", "redist",
-     "nvcc_includes", "nvcc_libraries", "copy_packages"}
+     "nvcc_includes", "nvcc_libraries", "copy_packages", "add_needed",
+     "link_into", "text_edits"}
 )
 TOP_KEYS = frozenset({"schema", "profile", "package", "rule", "rename"})
 PROFILE_KEYS = frozenset({"name", "description", "outputs"})
@@ -143,6 +150,12 @@ class PackageSettings:
     # Other packages copied into this one (cuda_nvcc 13: libnvvm into nvvm/), version-gated;
     # ``subdir`` is the destination directory.
     copy_packages: tuple[RunpathPackage, ...] = ()
+    # DT_NEEDED names added to matching ELF files, gated (tensorrt's trtexec, cuDNN 8).
+    add_needed: tuple[AddNeeded, ...] = ()
+    # Links in a directory to every placed file matching a glob (tensorrt's include/onnx).
+    link_into: tuple[LinkInto, ...] = ()
+    # Text replacements in package files (libcudss's CMake configs; textedits.py).
+    text_edits: tuple[TextEdit, ...] = ()
 
     def outputs_for(self, where: Where) -> tuple[str, ...] | None:
         """Declared outputs on this platform/version (gated ones left out where they fail)."""
@@ -503,7 +516,8 @@ def _load_table_entries(merged: Mapping[str, tuple[str, Any]]) -> dict[str, Any]
     values["propagated_outputs"] = outputs
     parsers = {"copy_packages": parse_package_refs,
                "pkgconfig_edits": parse_pc_edits, "output_when": parse_output_when,
-               "drop": parse_drops}
+               "drop": parse_drops, "add_needed": parse_add_needed,
+               "link_into": parse_link_into, "text_edits": parse_text_edits}
     for key, parse in parsers.items():
         filename, value = get(key)
         if value is not None:

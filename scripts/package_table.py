@@ -36,7 +36,13 @@ def _fixups(ruleset: RuleSet) -> list[str]:
     notes += [f"rename {r.source} -> {r.target or './'}" for r in ruleset.renames
               if r.ref.file != "default.toml"]
     notes += ["drop " + ", ".join(g.pattern for g in d.globs)
+              + (f" except {', '.join(d.keep)}" if d.keep else "")
               + (f" ({d.gate.describe()})" if d.gate.describe() else "") for d in p.drops]
+    notes += [f"NEEDED += {', '.join(a.names)} on {', '.join(g.pattern for g in a.files)}"
+              + (f" ({a.gate.describe()})" if a.gate.describe() else "") for a in p.add_needed]
+    notes += [f"links {e.directory}/ -> {', '.join(g.pattern for g in e.files)}"
+              for e in p.link_into]
+    notes += [f"text edits in {', '.join(g.pattern for g in e.files)}" for e in p.text_edits]
     notes += [f"drop {', '.join(g.pattern for g in r.globs)}" for r in ruleset.rules
               if r.action == "drop" and r.ref.file != "default.toml"]
     notes += [f"{', '.join(g.pattern for g in r.globs)} -> {r.output}" for r in ruleset.rules

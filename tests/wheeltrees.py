@@ -291,6 +291,8 @@ IMPLIED: dict[str, tuple[str, list[str]]] = {
     "cuda_tileiras": ("13.1.80", ["elf-exe bin/tileiras"]),
     "tileiras": ("13.1.80", ["elf-exe bin/tileiras"]),
     "cuda_gdb": ("12.9.79", ["elf-exe bin/cuda-gdb", "elf-exe bin/cuda-gdb-minimal",
+                             "elf-exe bin/cuda-gdb-python3.10-tui",
+                             "elf-exe bin/cuda-gdb-python3.11-tui",
                              "elf-exe bin/cuda-gdb-python3.12-tui", "elf-exe bin/cuda-gdbserver",
                              "text share/gdb/python/gdb/__init__.py", "text extras/Debugger/README"]),
     "cuda_nvprof": ("12.9.79", ["elf-exe bin/nvprof", "header include/cudaProfiler.h",
@@ -366,7 +368,9 @@ IMPLIED: dict[str, tuple[str, list[str]]] = {
         "text nsight-compute/2025.2.1/docs/index.html"]),
     "tensorrt": ("10.11.0.33", [
         "header include/NvInfer.h", "header include/NvOnnxParser.h",
+        "header include/NvOnnxConfig.h",
         *_so("targets/x86_64-linux-gnu/lib/libnvinfer", "10", "10.11.0"),
+        "elf-so targets/x86_64-linux-gnu/lib/libnvinfer_builder_resource_win.so.10.11.0",
         *_so("targets/x86_64-linux-gnu/lib/libnvinfer_plugin", "10", "10.11.0"),
         "static targets/x86_64-linux-gnu/lib/libnvinfer_static.a",
         "elf-so targets/x86_64-linux-gnu/lib/stubs/libnvinfer.so",

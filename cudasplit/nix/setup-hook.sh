@@ -26,6 +26,12 @@
 #   cudasplitCudaVersion the CUDA release X.Y for the package table's gates (default: the
 #                        cudaMajorMinorVersion variable buildRedist also sets)
 #   cudasplitCheckFhsRefs  non-empty: --check-fhs-refs (checkCudaFhsRefs)
+#   cudasplitCudaComponentHook  Nixpkgs' cudaComponentHook (its store path): every output with
+#                        nix-support/cuda-component gets a setup hook sourcing its collector;
+#                        default: $_cudaComponentHookPath when that hook is a build input and
+#                        cudaPublishComponent is unset (when set, the hook writes it itself)
+#   cudasplitPythonVersion the build's Python X.Y (cuda_gdb keeps only that Python's
+#                        cuda-gdb-pythonX.Y-tui); -> --python-version
 #   cudasplitNoPatch     non-empty: --no-patch (RUNPATHs left alone; stripping stays on)
 #   cudasplitNoNixSupport  non-empty: skip nix-support/ markers and propagated-build-inputs
 #   cudasplitStrict      non-empty: fail on empty outputs, unclaimed members, dangling links
@@ -42,6 +48,13 @@ cudasplitInstallPhase() {
     local cudaVersion="${cudasplitCudaVersion:-${cudaMajorMinorVersion:-}}"
     [[ -n "$cudaVersion" ]] && flags+=(--cuda-version "$cudaVersion")
     [[ -n "${cudasplitCheckFhsRefs:-}" ]] && flags+=(--check-fhs-refs)
+    [[ -n "${cudasplitPythonVersion:-}" ]] && flags+=(--python-version "$cudasplitPythonVersion")
+    local componentHook="${cudasplitCudaComponentHook:-}"
+    if [[ -z "$componentHook" && -z "${cudaPublishComponent:-}" ]]; then
+        componentHook="${_cudaComponentHookPath:-}"
+    fi
+    [[ -n "$componentHook" && -z "${cudasplitNoNixSupport:-}" ]] \
+        && flags+=(--cuda-component-hook "$componentHook")
     [[ -n "${cudasplitNoPatch:-}" ]] && flags+=(--no-patch)
     [[ -n "${cudasplitInterpreter:-}" ]] && flags+=(--interpreter "$cudasplitInterpreter")
     local word
