@@ -72,9 +72,6 @@ class DirectorySink:
     def start(self, package: PackageId, layout: Layout) -> None:
         """Nothing to learn: the roots were given when the sink was made."""
 
-    def output_root(self, output: str) -> str:
-        return str(self._final_root(output))
-
     def ensure_output(self, output: str) -> None:
         root = self._work_root(output)
         if output not in self._created:
