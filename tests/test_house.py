@@ -262,3 +262,20 @@ def test_problems_come_in_source_order(tmp_path: Path) -> None:
         assert [(p.path, p.code) for p in report.problems] == [
             ("lib/first", "dangling-symlink"), ("lib/libbad.so.1", "patch-failed"),
             ("lib/last", "dangling-symlink")]
+
+
+def test_nix_outputs_plan_and_split_agree(redist_tarballs: dict[str, Path],
+                                          tmp_path: Path) -> None:
+    """In a Nix builder the layout is ``$outputs``: the dry run plans the store paths the real
+    run writes (only some outputs declared: the others fall back, in the plan too)."""
+    from cudasplit import split_nix
+
+    names = ("out", "lib", "dev", "stubs")
+    env = {"outputs": " ".join(names), **{n: str(tmp_path / "store" / n) for n in names}}
+    options = SplitOptions(runpath=POLICY, jobs=2)
+    real = split_nix(redist_tarballs["xz"], env, options)
+    planned = split_nix(redist_tarballs["xz"], env, replace(options, dry_run=True))
+    assert canonical(real) == canonical(planned)
+    afters = {m.runpath_after for m in real.members if m.runpath_after}
+    assert any(str(tmp_path / "store" / "lib") in a for a in afters)
+    assert not any("/${" in a for a in afters)
