@@ -77,7 +77,8 @@ class EndOfRun:
                     run.sink.write_file(entry.output, entry.dest, fh,
                                         entry.path.stat().st_mode & 0o777)
             run.placements.occupied[(entry.output, entry.dest)] = f"{BUILTIN}:copy-package"
-            run.count(entry.output, entry.path.stat().st_size)
+            assert run.placer is not None
+            run.placer.count(entry.output, entry.path.stat().st_size)
 
     # -- links ------------------------------------------------------------------------------
 
@@ -165,6 +166,7 @@ class EndOfRun:
             run.options.progress(Progress(run.source.description, run.members_seen,
                                           run.bytes_seen, "", done=True))
         if run.sink is not None:
+            assert run.placer is not None
             for name in run.sink.outputs():
-                run.output_record(name)
+                run.placer.output_record(name)
             run.sink.finish()

@@ -14,12 +14,10 @@ import logging
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import BinaryIO
 
 from .classify import (
     Action,
-    Classified,
     Normaliser,
     classify_member,
     fallback_output,
@@ -32,21 +30,17 @@ from .libmajor import LibMajor
 from .links import LinkPlanner
 from .model import Member
 from .options import check_package_known
-from .patchstage import ElfJob, PatchStage
+from .patchstage import PatchStage
 from .pkgtable import Where
-from .placements import Placed, Placements
+from .place import Placer
+from .placements import Placements
 from .prepare import patch_settings, prepare
-from .report import MemberRecord, OutputRecord, Problem, Report
+from .report import MemberRecord, Problem, Report
 from .rewrites import (
-    REWRITES,
-    Rewrite,
     RewriteContext,
-    read_small_text,
-    rewrite_text_edits,
-    text_edits_for,
 )
 from .rules import RuleSet
-from .sinks.base import Sink, write_bytes
+from .sinks.base import Sink
 from .sources import Limits, Source, open_source
 from .splitoptions import Progress, SplitOptions
 
@@ -80,6 +74,7 @@ class SplitRun:
         self.normalise: Normaliser | None = None   # with the rules, before the first member
         self.links: LinkPlanner | None = None
         self.rewrites: RewriteContext | None = None
+        self.placer: Placer | None = None           # the place stage, with the rules
         self.cuda_major: str | None = options.cuda_major
         self.lib_major = LibMajor()  # D9, set up with the rules (libmajor.py)
         self.eager_pool: ThreadPoolExecutor | None = None
@@ -151,7 +146,11 @@ class SplitRun:
             self.options.runpath.driver_lib_dir(), self._dest)
         if self.sink is not None:
             self.sink.start(ident, self.layout)
-        self.patch_stage()
+        # Dry run with patching: ELF members are spooled and planned (all, or plan_elf's).
+        spool = (self.plan_elf or _all) if self.sink is None and self.options.patch else None
+        self.placer = Placer(
+            self.sink, self.report, self.placements, self.links, self.rewrites,
+            self.patch_stage(), self.layout, self.allowed, self.source.description, spool)
         self._create_declared_outputs(self.declared)
 
     def _create_declared_outputs(self, declared: tuple[str, ...] | None) -> None:
@@ -159,7 +158,8 @@ class SplitRun:
             return
         for name in ("out", *declared):
             self.sink.ensure_output(name)
-            self.output_record(name)
+            assert self.placer is not None
+            self.placer.output_record(name)
 
     def _take(self, member: Member, stream: BinaryIO | None) -> None:
         assert self.normalise is not None and self.links is not None
@@ -173,7 +173,8 @@ class SplitRun:
             self.links.defer_hardlink(member, classified.record)
         elif classified.action is Action.PLACE:
             assert stream is not None
-            self._place_file(member, stream, classified)
+            assert self.placer is not None
+            self.placer.place(member, stream, classified)
 
     def _release_held(self) -> None:
         """D9: members held until the stream ended go through the loop now (placed, or dropped
@@ -197,68 +198,6 @@ class SplitRun:
                 "lib/ were written; Nixpkgs deletes them (D9), a stream cannot (libmajor.py)"))
         return False
 
-    def _place_file(self, member: Member, stream: BinaryIO, classified: Classified) -> None:
-        record, kind, decision = classified.record, classified.kind, classified.decision
-        rename = classified.rename
-        assert decision.output is not None and record.dest is not None
-        output = fallback_output(decision.output, self.allowed)
-        record.output = output
-        rule = decision.rule_obj
-        local: Path | None = None
-        conflict = self.placements.conflict(output, record.dest)
-        if conflict is not None:
-            raise OutputError(f"{self._final_root(output)}/{record.dest}: {conflict}")
-        if self.patches is not None:  # a duplicate path: never patch a file being rewritten
-            self.patches.supersede(output, record.dest)
-        rewrite = REWRITES.get(rule.transform or "") if rule is not None else None
-        assert self.rewrites is not None
-        if rewrite is None and text_edits_for(self.rewrites, record.dest):
-            rewrite = rewrite_text_edits
-        if rewrite is not None:  # dry runs too: the same warnings and alias links
-            self._write_rewritten(rewrite, member, stream, output, record.dest)
-        elif self.sink is not None:
-            self.sink.write_file(output, record.dest, stream, member.mode)
-        if self.sink is not None:
-            local = self.sink.staged_path(output, record.dest)
-        self.placements.remember(member.path, Placed(output, record.dest, kind))
-        self.count(output, member.size)
-        if rename is not None and rename.link_back:
-            assert self.links is not None
-            self.links.link_backs.add((output, rename))
-        if kind.value.startswith("elf-") and local is not None:
-            self.patch_stage().add(ElfJob(record, output, record.dest, local, rule))
-        elif (kind.value.startswith("elf-") and self.sink is None and self.options.patch
-              and (self.plan_elf is None or self.plan_elf(record))):
-            shown = f"{self._final_root(output)}/{record.dest}"
-            info = self.patch_stage().spool_info(member.path, stream, shown)
-            self.patch_stage().add(ElfJob(record, output, record.dest, None, rule, info=info))
-
-
-    def count(self, output: str, size: int) -> None:
-        record = self.output_record(output)
-        record.files += 1
-        record.bytes += size
-
-    def output_record(self, output: str) -> OutputRecord:
-        if output not in self.report.outputs:
-            self.report.outputs[output] = OutputRecord(self._final_root(output))
-        return self.report.outputs[output]
-
-    # -- text rewrites ----------------------------------------------------------------------
-
-    def _write_rewritten(self, rewrite: Rewrite, member: Member, stream: BinaryIO, output: str,
-                         dest: str) -> None:
-        assert self.rewrites is not None and self.links is not None
-        text = read_small_text(stream, self.source.description, member.path)
-        result = rewrite(self.rewrites, member.path, output, dest, text)
-        self.report.warnings.extend(result.warnings)
-        self.report.problems.extend(result.problems)
-        if result.alias is not None:
-            self.links.pc_aliases.append((output, dest, result.alias))
-        if self.sink is not None:
-            write_bytes(self.sink, output, dest, result.text.encode("utf-8", "surrogateescape"),
-                        member.mode)
-
     def _final_root(self, output: str) -> str:
         """Where ``output`` lives once the run is over (what links, .pc and RUNPATH name)."""
         return self.layout.root(output)
@@ -272,6 +211,10 @@ class SplitRun:
 
     def _warn(self, code: str, path: str | None, message: str) -> None:
         self.report.warnings.append(Problem(code, path, message))
+
+
+def _all(record: MemberRecord) -> bool:
+    return True
 
 
 @contextlib.contextmanager

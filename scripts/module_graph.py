@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "cudasplit"
 DOC = ROOT / "docs" / "architecture.md"
 # The split run's own modules: drawn apart first, so the flow is readable without the rest.
-SPLIT_RUN = ("pipeline", "prepare", "layout", "classify", "placements", "links", "rewrites",
+SPLIT_RUN = ("pipeline", "prepare", "layout", "classify", "place", "placements", "links",
+             "rewrites",
              "copies", "checks", "endrun", "patchstage", "elfplan", "splitoptions",
              "sinks.base", "sinks.staged", "sinks.directory", "sinks.memory", "sinks.tarball")
 BEGIN = "<!-- module-graph: begin (scripts/module_graph.py --write) -->"
