@@ -221,7 +221,8 @@ def _where(filename: str, key: str, index: int) -> str:
     return f"{filename}:[package].{key}[{index}]"
 
 
-def _strings(value: Any, where: str, key: str) -> tuple[str, ...]:
+def string_list(value: Any, where: str, key: str) -> tuple[str, ...]:
+    """A TOML string or list of strings as a tuple (``None``: empty); else a ``RulesError``."""
     if value is None:
         return ()
     if isinstance(value, str):
@@ -252,11 +253,11 @@ def parse_gate(table: Mapping[str, Any], where: str) -> Gate:
             raise RulesError(f"{where}: '{key}' must be a version string like \"12.8\"")
         values[key] = value
     return Gate(values["since"], values["before"], values["cuda_since"], values["cuda_before"],
-                _strings(table.get("platforms"), where, "platforms"))
+                string_list(table.get("platforms"), where, "platforms"))
 
 
 def _globs(value: Any, where: str, key: str) -> tuple[Glob, ...]:
-    patterns = _strings(value, where, key)
+    patterns = string_list(value, where, key)
     if not patterns:
         raise RulesError(f"{where}: '{key}' needs at least one glob")
     try:
@@ -295,12 +296,12 @@ def parse_pc_edits(value: Any, filename: str) -> tuple[PcEdit, ...]:
             raise RulesError(f"{where}: unknown libdir_output {libdir!r}")
         edits.append(PcEdit(
             files=_globs(table.get("files"), where, "files"), gate=parse_gate(table, where),
-            drop=_bool(table, "drop", where), requires=_strings(table.get("requires"), where,
+            drop=_bool(table, "drop", where), requires=string_list(table.get("requires"), where,
                                                               "requires"),
             replace=tuple(replace.items()), libdir_output=libdir,
             driver_rpath=_bool(table, "driver_rpath", where),
             drop_cudaroot=_bool(table, "drop_cudaroot", where),
-            cflags_packages=_strings(table.get("cflags_packages"), where, "cflags_packages")))
+            cflags_packages=string_list(table.get("cflags_packages"), where, "cflags_packages")))
     return tuple(edits)
 
 
@@ -319,7 +320,7 @@ def parse_drops(value: Any, filename: str) -> tuple[DropEdit, ...]:
     entries = []
     for where, table in _tables(value, filename, "drop"):
         _check(table, frozenset({"match", "keep", "description"}), where)
-        keep = _strings(table.get("keep"), where, "keep")
+        keep = string_list(table.get("keep"), where, "keep")
         try:
             for pattern in keep:
                 compile_glob(pattern.replace("@python@", "3.0"))
@@ -380,7 +381,7 @@ def parse_add_needed(value: Any, filename: str) -> tuple[AddNeeded, ...]:
         # finalAttrs.version too).
         if set(table) & {"cuda_since", "cuda_before", "platforms"}:
             raise RulesError(f"{where}: add_needed is gated by 'since'/'before' only")
-        names = _strings(table.get("names"), where, "names")
+        names = string_list(table.get("names"), where, "names")
         if not names or not all(_LIBRARY_NAME.match(n) for n in names):
             raise RulesError(f"{where}: 'names' must be library names like \"libfoo.so.1\"")
         entries.append(AddNeeded(_globs(table.get("files"), where, "files"), names,

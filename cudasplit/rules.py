@@ -41,6 +41,7 @@ from .pkgtable import (
     parse_package_refs,
     parse_pc_edits,
     parse_text_edits,
+    string_list,
 )
 
 RULE_KEYS = frozenset(
@@ -380,7 +381,7 @@ def _load_rule(table: Mapping[str, Any], filename: str, label: str, name: str) -
         action=action,
         patch=_opt_bool(table, "patch", where),
         keep_runpath=_opt_bool(table, "keep_runpath", where),
-        runpath_append=_str_list(table.get("runpath_append", []), where, "runpath_append"),
+        runpath_append=string_list(table.get("runpath_append", []), where, "runpath_append"),
         transform=transform,
         description=str(table.get("description", "")),
         fallback=_fallback(table.get("fallback"), where),
@@ -394,7 +395,7 @@ def _fallback(value: Any, where: str) -> str | None:
 
 
 def _globs(value: Any, where: str) -> tuple[Glob, ...]:
-    patterns = _str_list(value, where, "match")
+    patterns = string_list(value, where, "match")
     if not patterns:
         raise RulesError(f"{where}: 'match' needs at least one glob")
     try:
@@ -406,22 +407,12 @@ def _globs(value: Any, where: str) -> tuple[Glob, ...]:
 def _kinds(value: Any, where: str) -> frozenset[str] | None:
     if value is None:
         return None
-    kinds = _str_list(value, where, "kind")
+    kinds = string_list(value, where, "kind")
     bad = sorted(set(kinds) - KIND_NAMES)
     if bad:
         raise RulesError(f"{where}: unknown kind(s) {', '.join(bad)} "
                          f"(known: {', '.join(sorted(KIND_NAMES))})")
     return frozenset(kinds)
-
-
-def _str_list(value: Any, where: str, key: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return tuple(value)
-    raise RulesError(f"{where}: '{key}' must be a string or a list of strings")
 
 
 def _opt_bool(table: Mapping[str, Any], key: str, where: str) -> bool | None:
@@ -460,7 +451,7 @@ def _load_package(tables: Sequence[tuple[str, Mapping[str, Any]]]) -> PackageSet
     outputs = None
     if "outputs" in merged:
         filename, value = merged["outputs"]
-        outputs = _str_list(value, f"{filename}:[package]", "outputs")
+        outputs = string_list(value, f"{filename}:[package]", "outputs")
         bad = sorted(set(outputs) - set(OUTPUT_NAMES))
         if bad:
             raise RulesError(f"{filename}:[package]: unknown output(s) {', '.join(bad)}")
@@ -468,7 +459,7 @@ def _load_package(tables: Sequence[tuple[str, Mapping[str, Any]]]) -> PackageSet
     if "lift" in merged:
         filename, value = merged["lift"]
         # A lift names directories: "nsight-systems/*/" and "nsight-systems/*" mean the same.
-        patterns = [p.rstrip("/") for p in _str_list(value, f"{filename}:[package]", "lift")]
+        patterns = [p.rstrip("/") for p in string_list(value, f"{filename}:[package]", "lift")]
         lift = _globs(patterns, f"{filename}:[package].lift")
     stubs_libdir: tuple[Glob, ...] = ()
     if "pkgconfig_stubs_libdir" in merged:
@@ -489,13 +480,13 @@ def _load_package(tables: Sequence[tuple[str, Mapping[str, Any]]]) -> PackageSet
     return PackageSettings(
         outputs=outputs,
         cuda_compat=bool(merged.get("cuda_compat", (None, False))[1]),
-        runpath_append=_str_list(merged.get("runpath_append", (None, []))[1], "[package]",
+        runpath_append=string_list(merged.get("runpath_append", (None, []))[1], "[package]",
                                  "runpath_append"),
         lift=lift,
         stub_links=stub_links,
         pkgconfig_driver_rpath=bool(merged.get("pkgconfig_driver_rpath", (None, False))[1]),
         pkgconfig_stubs_libdir=stubs_libdir,
-        optional_outputs=_str_list(merged.get("optional_outputs", (None, []))[1], "[package]",
+        optional_outputs=string_list(merged.get("optional_outputs", (None, []))[1], "[package]",
                                    "optional_outputs"),
         replace_needed=replace_needed,
         dlopen=parse_dlopen_key(merged.get("dlopen", (None, []))[1], "[package] dlopen"),
@@ -510,7 +501,7 @@ def _load_table_entries(merged: Mapping[str, tuple[str, Any]]) -> dict[str, Any]
 
     values: dict[str, Any] = {}
     filename, value = get("propagated_outputs")
-    outputs = _str_list(value, f"{filename}:[package]", "propagated_outputs")
+    outputs = string_list(value, f"{filename}:[package]", "propagated_outputs")
     if set(outputs) - set(OUTPUT_NAMES):
         raise RulesError(f"{filename}:[package]: unknown propagated output(s)")
     values["propagated_outputs"] = outputs
@@ -524,7 +515,7 @@ def _load_table_entries(merged: Mapping[str, tuple[str, Any]]) -> dict[str, Any]
             values["drops" if key == "drop" else key] = parse(value, filename)
     for key in ("nvcc_includes", "nvcc_libraries"):
         filename, value = get(key)
-        values[key] = _str_list(value, f"{filename}:[package]", key)
+        values[key] = string_list(value, f"{filename}:[package]", key)
     for key in ("allow_fhs_references",):
         filename, value = get(key)
         if value is not None and not isinstance(value, bool):
