@@ -256,7 +256,8 @@ def parse_gate(table: Mapping[str, Any], where: str) -> Gate:
                 string_list(table.get("platforms"), where, "platforms"))
 
 
-def _globs(value: Any, where: str, key: str) -> tuple[Glob, ...]:
+def glob_list(value: Any, where: str, key: str) -> tuple[Glob, ...]:
+    """One glob or a non-empty list of globs, compiled; else a ``RulesError`` naming ``key``."""
     patterns = string_list(value, where, key)
     if not patterns:
         raise RulesError(f"{where}: '{key}' needs at least one glob")
@@ -295,7 +296,7 @@ def parse_pc_edits(value: Any, filename: str) -> tuple[PcEdit, ...]:
         if libdir is not None and libdir not in OUTPUT_NAMES:
             raise RulesError(f"{where}: unknown libdir_output {libdir!r}")
         edits.append(PcEdit(
-            files=_globs(table.get("files"), where, "files"), gate=parse_gate(table, where),
+            files=glob_list(table.get("files"), where, "files"), gate=parse_gate(table, where),
             drop=_bool(table, "drop", where), requires=string_list(table.get("requires"), where,
                                                               "requires"),
             replace=tuple(replace.items()), libdir_output=libdir,
@@ -326,7 +327,7 @@ def parse_drops(value: Any, filename: str) -> tuple[DropEdit, ...]:
                 compile_glob(pattern.replace("@python@", "3.0"))
         except GlobError as exc:
             raise RulesError(f"{where}: {exc}") from exc
-        entries.append(DropEdit(_globs(table.get("match"), where, "match"),
+        entries.append(DropEdit(glob_list(table.get("match"), where, "match"),
                                 parse_gate(table, where), keep))
     return tuple(entries)
 
@@ -339,7 +340,7 @@ def parse_link_into(value: Any, filename: str) -> tuple[LinkInto, ...]:
         if (not isinstance(directory, str) or not directory.strip("/")
                 or directory.startswith("/") or ".." in directory.split("/")):
             raise RulesError(f"{where}: 'dir' must be a relative directory")
-        entries.append(LinkInto(_globs(table.get("files"), where, "files"),
+        entries.append(LinkInto(glob_list(table.get("files"), where, "files"),
                                 directory.strip("/"), parse_gate(table, where)))
     return tuple(entries)
 
@@ -356,7 +357,7 @@ def parse_text_edits(value: Any, filename: str) -> tuple[TextEdit, ...]:
                 re.compile(pattern)
             except re.error as exc:
                 raise RulesError(f"{where}: bad regex {pattern!r} ({exc})") from exc
-        entries.append(TextEdit(_globs(table.get("files"), where, "files"), replace, regex,
+        entries.append(TextEdit(glob_list(table.get("files"), where, "files"), replace, regex,
                                 parse_gate(table, where)))
     return tuple(entries)
 
@@ -384,7 +385,7 @@ def parse_add_needed(value: Any, filename: str) -> tuple[AddNeeded, ...]:
         names = string_list(table.get("names"), where, "names")
         if not names or not all(_LIBRARY_NAME.match(n) for n in names):
             raise RulesError(f"{where}: 'names' must be library names like \"libfoo.so.1\"")
-        entries.append(AddNeeded(_globs(table.get("files"), where, "files"), names,
+        entries.append(AddNeeded(glob_list(table.get("files"), where, "files"), names,
                                  parse_gate(table, where)))
     return tuple(entries)
 

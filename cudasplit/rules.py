@@ -22,7 +22,7 @@ from typing import Any
 
 from .dlopen import DlopenNeed, parse_dlopen_key
 from .errors import RulesError
-from .globs import Glob, GlobError, compile_glob
+from .globs import Glob
 from .model import OUTPUT_NAMES, Kind
 from .pkgtable import (
     AddNeeded,
@@ -34,6 +34,7 @@ from .pkgtable import (
     TextEdit,
     Where,
     declared_outputs,
+    glob_list,
     parse_add_needed,
     parse_drops,
     parse_link_into,
@@ -375,7 +376,7 @@ def _load_rule(table: Mapping[str, Any], filename: str, label: str, name: str) -
         raise RulesError(f"{where}: unknown transform {transform!r}")
     return Rule(
         ref=RuleRef(label, name),
-        globs=_globs(table.get("match"), where),
+        globs=glob_list(table.get("match"), where, "match"),
         kinds=_kinds(table.get("kind"), where),
         output=output,
         action=action,
@@ -392,16 +393,6 @@ def _fallback(value: Any, where: str) -> str | None:
     if value is not None and value not in OUTPUT_NAMES:
         raise RulesError(f"{where}: unknown fallback output {value!r}")
     return None if value is None else str(value)
-
-
-def _globs(value: Any, where: str) -> tuple[Glob, ...]:
-    patterns = string_list(value, where, "match")
-    if not patterns:
-        raise RulesError(f"{where}: 'match' needs at least one glob")
-    try:
-        return tuple(compile_glob(p) for p in patterns)
-    except GlobError as exc:
-        raise RulesError(f"{where}: {exc}") from exc
 
 
 def _kinds(value: Any, where: str) -> frozenset[str] | None:
@@ -460,11 +451,11 @@ def _load_package(tables: Sequence[tuple[str, Mapping[str, Any]]]) -> PackageSet
         filename, value = merged["lift"]
         # A lift names directories: "nsight-systems/*/" and "nsight-systems/*" mean the same.
         patterns = [p.rstrip("/") for p in string_list(value, f"{filename}:[package]", "lift")]
-        lift = _globs(patterns, f"{filename}:[package].lift")
+        lift = glob_list(patterns, f"{filename}:[package].lift", "match")
     stubs_libdir: tuple[Glob, ...] = ()
     if "pkgconfig_stubs_libdir" in merged:
         filename, value = merged["pkgconfig_stubs_libdir"]
-        stubs_libdir = _globs(value, f"{filename}:[package].pkgconfig_stubs_libdir")
+        stubs_libdir = glob_list(value, f"{filename}:[package].pkgconfig_stubs_libdir", "match")
     replace_needed: dict[str, str] = {}
     if "replace_needed" in merged:
         filename, value = merged["replace_needed"]
