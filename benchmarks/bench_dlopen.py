@@ -1,4 +1,4 @@
-"""Cost of the dlopen-target scan (cudasplit/dlopen.py) against copying the same bytes.
+"""Cost of the dlopen-target scan (cudasplit/_dlopen.py) against copying the same bytes.
 
     python benchmarks/bench_dlopen.py [--repeat N] [--cold]
 
@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cudasplit.dlopen import scan_dlopen  # noqa: E402
-from cudasplit.elf import read_elf_info  # noqa: E402
+from cudasplit._dlopen import scan_dlopen  # noqa: E402
+from cudasplit._elf import read_elf_info  # noqa: E402
 from tests.realwheels import CU12, cu12  # noqa: E402
 
 

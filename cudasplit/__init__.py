@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from .api import (
+from ._api import (
     BatchResult,
     Explanation,
     explain,
@@ -17,6 +17,14 @@ from .api import (
     split_nix,
     split_to_dir,
 )
+from ._layout import Layout, LayoutSpec
+from ._model import OUTPUT_NAMES, Kind, Member, MemberType, PackageId
+from ._pipeline import Progress, SplitOptions
+from ._repack import RepackOptions, RepackResult, repack_to_dir
+from ._report import MemberRecord, OutputRecord, Problem, Report
+from ._rules import RuleSet, load_ruleset
+from ._runpath import RunpathPlan, RunpathPolicy, plan_runpath
+from ._sources import open_source
 from .errors import (
     CorruptArchiveError,
     CudasplitError,
@@ -33,16 +41,8 @@ from .errors import (
     SourceError,
     UnsafeMemberError,
 )
-from .layout import Layout, LayoutSpec
-from .model import OUTPUT_NAMES, Kind, Member, MemberType, PackageId
-from .pipeline import Progress, SplitOptions
-from .repack import RepackOptions, RepackResult, repack_to_dir
-from .report import MemberRecord, OutputRecord, Problem, Report
-from .rules import RuleSet, load_ruleset
-from .runpath import RunpathPlan, RunpathPolicy, plan_runpath
 from .sinks import DirectorySink, MemorySink, Sink
-from .sinks.staged import StagedSink
-from .sources import open_source
+from .sinks._staged import StagedSink
 
 __version__ = "0.1.0"
 

@@ -1,6 +1,6 @@
 """The one low-level ELF reader: headers, program/section headers, the dynamic array, strings.
 
-Both the facts (:mod:`cudasplit.elf`) and the writer (:mod:`cudasplit.patch`) read through this
+Both the facts (:mod:`cudasplit._elf`) and the writer (:mod:`cudasplit._patch`) read through this
 module. Every read is an ``os.pread`` bounded by the file size; every walk over file-controlled
 counts and offsets (version need/def chains, symbol tables, notes) is bounded by the file size
 and detects cycles, so a small hostile file cannot make a walk run long or allocate much.
@@ -351,7 +351,7 @@ def read_raw(path: str, fd: int, *, need_dynamic: bool = True, strict: bool = Tr
     """Parse headers, program headers, section headers and the dynamic array of an open file.
 
     ``strict`` (the writer): refuse what the loader would refuse or what could not be edited
-    safely, and read the section headers. Not strict (the facts of :mod:`cudasplit.elf`):
+    safely, and read the section headers. Not strict (the facts of :mod:`cudasplit._elf`):
     files without program headers (``.o``) are fine, only the dynamic array is read.
     """
     size = os.fstat(fd).st_size

@@ -1,7 +1,7 @@
 """Byte-level plans that apply one ELF edit: in place (tier 1) or appended (tier 2).
 
 A plan is a list of ``(offset, bytes)`` writes computed from a parsed :class:`RawElf`; nothing is
-written here. See :mod:`cudasplit.patch` for the tiers, the undo log and the verification.
+written here. See :mod:`cudasplit._patch` for the tiers, the undo log and the verification.
 
 Where the appended segment's program header goes, in order of preference:
 
@@ -77,7 +77,7 @@ _EVICT_TAG = {SHT_HASH: DT_HASH, SHT_GNU_HASH: DT_GNU_HASH, SHT_DYNSYM: DT_SYMTA
 
 @dataclass(frozen=True, slots=True)
 class Want:
-    """An :class:`~cudasplit.elfedit.ElfEdit` in bytes (``path_tag`` is DT_RUNPATH/DT_RPATH)."""
+    """An :class:`~cudasplit._elfedit.ElfEdit` in bytes (``path_tag`` is DT_RUNPATH/DT_RPATH)."""
 
     runpath: bytes | None
     path_tag: int

@@ -17,24 +17,24 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from . import api
-from .cli_ldd import ldd_command
-from .errors import CudasplitError, OutputError, ProblemsFound
-from .model import OUTPUT_NAMES, PackageId
-from .options import check_package_known
-from .pipeline import SplitOptions
-from .relreport import relative_report
-from .report import Report
-from .resolve import parse_interpreters
-from .rules import build_ruleset, describe_package, load_ruleset, read_rule_file
-from .runpath import DEFAULT_DRIVER_LINK, RunpathPolicy
-from .sources import (
+from . import _api as api
+from ._cli_ldd import ldd_command
+from ._model import OUTPUT_NAMES, PackageId
+from ._options import check_package_known
+from ._pipeline import SplitOptions
+from ._relreport import relative_report
+from ._report import Report
+from ._resolve import parse_interpreters
+from ._rules import build_ruleset, describe_package, load_ruleset, read_rule_file
+from ._runpath import DEFAULT_DRIVER_LINK, RunpathPolicy
+from ._sources import (
     DEFAULT_MAX_MEMBERS,
     DEFAULT_MAX_RATIO,
     DEFAULT_MAX_TOTAL_BYTES,
     parse_top_dir,
 )
-from .terminal import ProgressLine, err, print_issues, setup_logging
+from ._terminal import ProgressLine, err, print_issues, setup_logging
+from .errors import CudasplitError, OutputError, ProblemsFound
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -192,7 +192,7 @@ def _options(kw: dict[str, Any], *, dry_run: bool = False) -> SplitOptions:
 
 
 def _split_platform(word: str | None, cuda_version: str | None) -> str | None:
-    from .manifest import resolve_platform_word
+    from ._manifest import resolve_platform_word
 
     if word is None:
         return None
@@ -239,7 +239,7 @@ def main() -> None:
     """Split NVIDIA CUDA redistributable tarballs into outputs and rewrite RUNPATHs."""
 
 
-main.add_command(ldd_command)  # cudasplit ldd: the loader view (cli_ldd.py)
+main.add_command(ldd_command)  # cudasplit ldd: the loader view (_cli_ldd.py)
 
 
 @main.command("split")
@@ -570,7 +570,7 @@ def repack_command(source: str, output_dir: str, prefix: str | None, fmt: str, l
                    threads: int, report_file: str | None, quiet: bool, verbose: bool,
                    **kw: Any) -> None:
     """Split SOURCE and write one reproducible tarball per output (mtime: SOURCE_DATE_EPOCH)."""
-    from .repack import RepackOptions, repack_to_dir
+    from ._repack import RepackOptions, repack_to_dir
 
     _logging(quiet, verbose)
     try:
@@ -646,7 +646,7 @@ def verify_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...],
     Exit 0 when every selected tarball is present and intact, 1 when one is missing or
     differs, 2 when the manifest or an option is bad.
     """
-    from .manifest import load_manifest, verify
+    from ._manifest import load_manifest, verify
 
     try:
         report = verify(load_manifest(manifest), tarball_dir, platforms=platforms,
@@ -680,9 +680,9 @@ def features_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...]
     Each tarball is streamed once. Missing or unreadable tarballs are listed on standard error
     and left out of the JSON (never guessed); the exit status is then 1.
     """
+    from ._features import FeatureStatus, features_for_manifest
+    from ._manifest import load_manifest
     from .errors import OutputError
-    from .features import FeatureStatus, features_for_manifest
-    from .manifest import load_manifest
 
     try:
         report = features_for_manifest(
@@ -710,8 +710,8 @@ def features_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...]
     sys.exit(EXIT_OK if report.complete else EXIT_PROBLEMS)
 
 
-# -- release-level tools (issue 16): cli_release.py -----------------------------------------
-from . import cli_release  # noqa: E402  (registered last; the module holds the commands)
+# -- release-level tools (issue 16): _cli_release.py -----------------------------------------
+from . import _cli_release as cli_release  # noqa: E402  (registered last; the module holds the commands)
 
 main.add_command(cli_release.closure_command)
 main.add_command(cli_release.nixify_command)

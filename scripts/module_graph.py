@@ -21,10 +21,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "cudasplit"
 DOC = ROOT / "docs" / "architecture.md"
 # The split run's own modules: drawn apart first, so the flow is readable without the rest.
-SPLIT_RUN = ("pipeline", "prepare", "layout", "classify", "place", "placements", "links",
-             "rewrites",
-             "copies", "checks", "endrun", "patchstage", "elfplan", "splitoptions",
-             "sinks.base", "sinks.staged", "sinks.directory", "sinks.memory", "sinks.tarball")
+SPLIT_RUN = ("_pipeline", "_prepare", "_layout", "_classify", "_place", "_placements", "_links",
+             "_rewrites",
+             "_copies", "_checks", "_endrun", "_patchstage", "_elfplan", "_splitoptions",
+             "sinks._base", "sinks._staged", "sinks._directory", "sinks._memory", "sinks._tarball")
 BEGIN = "<!-- module-graph: begin (scripts/module_graph.py --write) -->"
 END = "<!-- module-graph: end -->"
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import zstandard
 
+from cudasplit._report import Report
 from cudasplit.errors import (
     CorruptArchiveError,
     CudasplitError,
@@ -31,7 +32,6 @@ from cudasplit.errors import (
     SourceError,
     UnsafeMemberError,
 )
-from cudasplit.report import Report
 from tests.tarutil import TOP, compress
 
 BLOCK = 512

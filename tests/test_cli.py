@@ -173,8 +173,8 @@ def test_no_progress_output_when_stderr_is_not_a_terminal(tmp_path: Path, archiv
 
 
 def test_progress_line_overwrites_itself(capsys: pytest.CaptureFixture[str]) -> None:
+    from cudasplit._pipeline import Progress
     from cudasplit.cli import ProgressLine
-    from cudasplit.pipeline import Progress
 
     line = ProgressLine()
     line(Progress("/x/cuda_demo.tar.xz", 3, 5_000_000, "lib/libdemo.so"))

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudasplit.api import split_to_dir
+from cudasplit._api import split_to_dir
+from cudasplit._closure import Reference, closure_of_dir, closure_of_roots
+from cudasplit._pipeline import SplitOptions
 from cudasplit.cli import main
-from cudasplit.closure import Reference, closure_of_dir, closure_of_roots
-from cudasplit.pipeline import SplitOptions
 from tests.builders import build_redist_tree
 from tests.test_nix import (  # noqa: F401  (fixtures)
     OUTPUTS,

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudasplit.api import inspect, split_to_dir
+from cudasplit._api import inspect, split_to_dir
+from cudasplit._diff import Snapshot, diff_snapshots, snapshot
+from cudasplit._pipeline import SplitOptions
+from cudasplit._rules import load_ruleset
+from cudasplit._sonames import ElfFacts
 from cudasplit.cli import main
-from cudasplit.diff import Snapshot, diff_snapshots, snapshot
-from cudasplit.pipeline import SplitOptions
-from cudasplit.rules import load_ruleset
-from cudasplit.sonames import ElfFacts
 from tests.releases import release
 
 

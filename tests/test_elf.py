@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cudasplit.elf import is_elf, kind_from_head, read_elf_info
+from cudasplit._elf import is_elf, kind_from_head, read_elf_info
+from cudasplit._model import Kind
 from cudasplit.errors import ElfError
-from cudasplit.model import Kind
 
 LIB_C = "char *getenv(const char *);\nint b_value(void){ return getenv(\"NOPE_X\") ? 3 : 2; }\n"
 MAIN_C = "#include <stdio.h>\nint main(void){ puts(\"hi\"); return 0; }\n"

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pytest
 
+from cudasplit._elf import read_elf_info
+from cudasplit._elfedit import ElfEdit
 from cudasplit._elfio import (
     DT_NEEDED,
     DT_RUNPATH,
@@ -37,10 +39,8 @@ from cudasplit._elfio import (
     PT_LOAD,
     open_raw,
 )
-from cudasplit.elf import read_elf_info
-from cudasplit.elfedit import ElfEdit
+from cudasplit._patch import apply_edit, set_runpath
 from cudasplit.errors import CudasplitError, ElfError, PatchError
-from cudasplit.patch import apply_edit, set_runpath
 from tests import nvlayout
 
 TARGET = "/nix/store/0123456789abcdfghijklmnpqrsvwxyz-cuda_compat-12.9/compat:" \

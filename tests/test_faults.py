@@ -24,7 +24,7 @@ import pytest
 
 from cudasplit import SplitOptions, split_to_dir
 from cudasplit.errors import LimitExceededError, OutputError
-from cudasplit.sinks import directory as directory_sink
+from cudasplit.sinks import _directory as directory_sink
 from tests.tarutil import TOP, write_archive
 
 REPO = Path(__file__).resolve().parent.parent

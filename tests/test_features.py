@@ -15,15 +15,15 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from cudasplit.cli import main
-from cudasplit.features import (
+from cudasplit._features import (
     Features,
     FeatureStatus,
     dump_feature_json,
     features_for_manifest,
     features_of,
 )
-from cudasplit.manifest import load_manifest
+from cudasplit._manifest import load_manifest
+from cudasplit.cli import main
 from tests.builders import compile_executable, compile_shared, write_tarball
 
 REFERENCE = Path("/work/shared/reference/manifests")

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cudasplit.globs import GlobError, compile_glob
+from cudasplit._globs import GlobError, compile_glob
 
 
 @pytest.mark.parametrize(

@@ -25,10 +25,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from cudasplit import SplitOptions, inspect, split_to_dir
+from cudasplit._patch import set_runpath
+from cudasplit._report import Report
 from cudasplit.cli import main
 from cudasplit.errors import CudasplitError, ElfError, OutputError, PatchError
-from cudasplit.patch import set_runpath
-from cudasplit.report import Report
 from tests.hostile import (
     ELF64_DYN,
     HUGE_PHNUM_ELF,

@@ -209,20 +209,20 @@ def test_module_graph_sees_every_module_and_import() -> None:
     sys.modules[spec.name] = graph  # dataclasses look their module up there
     spec.loader.exec_module(graph)
     mods = {m.name: m for m in graph.modules()}
-    assert {"pipeline", "links", "layout", "sinks.staged", "sinks.base"} <= set(mods)
-    assert "layout" in mods["pipeline"].imports and "links" in mods["pipeline"].imports
-    assert "sinks.staged" in mods["sinks.tarball"].imports
+    assert {"_pipeline", "_links", "_layout", "sinks._staged", "sinks._base"} <= set(mods)
+    assert "_layout" in mods["_pipeline"].imports and "_links" in mods["_pipeline"].imports
+    assert "sinks._staged" in mods["sinks._tarball"].imports
     assert all(not m.job.startswith("(no docstring") for m in mods.values()), [
         m.name for m in mods.values() if m.job.startswith("(no docstring")]
     block = graph.generated()
-    assert "m_pipeline --> m_links" in block and "flowchart LR" in block
+    assert "m__pipeline --> m__links" in block and "flowchart LR" in block
 
 
 def test_explain_reads_only_the_file_it_explains(redist_tarballs: dict[str, Path],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """One pass over the member records; the plan is the dry run's for that file, but only
     that ELF file is copied out and read (a dry run copies every one)."""
-    from cudasplit.patchstage import PatchStage
+    from cudasplit._patchstage import PatchStage
 
     source = redist_tarballs["zst"]
     options = SplitOptions(runpath=POLICY)

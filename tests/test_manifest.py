@@ -10,9 +10,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from cudasplit.cli import main
-from cudasplit.errors import ManifestError
-from cudasplit.manifest import (
+from cudasplit._manifest import (
     VerifyStatus,
     find_tarball,
     load_manifest,
@@ -21,6 +19,8 @@ from cudasplit.manifest import (
     select_artifacts,
     verify,
 )
+from cudasplit.cli import main
+from cudasplit.errors import ManifestError
 
 REFERENCE = Path("/work/shared/reference/manifests")
 

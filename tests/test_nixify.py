@@ -16,19 +16,19 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudasplit.api import inspect
-from cudasplit.cli import main
-from cudasplit.manifest import load_manifest
-from cudasplit.nixify import (
+from cudasplit._api import inspect
+from cudasplit._manifest import load_manifest
+from cudasplit._nixify import (
     EXTERNAL_PROVIDERS,
     _table_needs,
     nixify,
     plan_release,
     render_package,
 )
-from cudasplit.pkgtable import Where
-from cudasplit.rules import load_ruleset
-from cudasplit.sonames import PackageLinks, provider_index, scan_elf_dir
+from cudasplit._pkgtable import Where
+from cudasplit._rules import load_ruleset
+from cudasplit._sonames import PackageLinks, provider_index, scan_elf_dir
+from cudasplit.cli import main
 from tests.releases import Release, release
 
 pytestmark = pytest.mark.slow
@@ -224,7 +224,7 @@ def test_dlopen_targets_become_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Where dlopen detection is present, a dlopen target provided by another package of the
     release is a buildInput, marked as such. The detector is stood in for here (it is another
     module's work); the rest is the real path on real bytes."""
-    import cudasplit.sonames as sonames
+    import cudasplit._sonames as sonames
 
     def fake(file: str, info: object) -> tuple[str, ...]:
         soname = getattr(info, "soname", None) or ""
@@ -283,7 +283,7 @@ def test_two_platforms_and_a_missing_one(tmp_path: Path) -> None:
 def test_table_needs_gates_and_package_roots() -> None:
     """Every package the table names becomes an input, gated entries only where they apply,
     and each gets the --package-root key the split looks up (nvcc: PNAME.OUTPUT)."""
-    from cudasplit.nixify import _package_roots
+    from cudasplit._nixify import _package_roots
 
     nvcc = load_ruleset("cuda_nvcc").package
     on_13, on_12 = _table_needs(nvcc, Where("13.0.88", "13.0")), \
@@ -302,7 +302,7 @@ def test_table_needs_gates_and_package_roots() -> None:
 def test_stubs_and_driver_names_provide_nothing() -> None:
     """cuda_cudart's lib/stubs/libcuda.so (SONAME libcuda.so.1) must not make every package
     that needs or dlopens the driver depend on cuda_cudart; a real library still counts."""
-    from cudasplit.sonames import ElfFacts, dependencies
+    from cudasplit._sonames import ElfFacts, dependencies
 
     cudart = PackageLinks("cuda_cudart", (
         ElfFacts("lib/libcudart.so.12", "libcudart.so.12", ()),
@@ -368,7 +368,7 @@ def test_generated_expressions_build_with_the_setup_hook(tmp_path: Path) -> None
     import sys
     import uuid
 
-    from cudasplit.closure import closure_of_roots
+    from cudasplit._closure import closure_of_roots
     from tests.test_nix import CHECKOUT, HOOK, STORE_PATH, Nix, nix  # noqa: F401
 
     _need_nix()

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from cudasplit import SplitOptions, split_to_dir
-from cudasplit.report import Report
-from cudasplit.rules import load_ruleset
+from cudasplit._report import Report
+from cudasplit._rules import load_ruleset
 from tests.builders import dynamic_entries, have_compiler, tree_from_reference
 
 LISTS = sorted((Path(__file__).parent / "data" / "trees" / "packages").glob("*.txt"))

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from cudasplit import SplitOptions, split_to_dir
+from cudasplit._rules import build_ruleset
+from cudasplit._runpath import RunpathPolicy
 from cudasplit.errors import OptionsError, ProblemsFound, RulesError
-from cudasplit.rules import build_ruleset
-from cudasplit.runpath import RunpathPolicy
 from tests.builders import compile_executable, compile_shared, dynamic_entries, have_compiler
 from tests.tarutil import Entry, tar_bytes
 

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cudasplit import patch as patch_mod
-from cudasplit.elf import read_elf_info
-from cudasplit.elfedit import ElfEdit, UnknownPatcherError, backend_for
+from cudasplit import _patch as patch_mod
+from cudasplit._elf import read_elf_info
+from cudasplit._elfedit import ElfEdit, UnknownPatcherError, backend_for
+from cudasplit._patch import SPARE_BYTES, apply_edit, set_runpath
 from cudasplit.errors import CudasplitError, ElfError, PatchError
-from cudasplit.patch import SPARE_BYTES, apply_edit, set_runpath
 from tests import nvlayout
 
 NIX = "/nix/store/" + "0123456789abcdfghijklmnpqrsvwxyz" + "-cuda_compat-12.9/compat"

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from cudasplit import MemorySink, ProblemsFound, SplitOptions, split, split_to_dir
+from cudasplit._pipeline import fallback_output
 from cudasplit.errors import OutputError
-from cudasplit.pipeline import fallback_output
 from tests.tarutil import write_archive
 
 ELF = b"\x7fELF\x02\x01\x01" + b"\0" * 9 + b"\x03\x00" + b"\0" * 200  # ET_DYN header start

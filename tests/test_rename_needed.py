@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from cudasplit import SplitOptions, split_to_dir
+from cudasplit._patch import rename_needed
+from cudasplit._rules import build_ruleset
 from cudasplit.errors import RulesError
-from cudasplit.patch import rename_needed
-from cudasplit.rules import build_ruleset
 from tests.builders import compile_shared, dynamic_entries
 
 

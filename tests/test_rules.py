@@ -5,11 +5,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cudasplit._manifest import arm_platform, resolve_platform_word
+from cudasplit._model import OUTPUT_NAMES, Kind
+from cudasplit._pkgtable import Gate, Where, version_at_least
+from cudasplit._rules import build_ruleset, describe_package, load_ruleset, read_rule_file
 from cudasplit.errors import CudasplitError, RulesError
-from cudasplit.manifest import arm_platform, resolve_platform_word
-from cudasplit.model import OUTPUT_NAMES, Kind
-from cudasplit.pkgtable import Gate, Where, version_at_least
-from cudasplit.rules import build_ruleset, describe_package, load_ruleset, read_rule_file
 
 
 def ruleset_from(tmp_path: Path, text: str, name: str = "extra.toml"):  # type: ignore[no-untyped-def]

@@ -1,4 +1,4 @@
-"""Tests for cudasplit.runpath: exact plans for typical files, then properties."""
+"""Tests for cudasplit._runpath: exact plans for typical files, then properties."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cudasplit.errors import CudasplitError, SourceError
-from cudasplit.runpath import (
+from cudasplit._runpath import (
     ORIGIN,
     RunpathPlan,
     RunpathPolicy,
@@ -24,6 +23,7 @@ from cudasplit.runpath import (
     plan_runpath,
     split_search_path,
 )
+from cudasplit.errors import CudasplitError, SourceError
 
 DRIVER = "/run/opengl-driver/lib"
 STORE = "/nix/store"

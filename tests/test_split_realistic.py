@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cudasplit import SplitOptions, load_ruleset, split_to_dir
-from cudasplit.report import Report
+from cudasplit._report import Report
 from tests.builders import (
     EXPECTED_DEFAULT,
     build_large_tarball,
@@ -170,9 +170,9 @@ def test_memory_stays_bounded_on_a_300_mb_tarball(tmp_path: Path) -> None:
 def test_files_needing_only_their_neighbours_are_patched_while_streaming(
         tmp_path: Path, redist_tarballs) -> None:  # type: ignore[no-untyped-def]
     from cudasplit import DirectorySink
-    from cudasplit.model import OUTPUT_NAMES
-    from cudasplit.pipeline import SplitRun
-    from cudasplit.sources import open_source
+    from cudasplit._model import OUTPUT_NAMES
+    from cudasplit._pipeline import SplitRun
+    from cudasplit._sources import open_source
 
     sink = DirectorySink.for_output_dir(tmp_path / "o", list(OUTPUT_NAMES))
     run = SplitRun(open_source(redist_tarballs["xz"]), sink, SplitOptions(runpath=_policy()))

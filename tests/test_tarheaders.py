@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cudasplit import SplitOptions, split_to_dir
+from cudasplit._sources import Limits, open_source
 from cudasplit._tarheaders import (
     DIRECTORY,
     HARDLINK,
@@ -28,7 +29,6 @@ from cudasplit._tarheaders import (
     parse_pax,
 )
 from cudasplit.errors import LimitExceededError, UnsafeMemberError
-from cudasplit.sources import Limits, open_source
 from tests.hostile import deep_tree, ext_header, member_after, pax_record, raw_tar, remove_deep
 
 _KIND = {tarfile.REGTYPE: REGULAR, tarfile.DIRTYPE: DIRECTORY, tarfile.SYMTYPE: SYMLINK,

@@ -1,0 +1,197 @@
+"""Release-level commands: ``closure``, ``diff`` and ``nixify`` (thin click layer).
+
+Registered on the main group by :mod:`cudasplit.cli`; the decisions live in
+:mod:`cudasplit._closure`, :mod:`cudasplit._diff` and :mod:`cudasplit._nixify`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .errors import CudasplitError
+
+EXIT_OK, EXIT_FOUND = 0, 1
+
+
+def _fail(exc: CudasplitError) -> None:
+    click.echo(f"cudasplit: error: {str(exc).replace(chr(10), ' ')}", err=True)
+    sys.exit(exc.exit_code)
+
+
+@click.command("closure")
+@click.argument("split_dir", type=click.Path(file_okay=False, exists=True))
+@click.option("--root", "roots", multiple=True, metavar="OUTPUT=PATH",
+              help="Take the outputs from here instead of SPLIT_DIR/<output> (e.g. a Nix "
+              "build's store paths); repeatable. SPLIT_DIR is then ignored.")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON report.")
+@click.option("--strict", is_flag=True, help="Exit 1 when there are warnings.")
+def closure_command(split_dir: str, roots: tuple[str, ...], as_json: bool, strict: bool) -> None:
+    """Bytes per output, which outputs each output references, and what lib/out drag along.
+
+    SPLIT_DIR is what `split -o DIR` wrote (DIR/<output>/...).
+    """
+    from ._closure import closure_of_dir, closure_of_roots
+
+    try:
+        report = closure_of_roots(_roots(roots)) if roots else closure_of_dir(split_dir)
+    except CudasplitError as exc:
+        _fail(exc)
+        return
+    if as_json:
+        click.echo(report.to_json(), nl=False)
+    else:
+        for line in report.text_lines():
+            click.echo(line)
+    sys.exit(EXIT_FOUND if strict and report.warnings else EXIT_OK)
+
+
+def _roots(values: tuple[str, ...]) -> dict[str, str]:
+    roots = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep or not name or not path.startswith("/"):
+            raise click.BadParameter(f"{value!r}: expected OUTPUT=/absolute/path",
+                                     param_hint="--root")
+        roots[name] = path.rstrip("/")
+    return roots
+
+
+@click.command("nixify")
+@click.argument("manifest", type=click.Path(dir_okay=False, exists=True))
+@click.option("--tarballs", "tarball_dir", required=True,
+              type=click.Path(file_okay=False, exists=True),
+              help="Directory holding the tarballs (flat, or NVIDIA's relative paths).")
+@click.option("-o", "--output-dir", required=True, type=click.Path(file_okay=False),
+              help="Write <pname>.nix per package and default.nix here.")
+@click.option("--platform", "platforms", multiple=True, metavar="NAME",
+              help="linux-x86_64, linux-sbsa, linux-ppc64le (repeatable; default: every "
+              "linux platform whose tarball is present).")
+@click.option("--package", "packages", multiple=True, metavar="PNAME",
+              help="Only these packages (repeatable; default: all).")
+@click.option("--base-url", default=None, metavar="URL",
+              help="Prefix of the manifest's relative paths (default: NVIDIA's redist URL).")
+@click.option("-j", "--jobs", type=int, default=1, show_default=True,
+              help="Decompression threads per tarball.")
+def nixify_command(manifest: str, tarball_dir: str, output_dir: str,
+                   platforms: tuple[str, ...], packages: tuple[str, ...],
+                   base_url: str | None, jobs: int) -> None:
+    """One Nix expression per package of MANIFEST (redistrib_*.json), plus default.nix."""
+    from ._manifest import load_manifest
+    from ._nixify import DEFAULT_BASE_URL, nixify
+
+    try:
+        result = nixify(load_manifest(manifest), tarball_dir, output_dir,
+                        platforms=platforms or None, packages=packages or None,
+                        base_url=base_url or DEFAULT_BASE_URL, jobs=jobs)
+    except CudasplitError as exc:
+        _fail(exc)
+        return
+    for plan in result.packages:
+        outputs = "; ".join(f"{p.platform}: {','.join(p.outputs)}" for p in plan.platforms)
+        inputs = ", ".join([*plan.build_inputs, *plan.external]) or "-"
+        click.echo(f"{plan.pname:24} {plan.version:14} outputs {outputs}  buildInputs {inputs}")
+        if plan.missing:
+            click.echo(f"  no tarball for: {', '.join(plan.missing)}", err=True)
+        if plan.unresolved:
+            click.echo(f"  needed, provided by nothing here: {', '.join(plan.unresolved)}",
+                       err=True)
+        if plan.outside:
+            click.echo(f"  package table names packages not in the manifest: "
+                       f"{', '.join(plan.outside)}", err=True)
+    click.echo(f"wrote {len(result.files)} files to {Path(result.output_dir)}", err=True)
+
+
+@click.command("diff")
+@click.argument("old", type=click.Path(exists=True))
+@click.argument("new", type=click.Path(exists=True))
+@click.option("--tarballs", "tarball_dir", type=click.Path(file_okay=False, exists=True),
+              help="Where the tarballs of OLD and NEW manifests are (both).")
+@click.option("--old-tarballs", type=click.Path(file_okay=False, exists=True),
+              help="Where OLD manifest's tarballs are (default: --tarballs).")
+@click.option("--new-tarballs", type=click.Path(file_okay=False, exists=True),
+              help="Where NEW manifest's tarballs are (default: --tarballs).")
+@click.option("--platform", default="linux-x86_64", show_default=True,
+              help="The platform compared when OLD and NEW are manifests.")
+@click.option("--members", is_flag=True, help="One line per member instead of per directory.")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON diff.")
+@click.option("-j", "--jobs", type=int, default=1, show_default=True,
+              help="Decompression threads per tarball.")
+def diff_command(old: str, new: str, tarball_dir: str | None, old_tarballs: str | None,
+                 new_tarballs: str | None, platform: str, members: bool, as_json: bool,
+                 jobs: int) -> None:
+    """Compare two releases: tarballs, split directories, or manifests with their tarballs.
+
+    Exit 0 when they place the same members the same way, 1 when something changed.
+    """
+    from ._diff import diff_snapshots, snapshot
+
+    try:
+        before = snapshot(old, tarball_dir=old_tarballs or tarball_dir, platform=platform,
+                          jobs=jobs)
+        after = snapshot(new, tarball_dir=new_tarballs or tarball_dir, platform=platform,
+                         jobs=jobs)
+    except CudasplitError as exc:
+        _fail(exc)
+        return
+    result = diff_snapshots(before, after)
+    if as_json:
+        click.echo(result.to_json(), nl=False)
+    else:
+        for line in result.text_lines(members=members):
+            click.echo(line)
+    sys.exit(EXIT_FOUND if result.changes else EXIT_OK)
+
+
+def print_closure(output_dir: str | None, nix: bool) -> None:
+    """``split --closure``: the closure report of what the split just wrote."""
+    from ._closure import closure_of_dir, closure_of_roots
+    from ._nixenv import nix_outputs
+
+    try:
+        if nix:
+            report = closure_of_roots({k: str(v) for k, v in nix_outputs(None).items()})
+        else:
+            assert output_dir is not None
+            report = closure_of_dir(output_dir)
+    except CudasplitError as exc:
+        _fail(exc)
+        return
+    for line in report.text_lines():
+        click.echo(line)
+
+
+def add_closure_option(command: click.Command) -> None:
+    """Give ``split`` a ``--closure`` flag without touching its (busy) definition: the flag is
+    taken off before the original callback runs, and the report printed after it returns."""
+    command.params.append(click.Option(
+        ["--closure"], is_flag=True,
+        help="Then print the closure report of the outputs (one source; see `cudasplit "
+        "closure`)."))
+    original: Callable[..., Any] | None = command.callback
+    assert original is not None
+
+    def callback(**kw: Any) -> Any:
+        closure = kw.pop("closure")
+        if closure and _batch(kw):
+            raise click.UsageError("--closure takes exactly one source")
+        result = original(**kw)
+        if closure and not kw.get("dry_run"):
+            print_closure(kw.get("output_dir"), bool(kw.get("nix")))
+        return result
+
+    command.callback = callback
+
+
+def _batch(kw: dict[str, Any]) -> bool:
+    from ._api import directory_kind
+
+    sources: tuple[str, ...] = tuple(kw.get("sources") or ())
+    if len(sources) != 1:
+        return True
+    path = Path(sources[0])
+    return not kw.get("nix") and path.is_dir() and directory_kind(path) == "batch"

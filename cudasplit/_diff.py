@@ -1,0 +1,435 @@
+"""``cudasplit diff``: what changed between two releases, as a packager needs to know it.
+
+Either side is a snapshot: every member's package, output (after classification by the rules),
+path inside the output and size, plus the soname facts of its ELF files. A snapshot comes from
+
+* a tarball or an unpacked redistributable (one package: classified like ``inspect`` does);
+* a split directory: ``DIR/<output>/`` (one package) or ``DIR/<pname>-<platform>-<version>/
+  <output>/`` (what a batch ``split`` writes);
+* a manifest with its tarballs (every package of one platform).
+
+The comparison reports packages and outputs that appear or vanish, the size of each output,
+members added, removed, moved to another output, moved to another package (crt, CCCL and NVVM
+leaving cuda_nvcc in 13.0) and relocated within the tree (``include/cub/`` becoming
+``include/cccl/cub/``), and SONAME, DT_NEEDED and ``dlopen`` target changes (the last where
+:mod:`cudasplit._dlopen` is present, see :mod:`cudasplit._sonames`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._manifest import find_tarball, load_manifest, select_artifacts
+from ._model import OUTPUT_NAMES
+from ._pipeline import SplitOptions
+from ._pipeline import split as _split
+from ._sonames import ElfFacts, scan_elf_dir, scan_elf_source
+from ._sources import parse_top_dir
+from .errors import SourceError
+
+__all__ = ["Change", "ReleaseDiff", "Snapshot", "diff_snapshots", "snapshot"]
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Entry:
+    """One member as placed: which package and output, and how big."""
+
+    package: str
+    output: str
+    size: int
+
+
+@dataclass
+class Snapshot:
+    label: str
+    versions: dict[str, str] = field(default_factory=dict)  # package -> version
+    members: dict[tuple[str, str], Entry] = field(default_factory=dict)  # (package, path)
+    elf: dict[tuple[str, str], ElfFacts] = field(default_factory=dict)   # (package, path)
+
+    def add(self, package: str, path: str, output: str, size: int) -> None:
+        self.members[(package, path)] = Entry(package, output, size)
+
+    def output_sizes(self) -> dict[str, dict[str, int]]:
+        sizes: dict[str, dict[str, int]] = {}
+        for entry in self.members.values():
+            per = sizes.setdefault(entry.package, {})
+            per[entry.output] = per.get(entry.output, 0) + entry.size
+        return sizes
+
+    def by_path(self) -> dict[str, set[tuple[str, str]]]:
+        found: dict[str, set[tuple[str, str]]] = {}
+        for (package, path), entry in self.members.items():
+            found.setdefault(path, set()).add((package, entry.output))
+        return found
+
+
+# ---------------------------------------------------------------------------------------------
+# Snapshots
+
+
+def snapshot(path: str | os.PathLike[str], *, tarball_dir: str | os.PathLike[str] | None = None,
+             platform: str = "linux-x86_64", jobs: int = 1) -> Snapshot:
+    """A manifest (``*.json``, with ``tarball_dir``), a split directory, or one tarball/tree."""
+    target = Path(path)
+    if target.suffix == ".json":
+        if tarball_dir is None:
+            raise SourceError("a manifest needs the directory of its tarballs (--tarballs)",
+                              source=str(target))
+        return _from_manifest(target, Path(tarball_dir), platform, jobs)
+    if target.is_dir() and _split_layout(target):
+        return _from_split_dir(target)
+    snap = Snapshot(str(target))
+    _add_source(snap, target, None, jobs)
+    return snap
+
+
+def _from_manifest(path: Path, tarball_dir: Path, platform: str, jobs: int) -> Snapshot:
+    manifest = load_manifest(path)
+    snap = Snapshot(str(path))
+    for artifact in select_artifacts(manifest, platforms=(platform,)):
+        found = find_tarball(artifact, tarball_dir)
+        if found is None:
+            raise SourceError(f"no tarball for {artifact.label} ({artifact.filename})",
+                              source=str(tarball_dir))
+        _add_source(snap, found, artifact.package, jobs)
+        snap.versions[artifact.package] = manifest.package(artifact.package).version
+    return snap
+
+
+def _add_source(snap: Snapshot, path: Path, package: str | None, jobs: int) -> None:
+    report = _split(path, None, options=SplitOptions(dry_run=True, patch=False, jobs=jobs))
+    name = package or str(report.package.get("name") or path.name)
+    snap.versions.setdefault(name, str(report.package.get("version") or ""))
+    dests = {}
+    for record in report.members:
+        if record.output is not None and record.dest is not None and record.kind != "dir":
+            snap.add(name, record.dest, record.output, record.size)
+            dests[record.path] = record.dest
+    for facts in scan_elf_source(path, jobs=jobs):
+        dest = dests.get(facts.path)
+        if dest is not None:
+            snap.elf[(name, dest)] = ElfFacts(dest, facts.soname, facts.needed, facts.dlopen)
+
+
+def _split_layout(path: Path) -> str | None:
+    """``single`` for DIR/<output>/, ``batch`` for DIR/<package>/<output>/, else None."""
+    subdirs = [p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    if subdirs and all(p.name in OUTPUT_NAMES for p in subdirs):
+        return "single"
+    if subdirs and all(_is_single(p) for p in subdirs):
+        return "batch"
+    return None
+
+
+def _is_single(path: Path) -> bool:
+    subdirs = [p for p in path.iterdir() if p.is_dir()]
+    return bool(subdirs) and all(p.name in OUTPUT_NAMES for p in subdirs)
+
+
+def _from_split_dir(path: Path) -> Snapshot:
+    snap = Snapshot(str(path))
+    if _split_layout(path) == "single":
+        # Two single-package split directories compare as one package whatever their names.
+        package = parse_top_dir(path.name + "-archive")
+        _add_split_package(snap, path, package.name if package else "split")
+        return snap
+    for sub in sorted(p for p in path.iterdir() if p.is_dir()):
+        package = parse_top_dir(sub.name + "-archive")
+        name = package.name if package else sub.name
+        _add_split_package(snap, sub, name)
+        if package and package.version:
+            snap.versions[name] = package.version
+    return snap
+
+
+def _add_split_package(snap: Snapshot, root: Path, name: str) -> None:
+    snap.versions.setdefault(name, "")
+    for output_dir in sorted(p for p in root.iterdir() if p.name in OUTPUT_NAMES):
+        output = output_dir.name
+        for dirpath, _dirs, files in os.walk(output_dir):
+            for file in files:
+                full = Path(dirpath) / file
+                rel = str(full.relative_to(output_dir))
+                if not rel.startswith("nix-support/"):
+                    snap.add(name, rel, output, full.lstat().st_size)
+        for facts in scan_elf_dir(output_dir):
+            snap.elf[(name, facts.path)] = facts
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparison
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Change:
+    """One line of the diff; ``what`` names the kind of change."""
+
+    what: str      # package-added|package-removed|output-added|output-removed|member-added|
+    #                member-removed|member-moved|package-moved|relocated|soname-added|
+    #                soname-removed|soname-moved|needed-added|needed-removed|
+    #                dlopen-added|dlopen-removed|version
+    package: str
+    path: str = ""
+    old: str = ""
+    new: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseDiff:
+    old: str
+    new: str
+    changes: tuple[Change, ...]
+    sizes: dict[str, dict[str, tuple[int, int]]]  # package -> output -> (old bytes, new bytes)
+
+    def of(self, what: str) -> tuple[Change, ...]:
+        return tuple(c for c in self.changes if c.what == what)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"old": self.old, "new": self.new,
+                "sizes": {p: {o: {"old": a, "new": b} for o, (a, b) in outs.items()}
+                          for p, outs in self.sizes.items()},
+                "changes": [asdict(c) for c in self.changes]}
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_dict(), indent=2) + "\n"
+
+    def text_lines(self, *, members: bool = False) -> list[str]:
+        return _render(self, members)
+
+
+def diff_snapshots(old: Snapshot, new: Snapshot) -> ReleaseDiff:
+    changes: list[Change] = []
+    changes += _package_changes(old, new)
+    changes += _member_changes(old, new)
+    changes += _elf_changes(old, new)
+    sizes = _sizes(old, new)
+    changes += _output_changes(sizes)
+    return ReleaseDiff(old.label, new.label, tuple(sorted(set(changes))), sizes)
+
+
+def _package_changes(old: Snapshot, new: Snapshot) -> list[Change]:
+    found = [Change("package-removed", p, old=old.versions[p])
+             for p in old.versions if p not in new.versions]
+    found += [Change("package-added", p, new=new.versions[p])
+              for p in new.versions if p not in old.versions]
+    found += [Change("version", p, old=old.versions[p], new=new.versions[p])
+              for p in old.versions if p in new.versions and old.versions[p] != new.versions[p]]
+    return found
+
+
+def _sizes(old: Snapshot, new: Snapshot) -> dict[str, dict[str, tuple[int, int]]]:
+    a, b = old.output_sizes(), new.output_sizes()
+    result: dict[str, dict[str, tuple[int, int]]] = {}
+    for package in sorted(set(a) | set(b)):
+        outs = set(a.get(package, {})) | set(b.get(package, {}))
+        result[package] = {o: (a.get(package, {}).get(o, 0), b.get(package, {}).get(o, 0))
+                           for o in sorted(outs, key=_output_index)}
+    return result
+
+
+def _output_index(name: str) -> int:
+    return OUTPUT_NAMES.index(name) if name in OUTPUT_NAMES else len(OUTPUT_NAMES)
+
+
+def _output_changes(sizes: Mapping[str, Mapping[str, tuple[int, int]]]) -> list[Change]:
+    found = []
+    for package, outs in sizes.items():
+        for output, (before, after) in outs.items():
+            if not before and after:
+                found.append(Change("output-added", package, output))
+            elif before and not after:
+                found.append(Change("output-removed", package, output))
+    return found
+
+
+def _member_changes(old: Snapshot, new: Snapshot) -> list[Change]:
+    found: list[Change] = []
+    old_paths, new_paths = old.by_path(), new.by_path()
+    for path in sorted(set(old_paths) | set(new_paths)):
+        before, after = old_paths.get(path, set()), new_paths.get(path, set())
+        if before == after:
+            continue
+        found += _path_change(path, before, after)
+    return _relocations(found)
+
+
+def _path_change(path: str, before: set[tuple[str, str]], after: set[tuple[str, str]]
+                 ) -> list[Change]:
+    old_pkgs, new_pkgs = {p for p, _ in before}, {p for p, _ in after}
+    if len(before) == 1 and len(after) == 1:
+        (p0, o0), (p1, o1) = next(iter(before)), next(iter(after))
+        what = "member-moved" if p0 == p1 else "package-moved"
+        return [Change(what, p1, path, f"{p0}:{o0}", f"{p1}:{o1}")]
+    found = [Change("member-removed", p, path, o, "") for p, o in before - after
+             if p not in new_pkgs or (p, o) not in after]
+    found += [Change("member-added", p, path, "", o) for p, o in after - before
+              if p not in old_pkgs or (p, o) not in before]
+    return found
+
+
+def _relocations(changes: list[Change]) -> list[Change]:
+    """A removed path that reappears with one or two directories more or fewer
+    (``include/cub/x`` -> ``include/cccl/cub/x``, ``nvvm/libdevice/x`` -> ``libdevice/x``), in
+    the same package or another, is one relocation, not a removal and an addition."""
+    exact: dict[str, Change] = {}
+    deeper: dict[str, Change] = {}  # an added path with directories dropped -> that addition
+    for change in changes:
+        if change.what == "member-added":
+            exact.setdefault(change.path, change)
+            for key in _shallower(change.path):
+                deeper.setdefault(key, change)
+    kept: list[Change] = []
+    used: set[int] = set()
+    for change in changes:
+        target = _relocated_to(change, exact, deeper, used)
+        if target is None:
+            kept.append(change)
+            continue
+        used.add(id(target))
+        kept.append(Change("relocated", target.package, change.path,
+                           f"{change.package}:{change.old}",
+                           f"{target.package}:{target.new}:{target.path}"))
+    return [c for c in kept if not (c.what == "member-added" and id(c) in used)]
+
+
+def _relocated_to(change: Change, exact: Mapping[str, Change], deeper: Mapping[str, Change],
+                  used: set[int]) -> Change | None:
+    """Only one side loses directories: ``a/x/f`` and ``a/y/f`` are two files, not a move."""
+    if change.what != "member-removed":
+        return None
+    candidates = [deeper.get(change.path)] + [exact.get(k) for k in _shallower(change.path)]
+    for target in candidates:
+        if target is not None and id(target) not in used:
+            return target
+    return None
+
+
+def _shallower(path: str) -> Iterable[str]:
+    """``path`` without one or two consecutive directories (never the file name, and at least
+    one directory is left: ``LICENSE`` matches nothing)."""
+    parts = path.split("/")
+    for drop in (1, 2):
+        for start in range(len(parts) - 1 - drop + 1):
+            rest = parts[:start] + parts[start + drop:]
+            if len(rest) >= 2:
+                yield "/".join(rest)
+
+
+def _elf_changes(old: Snapshot, new: Snapshot) -> list[Change]:
+    found: list[Change] = []
+    for package in sorted(set(old.versions) & set(new.versions)):
+        a = _package_elf(old, package)
+        b = _package_elf(new, package)
+        found += [Change("soname-removed", package, old=s) for s in _sonames(a) - _sonames(b)]
+        found += [Change("soname-added", package, new=s) for s in _sonames(b) - _sonames(a)]
+        found += [Change("needed-removed", package, old=n) for n in _needed(a) - _needed(b)]
+        found += [Change("needed-added", package, new=n) for n in _needed(b) - _needed(a)]
+        found += [Change("dlopen-removed", package, old=n) for n in _dlopen(a) - _dlopen(b)]
+        found += [Change("dlopen-added", package, new=n) for n in _dlopen(b) - _dlopen(a)]
+    return found + _soname_moves(old, new)
+
+
+def _soname_moves(old: Snapshot, new: Snapshot) -> list[Change]:
+    """A SONAME that another package provides now (libnvvm.so.4: cuda_nvcc -> libnvvm)."""
+    before, after = _providers(old), _providers(new)
+    return [Change("soname-moved", ",".join(sorted(after[s])), s, ",".join(sorted(before[s])),
+                   ",".join(sorted(after[s])))
+            for s in sorted(set(before) & set(after)) if before[s] != after[s]]
+
+
+def _providers(snap: Snapshot) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for (package, _), facts in snap.elf.items():
+        if facts.soname:
+            found.setdefault(facts.soname, set()).add(package)
+    return found
+
+
+def _package_elf(snap: Snapshot, package: str) -> list[ElfFacts]:
+    return [f for (p, _), f in snap.elf.items() if p == package]
+
+
+def _sonames(facts: list[ElfFacts]) -> set[str]:
+    return {f.soname for f in facts if f.soname}
+
+
+def _needed(facts: list[ElfFacts]) -> set[str]:
+    return {n for f in facts for n in f.needed}
+
+
+def _dlopen(facts: list[ElfFacts]) -> set[str]:
+    return {n for f in facts for n in f.dlopen}
+
+
+# ---------------------------------------------------------------------------------------------
+# Text
+
+
+def _render(diff: ReleaseDiff, members: bool) -> list[str]:
+    lines = [f"--- {diff.old}", f"+++ {diff.new}"]
+    for what, sign in (("package-removed", "-"), ("package-added", "+")):
+        lines += [f"{sign} package {c.package} {c.old or c.new}" for c in diff.of(what)]
+    lines += [f"~ package {c.package} {c.old} -> {c.new}" for c in diff.of("version")]
+    lines += _size_lines(diff)
+    lines += [f"{'+' if c.what == 'output-added' else '-'} output {c.package}:{c.path}"
+              for c in diff.changes if c.what in ("output-added", "output-removed")]
+    for what in ("package-moved", "relocated", "member-moved", "member-removed", "member-added"):
+        lines += _grouped(diff.of(what), what, members)
+    lines += [f"soname-moved {c.path}: {c.old} -> {c.new}" for c in diff.of("soname-moved")]
+    for what, sign in (("soname-removed", "-"), ("soname-added", "+"),
+                       ("needed-removed", "-"), ("needed-added", "+"),
+                       ("dlopen-removed", "-"), ("dlopen-added", "+")):
+        label = what.split("-")[0]
+        lines += [f"{sign} {label} {c.package}: {c.old or c.new}" for c in diff.of(what)]
+    return lines
+
+
+def _size_lines(diff: ReleaseDiff) -> list[str]:
+    lines = []
+    for package, outs in diff.sizes.items():
+        for output, (before, after) in outs.items():
+            if before != after:
+                lines.append(f"  size {package}:{output} {before:,} -> {after:,} "
+                             f"({after - before:+,})")
+    return lines
+
+
+def _grouped(changes: tuple[Change, ...], what: str, members: bool) -> list[str]:
+    """One line per directory and (from, to) pair unless ``members``: 1,700 CCCL headers
+    moving read as one line."""
+    if members:
+        return [f"{what} {c.path}: {old} -> {new}" for c in changes
+                for old, new in [_ends(c, member=True)[1:]]]
+    groups: dict[tuple[str, str, str], int] = {}
+    for c in changes:
+        key = _ends(c)
+        groups[key] = groups.get(key, 0) + 1
+    return [f"{what} {where} ({n} file{'s' if n > 1 else ''}): {old} -> {new}"
+            for (where, old, new), n in sorted(groups.items())]
+
+
+def _ends(c: Change, *, member: bool = False) -> tuple[str, str, str]:
+    """(directory group, from, to) as the text shows them (``member``: whole paths)."""
+    where = c.path if member else _group_dir(c.path)
+    if c.what == "member-removed":
+        return where, f"{c.package}:{c.old}", "-"
+    if c.what == "member-added":
+        return where, "-", f"{c.package}:{c.new}"
+    if c.what == "relocated":
+        place, _, new_path = c.new.rpartition(":")
+        rest = c.path[len(where):] if where.endswith("/") else ""
+        same_tail = bool(rest) and new_path.endswith("/" + rest)
+        new_dir = new_path[:len(new_path) - len(rest)] if same_tail else new_path
+        return where, c.old, f"{place} {new_dir}"
+    return where, c.old, c.new
+
+
+def _group_dir(path: str) -> str:
+    parts = posixpath.dirname(path).split("/")
+    return "/".join(parts[:2]) + "/" if parts != [""] else path

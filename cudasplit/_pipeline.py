@@ -1,0 +1,258 @@
+"""The split loop: source -> classify -> place -> (links, pkg-config, RUNPATH) -> sink -> report.
+
+One direction only: the loop pulls members from the source, asks the rule set (pure) where each
+goes, hands bytes to the sink and records what happened. Work that needs the whole archive
+(symlinks whose targets come later, RUNPATH resolution against every library of the package)
+runs once the stream has ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import BinaryIO
+
+from ._classify import (
+    Action,
+    Normaliser,
+    classify_member,
+    fallback_output,
+    member_kind,
+)
+from ._endrun import EndOfRun
+from ._layout import Layout, LayoutSpec
+from ._libmajor import LibMajor
+from ._links import LinkPlanner
+from ._model import Member
+from ._options import check_package_known
+from ._patchstage import PatchStage
+from ._pkgtable import Where
+from ._place import Placer
+from ._placements import Placements
+from ._prepare import patch_settings, prepare
+from ._report import MemberRecord, Problem, Report
+from ._rewrites import (
+    RewriteContext,
+)
+from ._rules import RuleSet
+from ._sources import Limits, Source, open_source
+from ._splitoptions import Progress, SplitOptions
+from .errors import OutputError
+from .sinks._base import Sink
+
+log = logging.getLogger(__name__)
+
+
+
+class SplitRun:
+    """State of one split. Use :func:`split`; this class is the loop's working memory."""
+
+    def __init__(self, source: Source, sink: Sink | None, options: SplitOptions,
+                 layout: LayoutSpec | None = None,
+                 plan_elf: Callable[[MemberRecord], bool] | None = None) -> None:
+        self.source = source
+        # Without a sink, which ELF members to read and plan (default: all). ``explain`` plans
+        # only the file it explains: a plan needs the file's own dynamic section and the
+        # names placed, not the other files' contents.
+        self.plan_elf = plan_elf
+        self.sink = sink
+        self.options = options
+        # Links, .pc files and RUNPATHs are planned against the layout (never asked of the
+        # sink); unknown outputs show as ``/${output}`` (absolute, as RUNPATH entries must be).
+        self.layout_spec = layout or (sink.layout if sink is not None else LayoutSpec())
+        self.layout = Layout(())  # resolved with the identity, before the first member
+        self.ruleset: RuleSet | None = None
+        self.where = Where()
+        self.declared: tuple[str, ...] | None = None
+        self.allowed: frozenset[str] | None = None
+        self.report = Report(source=source.description, package={}, dry_run=sink is None)
+        self.placements = Placements()
+        self.normalise: Normaliser | None = None   # with the rules, before the first member
+        self.links: LinkPlanner | None = None
+        self.rewrites: RewriteContext | None = None
+        self.placer: Placer | None = None           # the place stage, with the rules
+        self.cuda_major: str | None = options.cuda_major
+        self.lib_major = LibMajor()  # D9, set up with the rules (_libmajor.py)
+        self.eager_pool: ThreadPoolExecutor | None = None
+        self.patches: PatchStage | None = None  # created with the rules (first member)
+        self.members_seen = 0
+        self.bytes_seen = 0
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def run(self) -> Report:
+        try:
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cudasplit-patch") as pool:
+                self.eager_pool = pool
+                # The first header names the package (its top directory): identity, rules
+                # and layout are fixed after reading it and before taking any member.
+                members = self.source.members()
+                first = next(members, None)
+                self._prepare()
+                for member, stream in itertools.chain(() if first is None else (first,),
+                                                      members):
+                    with _naming(self.source.description, member.path):
+                        self._take(member, stream)
+                    self._tick(member)
+                self._release_held()
+                self.patch_stage().wait_early()
+            end = EndOfRun(self)
+            end.settle()
+        except BaseException:
+            if self.sink is not None:
+                self.sink.abort()
+            raise
+        end.complete()
+        return self.report
+
+    def patch_stage(self) -> PatchStage:
+        if self.patches is None:
+            ruleset = self.ruleset
+            assert ruleset is not None
+            settings = patch_settings(self.options, writing=self.sink is not None,
+                                      package_version=self.report.package.get("version"))
+            self.patches = PatchStage(
+                settings, ruleset.package, self._final_root,
+                has_stubs_output=self.allowed is None or "stubs" in self.allowed,
+                own_names=self.placements.own_names, report=self.report, early_pool=self.eager_pool)
+        return self.patches
+
+    def _tick(self, member: Member) -> None:
+        self.members_seen += 1
+        self.bytes_seen += member.size
+        if self.options.progress is not None:
+            self.options.progress(Progress(self.source.description, self.members_seen,
+                                           self.bytes_seen, member.path))
+
+    def _prepare(self) -> None:
+        """Identity, rule set, layout, patch stage and declared outputs, once, in that order."""
+        ident = self.options.package or self.source.package
+        self.report.package = ident.as_dict()
+        plan = prepare(ident, self.options, self.layout_spec)
+        ruleset = self.ruleset = plan.ruleset
+        self.report.rules_files = list(ruleset.files)
+        self.where, self.cuda_major, self.layout = plan.where, plan.cuda_major, plan.layout
+        self.declared, self.allowed, self.normalise = plan.declared, plan.allowed, plan.normalise
+        self.lib_major = plan.lib_major
+        self.report.warnings.extend(plan.warnings)
+        self.links = LinkPlanner(ruleset, self.where, self.allowed, self._dest, self.placements,
+                                 self._problem, self._warn)
+        self.rewrites = RewriteContext(
+            ruleset, self.where, self.allowed, self.layout, self.options.package_roots,
+            self.options.runpath.driver_lib_dir(), self._dest)
+        if self.sink is not None:
+            self.sink.start(ident, self.layout)
+        # Dry run with patching: ELF members are spooled and planned (all, or plan_elf's).
+        spool = (self.plan_elf or _all) if self.sink is None and self.options.patch else None
+        self.placer = Placer(
+            self.sink, self.report, self.placements, self.links, self.rewrites,
+            self.patch_stage(), self.layout, self.allowed, self.source.description, spool)
+        self._create_declared_outputs(self.declared)
+
+    def _create_declared_outputs(self, declared: tuple[str, ...] | None) -> None:
+        if self.sink is None or declared is None:
+            return
+        for name in ("out", *declared):
+            self.sink.ensure_output(name)
+            assert self.placer is not None
+            self.placer.output_record(name)
+
+    def _take(self, member: Member, stream: BinaryIO | None) -> None:
+        assert self.normalise is not None and self.links is not None
+        if self._held(member, stream, self.normalise.ruleset.package.lift_path(member.path)):
+            return
+        classified = classify_member(member, self.normalise, self.allowed)
+        self.report.members.append(classified.record)
+        if classified.action is Action.SYMLINK:
+            self.links.defer_symlink(member, classified.record)
+        elif classified.action is Action.HARDLINK:
+            self.links.defer_hardlink(member, classified.record)
+        elif classified.action is Action.PLACE:
+            assert stream is not None
+            assert self.placer is not None
+            self.placer.place(member, stream, classified)
+
+    def _release_held(self) -> None:
+        """D9: members held until the stream ended go through the loop now (placed, or dropped
+        when a lib/<major>/ arrived meanwhile)."""
+        for held in self.lib_major.release():
+            with _naming(self.source.description, held.member.path):
+                self._take(held.member, held.spool)
+            if held.spool is not None:
+                held.spool.close()
+
+    def _held(self, member: Member, stream: BinaryIO | None, lifted: str | None) -> bool:
+        """D9: hold ``member`` until the stream ends, or note its arrival (_libmajor.py)."""
+        if lifted is not None and self.lib_major.should_hold(member, lifted):
+            self.lib_major.keep(member, stream)
+            return True
+        self.lib_major.arrive(member, lifted or "")
+        late = self.lib_major.late()
+        if late:
+            self._problem("cuda-major-late", late[0], (
+                f"lib/{self.lib_major.major}/ arrived after {len(late)} member(s) directly in "
+                "lib/ were written; Nixpkgs deletes them (D9), a stream cannot (_libmajor.py)"))
+        return False
+
+    def _final_root(self, output: str) -> str:
+        """Where ``output`` lives once the run is over (what links, .pc and RUNPATH name)."""
+        return self.layout.root(output)
+
+    def _dest(self, path: str) -> str | None:
+        assert self.normalise is not None
+        return self.normalise.dest(path)
+
+    def _problem(self, code: str, path: str | None, message: str) -> None:
+        self.report.problems.append(Problem(code, path, message))
+
+    def _warn(self, code: str, path: str | None, message: str) -> None:
+        self.report.warnings.append(Problem(code, path, message))
+
+
+def _all(record: MemberRecord) -> bool:
+    return True
+
+
+@contextlib.contextmanager
+def _naming(description: str, path: str) -> Iterator[None]:
+    """Sink errors name the archive and the member, not only the file being written."""
+    try:
+        yield
+    except OutputError as exc:
+        if f"member {path!r}" in str(exc):
+            raise
+        raise OutputError(f"{description}: member {path!r}: {exc}") from exc
+
+
+# -- public entry points ---------------------------------------------------------------------
+
+
+def open_for(source: str | os.PathLike[str] | Source, options: SplitOptions) -> Source:
+    """A path opened the way ``options`` asks (identity override, jobs, bomb limits)."""
+    check_package_known(options)
+    if not isinstance(source, (str, os.PathLike)):
+        return source
+    return open_source(source, package=options.package, jobs=options.effective_jobs(),
+                       limits=Limits(options.max_total_bytes, options.max_ratio,
+                                     options.max_members),
+                       strip_components=options.strip_components)
+
+
+def split(source: str | os.PathLike[str] | Source, sink: Sink | None, *,
+          options: SplitOptions | None = None, layout: LayoutSpec | None = None) -> Report:
+    """Split ``source`` into ``sink`` (``None``: plan only, write nothing). RUNPATHs, links
+    and ``.pc`` files name the roots of ``layout`` (default: the sink's declared layout;
+    without a sink ``/${output}`` placeholders)."""
+    opts = options or SplitOptions()
+    source = open_for(source, opts)
+    if opts.dry_run:
+        sink = None
+    return SplitRun(source, sink, opts, layout).run()
+
+
+__all__ = ["Progress", "SplitOptions", "SplitRun", "fallback_output", "member_kind", "open_for",
+           "split"]

@@ -1,0 +1,130 @@
+"""What the CLI writes to standard error: one status line on a real terminal, and messages.
+
+Every message goes through :func:`err` (log records through :class:`ClearingHandler`), which
+clears the status line first, so an error never lands in the middle of it. Inside a Nix
+builder (``NIX_BUILD_TOP`` set) stderr is a pty whose bytes end up in the build log: there is
+no status line there at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import click
+
+from ._pipeline import Progress
+from ._report import Problem, Report
+
+
+class ProgressLine:
+    """One self-overwriting status line on an interactive terminal; nothing otherwise."""
+
+    MIN_INTERVAL = 0.1
+
+    def __init__(self) -> None:
+        self._last = 0.0
+        self._start = time.monotonic()
+        self._lock = threading.Lock()
+        self._width = 0
+
+    @classmethod
+    def for_terminal(cls, quiet: bool, env: Mapping[str, str] | None = None
+                     ) -> ProgressLine | None:
+        if quiet or not wants_status_line(env):
+            return None
+        line = cls()
+        _ACTIVE[0] = line
+        return line
+
+    def __call__(self, progress: Progress) -> None:
+        now = time.monotonic()
+        if not progress.done and now - self._last < self.MIN_INTERVAL:
+            return
+        self._last = now
+        rate = progress.bytes / max(now - self._start, 1e-6)
+        line = (f"{Path(progress.source).name}: {progress.members} members, "
+                f"{progress.bytes / 1e6:,.0f} MB, {rate / 1e6:,.0f} MB/s  {progress.current}")
+        columns = shutil.get_terminal_size().columns - 1
+        with self._lock:
+            self._write(line[:columns])
+
+    def _write(self, line: str) -> None:
+        sys.stderr.write("\r" + line.ljust(self._width))
+        sys.stderr.flush()
+        self._width = len(line)
+
+    def clear(self) -> None:
+        with self._lock:
+            if self._width:
+                sys.stderr.write("\r" + " " * self._width + "\r")
+                sys.stderr.flush()
+                self._width = 0
+
+
+_ACTIVE: list[ProgressLine | None] = [None]
+
+
+def wants_status_line(env: Mapping[str, str] | None = None) -> bool:
+    """A status line only for a person at a terminal: not in a Nix builder (its stderr is a
+    pty that feeds the build log), not on a dumb terminal, not into a pipe or file."""
+    env = os.environ if env is None else env
+    if env.get("NIX_BUILD_TOP") or env.get("TERM") == "dumb":
+        return False
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def clear_status() -> None:
+    line = _ACTIVE[0]
+    if line is not None:
+        line.clear()
+
+
+def err(message: str) -> None:
+    """One line on stderr, after clearing the status line."""
+    clear_status()
+    click.echo(message, err=True)
+
+
+class ClearingHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Log records on stderr, each after clearing the status line."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        clear_status()
+        self.stream = sys.stderr  # whatever stderr is now (tests and callers may swap it)
+        super().emit(record)
+
+
+def setup_logging(quiet: bool, verbose: bool) -> None:
+    level = logging.ERROR if quiet else logging.DEBUG if verbose else logging.WARNING
+    logger = logging.getLogger("cudasplit")
+    logger.setLevel(level)
+    if not any(isinstance(h, ClearingHandler) for h in logger.handlers):
+        handler = ClearingHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("cudasplit: %(message)s"))
+        logger.addHandler(handler)
+
+
+def issue_line(kind: str, source: str, issue: Problem) -> str:
+    """``cudasplit: warning: ARCHIVE: member 'lib/x': message [code]`` (one line)."""
+    where = f"{source}: member {issue.path!r}" if issue.path else source
+    message = issue.message.replace("\n", " ")
+    return f"cudasplit: {kind}: {where}: {message} [{issue.code}]"
+
+
+def print_issues(report: Report, *, warnings: bool = True) -> None:
+    """Every problem (and warning, unless ``-q``) of a run, one line each (also in batch
+    mode)."""
+    for problem in report.problems:
+        err(issue_line("problem", report.source, problem))
+    for warning in report.warnings if warnings else ():
+        err(issue_line("warning", report.source, warning))

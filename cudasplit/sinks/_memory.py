@@ -1,0 +1,62 @@
+"""An in-memory result: every output as dicts, after the same staging and patching as a split.
+
+Members are staged on disk like in every sink (a member may be larger than memory, and ELF
+files are patched in place), then :meth:`MemorySink.finish` reads the stage into
+:attr:`files` / :attr:`symlinks` and removes it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .._layout import LayoutSpec
+from .._model import OUTPUT_NAMES
+from ._staged import StagedSink
+
+_VIRTUAL = Path("/cudasplit-memory")
+
+
+class MemorySink(StagedSink):
+    """``layout`` defaults to ``/cudasplit-memory/<output>`` (nothing is ever written there)."""
+
+    stage_prefix = "cudasplit-memory-"
+
+    def __init__(self, layout: LayoutSpec | None = None) -> None:
+        super().__init__(layout or LayoutSpec.fixed({n: _VIRTUAL / n for n in OUTPUT_NAMES}))
+        self.files: dict[tuple[str, str], bytes] = {}
+        self.modes: dict[tuple[str, str], int] = {}
+        self.symlinks: dict[tuple[str, str], str] = {}
+        self.hardlinks: dict[tuple[str, str], tuple[str, str]] = {}
+        self.finished = False
+        self.aborted = False
+        self._final_outputs: list[str] = []
+
+    def make_hardlink(self, output: str, dest: str, src_output: str, src_dest: str) -> None:
+        super().make_hardlink(output, dest, src_output, src_dest)
+        self.hardlinks[(output, dest)] = (src_output, src_dest)
+
+    def outputs(self) -> list[str]:
+        return super().outputs() if self.staged else list(self._final_outputs)
+
+    def finish(self) -> None:
+        for output in self.outputs():
+            self._read_output(output, self.stage_root(output))
+        self._final_outputs = self.outputs()
+        self.discard_stage()
+        self.finished = True
+
+    def abort(self) -> None:
+        super().abort()
+        self.aborted = True
+
+    def _read_output(self, output: str, root: Path) -> None:
+        for dirpath, dirnames, filenames in os.walk(root):
+            for name in sorted(dirnames + filenames):
+                path = Path(dirpath, name)
+                dest = path.relative_to(root).as_posix()
+                if path.is_symlink():
+                    self.symlinks[(output, dest)] = os.readlink(path)
+                elif path.is_file():
+                    self.files[(output, dest)] = path.read_bytes()
+                    self.modes[(output, dest)] = path.stat().st_mode & 0o7777

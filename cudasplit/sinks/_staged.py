@@ -1,0 +1,116 @@
+"""A sink that stages every member in a private directory; subclasses only implement finish().
+
+Placement, link and hostile-input rules are the :class:`DirectorySink`'s (it writes into the
+private stage, with no second staging level), so ELF files can be patched in the stage like in
+any split. A subclass turns the finished stage into its result in :meth:`StagedSink.finish`
+(pack archives, read into memory, upload, ...) and reads it with :meth:`stage_root`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import BinaryIO
+
+from .._layout import Layout, LayoutSpec
+from .._model import OUTPUT_NAMES, PackageId
+from ..errors import OutputError
+from ._directory import DirectorySink
+
+__all__ = ["StagedSink"]
+
+
+class StagedSink(ABC):
+    """The whole :class:`~cudasplit.sinks._base.Sink` protocol but :meth:`finish`."""
+
+    stage_prefix = ".cudasplit-stage-"
+
+    def __init__(self, layout: LayoutSpec, staging_parent: Path | None = None) -> None:
+        self.layout = layout
+        self.package: PackageId | None = None
+        self._staging_parent = staging_parent
+        self._stage_dir: Path | None = None
+        self._inner_sink: DirectorySink | None = None
+        self._final: Layout | None = None   # told by start()
+
+    # -- what subclasses use -------------------------------------------------------------------
+
+    @abstractmethod
+    def finish(self) -> None:
+        """Turn the staged outputs into the result, then :meth:`discard_stage`."""
+
+    def stage_parent(self) -> Path | None:
+        """Where the stage is made (None: the system temp dir); may create it."""
+        return self._staging_parent
+
+    @property
+    def staged(self) -> bool:
+        """True once anything was written (the stage exists)."""
+        return self._inner_sink is not None
+
+    def stage_root(self, output: str) -> Path:
+        return self._stage / output
+
+    def discard_stage(self) -> None:
+        if self._stage_dir is not None:
+            shutil.rmtree(self._stage_dir, ignore_errors=True)
+            self._stage_dir, self._inner_sink = None, None
+
+    # -- protocol ------------------------------------------------------------------------------
+
+    def start(self, package: PackageId, layout: Layout) -> None:
+        self.package = package
+        self._final = layout
+
+    def ensure_output(self, output: str) -> None:
+        self._inner.ensure_output(output)
+
+    def write_file(self, output: str, dest: str, stream: BinaryIO, mode: int) -> None:
+        self._inner.write_file(output, dest, stream, mode)
+
+    def make_symlink(self, output: str, dest: str, target: str) -> None:
+        self._inner.make_symlink(output, dest, target)
+
+    def make_hardlink(self, output: str, dest: str, src_output: str, src_dest: str) -> None:
+        self._inner.make_hardlink(output, dest, src_output, src_dest)
+
+    def outputs(self) -> list[str]:
+        return self._inner.outputs() if self.staged else []
+
+    def staged_path(self, output: str, dest: str) -> Path | None:
+        return self._inner.staged_path(output, dest)
+
+    def public_text(self, text: str) -> str:
+        """Staged paths in ``text`` named as where the output will live (the stage is gone
+        when a problem message is read)."""
+        if self._stage_dir is None or self._final is None:
+            return text
+        for output in self.outputs():
+            text = text.replace(f"{self.stage_root(output)}/", f"{self._final.root(output)}/")
+        return text
+
+    def abort(self) -> None:
+        self.discard_stage()
+
+    # -- the stage -----------------------------------------------------------------------------
+
+    @property
+    def _stage(self) -> Path:
+        # Created on the first write: a source that cannot be read leaves nothing behind.
+        if self._stage_dir is None:
+            parent = self.stage_parent()
+            try:
+                self._stage_dir = Path(tempfile.mkdtemp(prefix=self.stage_prefix, dir=parent))
+            except OSError as exc:
+                raise OutputError(f"{parent or tempfile.gettempdir()}: cannot create staging "
+                                  f"directory ({exc.strerror})") from exc
+        return self._stage_dir
+
+    @property
+    def _inner(self) -> DirectorySink:
+        if self._inner_sink is None:
+            stage = self._stage
+            self._inner_sink = DirectorySink({name: stage / name for name in OUTPUT_NAMES})
+        return self._inner_sink
