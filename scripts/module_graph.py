@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import fnmatch
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,25 @@ SPLIT_RUN = ("_pipeline", "_prepare", "_layout", "_classify", "_place", "_placem
              "_rewrites",
              "_copies", "_checks", "_endrun", "_patchstage", "_elfplan", "_splitoptions",
              "sinks._base", "sinks._staged", "sinks._directory", "sinks._memory", "sinks._tarball")
+# Families, for the picture of every module: each module belongs to the first family whose
+# pattern matches (fnmatch on the dotted name). A module in no family is drawn apart and
+# fails ``tests/test_architecture.py``: a new module has to say where it belongs.
+FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("public face", ("__init__", "__main__", "errors", "cli", "cli.*", "_api*")),
+    ("split loop", ("_pipeline", "_prepare", "_layout", "_classify", "_place*", "_links*",
+                    "_rewrites", "_copies", "_checks", "_endrun", "_report*", "_splitoptions",
+                    "_libmajor", "_patchstage*", "_elfjob*", "_options", "_progress*")),
+    ("sinks", ("sinks", "sinks.*")),
+    ("sources and codecs", ("_sources*", "_source_*", "_codec*", "_tar*", "_xz*", "_zstd*",
+                            "_dirsource*", "_limits*", "_member*")),
+    ("ELF", ("_elf*", "_patch*", "_runpath*", "_resolve*", "_dlopen*", "_ldd*", "_sonames*",
+             "_lief*", "_interp*", "_needed*", "_dynamic*", "_segment*", "_verify*")),
+    ("rules and package table", ("_rules*", "_rule_*", "_pkgtable*", "_pkg*", "_globs",
+                                 "_textedits", "_nvccprofile", "_model", "_where*")),
+    ("Nix", ("_nix*",)),
+    ("release tools", ("_manifest*", "_features*", "_closure*", "_diff*", "_repack*",
+                       "_relreport", "_terminal", "_release*")),
+)
 BEGIN = "<!-- module-graph: begin (scripts/module_graph.py --write) -->"
 END = "<!-- module-graph: end -->"
 
@@ -96,6 +116,49 @@ def modules() -> list[Module]:
     return [read(p, known) for p in paths]
 
 
+def family(name: str) -> str | None:
+    for title, patterns in FAMILIES:
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
+            return title
+    return None
+
+
+def cycles(mods: list[Module]) -> list[list[str]]:
+    """Import cycles (strongly connected components of more than one module, or a module
+    importing itself), counting every import that runs, lazy ones inside functions too."""
+    graph = {m.name: sorted(m.imports) for m in mods if m.name not in ("__init__", "__main__")}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan; the package is small enough for recursion
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in graph:
+                continue
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for name in graph:
+        if name not in index:
+            visit(name)
+    return sorted(found)
+
+
 def node_id(name: str) -> str:
     return "m_" + name.replace(".", "_")
 
@@ -104,8 +167,10 @@ def mermaid(mods: list[Module], only: tuple[str, ...] | None = None) -> list[str
     shown = [m for m in mods if only is None or m.name in only]
     names = {m.name for m in shown}
     lines = ["```mermaid", "flowchart LR"]
-    for mod in shown:
-        lines.append(f'  {node_id(mod.name)}["{mod.name}"]')
+    if only is None:
+        lines += _family_blocks(shown)
+    else:
+        lines += [f'  {node_id(mod.name)}["{mod.name}"]' for mod in shown]
     for mod in shown:
         if mod.name in ("__init__", "__main__"):
             continue  # the facade imports everything; drawing it hides the structure
@@ -114,6 +179,19 @@ def mermaid(mods: list[Module], only: tuple[str, ...] | None = None) -> list[str
         for target in sorted(mod.typing_only & names):
             lines.append(f"  {node_id(mod.name)} -.-> {node_id(target)}")
     lines.append("```")
+    return lines
+
+
+def _family_blocks(mods: list[Module]) -> list[str]:
+    lines: list[str] = []
+    titles = [title for title, _ in FAMILIES] + [None]
+    for number, title in enumerate(titles):
+        members = [m for m in mods if family(m.name) == title]
+        if not members:
+            continue
+        lines.append(f'  subgraph f{number}["{title or "no family"}"]')
+        lines += [f'    {node_id(m.name)}["{m.name}"]' for m in members]
+        lines.append("  end")
     return lines
 
 
@@ -130,8 +208,10 @@ def limits(mods: list[Module], max_lines: int = 300, max_class: int = 150) -> li
     over = [f"`{m.name}` ({m.lines} lines)" for m in mods if m.lines > max_lines]
     big = [f"`{m.name}.{m.largest_class[0]}` ({m.largest_class[1]} lines)" for m in mods
            if m.largest_class and m.largest_class[1] > max_class]
+    loops = ["(" + " → ".join(c) + ")" for c in cycles(mods)]
     return [f"Modules over {max_lines} lines: {', '.join(over) or 'none'}.", "",
-            f"Classes over {max_class} lines: {', '.join(big) or 'none'}."]
+            f"Classes over {max_class} lines: {', '.join(big) or 'none'}.", "",
+            f"Import cycles: {', '.join(loops) or 'none'}."]
 
 
 def generated() -> str:
