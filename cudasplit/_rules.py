@@ -1,4 +1,4 @@
-"""The declarative rule engine: TOML rule files -> frozen :class:`RuleSet` -> decisions.
+"""The declarative rule engine's loader: TOML rule files, checked, -> a frozen :class:`RuleSet`.
 
 Precedence (first matching rule wins), highest first:
 
@@ -9,6 +9,10 @@ Precedence (first matching rule wins), highest first:
 Inside one file, rules are tried top to bottom. Renames (path normalisation such as
 ``pkg-config/`` -> ``share/pkgconfig/``) follow the same precedence and are applied before
 classification, so rules match the normalised path. Every decision names the rule that made it.
+
+The engine's other parts, re-exported here: one rule against one member (:mod:`._rulematch`),
+the rule set's decisions (:mod:`._ruleset`), the ``[package]`` table
+(:mod:`._pkgload`, :mod:`._pkgsettings`) and ``rules show`` (:mod:`._ruleshow`).
 """
 
 from __future__ import annotations
