@@ -234,6 +234,7 @@ def table_needs(table: PackageSettings, where: Where) -> dict[str, str]:
 
 
 def nix_ident(name: str) -> str:
+    """``name`` as a Nix identifier (a ``callPackage`` argument); else a ``ManifestError``."""
     if not _IDENT.match(name):
         raise ManifestError(f"package name {name!r} is not a Nix identifier")
     return name

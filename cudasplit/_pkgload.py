@@ -41,40 +41,12 @@ PACKAGE_KEYS = frozenset(
 
 
 def load_package(tables: Sequence[tuple[str, Mapping[str, Any]]]) -> PackageSettings:
-    merged: dict[str, Any] = {}
-    for filename, table in tables:
-        check_keys(table, PACKAGE_KEYS, filename, "[package]")
-        for key, value in table.items():
-            merged.setdefault(key, (filename, value))
-    outputs = None
-    if "outputs" in merged:
-        filename, value = merged["outputs"]
-        outputs = string_list(value, f"{filename}:[package]", "outputs")
-        bad = sorted(set(outputs) - set(OUTPUT_NAMES))
-        if bad:
-            raise RulesError(f"{filename}:[package]: unknown output(s) {', '.join(bad)}")
-    lift: tuple[Glob, ...] = ()
-    if "lift" in merged:
-        filename, value = merged["lift"]
-        # A lift names directories: "nsight-systems/*/" and "nsight-systems/*" mean the same.
-        patterns = [p.rstrip("/") for p in string_list(value, f"{filename}:[package]", "lift")]
-        lift = glob_list(patterns, f"{filename}:[package].lift", "match")
-    stubs_libdir: tuple[Glob, ...] = ()
-    if "pkgconfig_stubs_libdir" in merged:
-        filename, value = merged["pkgconfig_stubs_libdir"]
-        stubs_libdir = glob_list(value, f"{filename}:[package].pkgconfig_stubs_libdir", "match")
-    replace_needed: dict[str, str] = {}
-    if "replace_needed" in merged:
-        filename, value = merged["replace_needed"]
-        table = table_of(value, filename, "replace_needed")
-        if not all(isinstance(v, str) and v and "/" not in v and k and "\0" not in k + v
-                   for k, v in table.items()):
-            raise RulesError(f"{filename}:[package].replace_needed: values must be library names")
-        replace_needed = {str(k): str(v) for k, v in table.items()}
-    stub_links: dict[str, str] = {}
-    if "stub_links" in merged:
-        filename, value = merged["stub_links"]
-        stub_links = {str(k): str(v) for k, v in table_of(value, filename, "stub_links").items()}
+    """The settings of ``tables`` (highest precedence first): the first that sets a key wins."""
+    merged = _merge(tables)
+    # Checked in this order, so a file with several mistakes always reports the same one first.
+    outputs, lift = _outputs(merged), _lift(merged)
+    stubs_libdir = _stubs_libdir(merged)
+    replace_needed, stub_links = _replace_needed(merged), _stub_links(merged)
     return PackageSettings(
         outputs=outputs,
         cuda_compat=bool(merged.get("cuda_compat", (None, False))[1]),
@@ -90,6 +62,61 @@ def load_package(tables: Sequence[tuple[str, Mapping[str, Any]]]) -> PackageSett
         dlopen=parse_dlopen_key(merged.get("dlopen", (None, []))[1], "[package] dlopen"),
         **_load_table_entries(merged),
     )
+
+
+def _merge(tables: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, tuple[str, Any]]:
+    """key -> (the file that set it first, its value)."""
+    merged: dict[str, tuple[str, Any]] = {}
+    for filename, table in tables:
+        check_keys(table, PACKAGE_KEYS, filename, "[package]")
+        for key, value in table.items():
+            merged.setdefault(key, (filename, value))
+    return merged
+
+
+def _outputs(merged: Mapping[str, tuple[str, Any]]) -> tuple[str, ...] | None:
+    if "outputs" not in merged:
+        return None
+    filename, value = merged["outputs"]
+    outputs = string_list(value, f"{filename}:[package]", "outputs")
+    bad = sorted(set(outputs) - set(OUTPUT_NAMES))
+    if bad:
+        raise RulesError(f"{filename}:[package]: unknown output(s) {', '.join(bad)}")
+    return outputs
+
+
+def _lift(merged: Mapping[str, tuple[str, Any]]) -> tuple[Glob, ...]:
+    if "lift" not in merged:
+        return ()
+    filename, value = merged["lift"]
+    # A lift names directories: "nsight-systems/*/" and "nsight-systems/*" mean the same.
+    patterns = [p.rstrip("/") for p in string_list(value, f"{filename}:[package]", "lift")]
+    return glob_list(patterns, f"{filename}:[package].lift", "match")
+
+
+def _stubs_libdir(merged: Mapping[str, tuple[str, Any]]) -> tuple[Glob, ...]:
+    if "pkgconfig_stubs_libdir" not in merged:
+        return ()
+    filename, value = merged["pkgconfig_stubs_libdir"]
+    return glob_list(value, f"{filename}:[package].pkgconfig_stubs_libdir", "match")
+
+
+def _replace_needed(merged: Mapping[str, tuple[str, Any]]) -> dict[str, str]:
+    if "replace_needed" not in merged:
+        return {}
+    filename, value = merged["replace_needed"]
+    table = table_of(value, filename, "replace_needed")
+    if not all(isinstance(v, str) and v and "/" not in v and k and "\0" not in k + v
+               for k, v in table.items()):
+        raise RulesError(f"{filename}:[package].replace_needed: values must be library names")
+    return {str(k): str(v) for k, v in table.items()}
+
+
+def _stub_links(merged: Mapping[str, tuple[str, Any]]) -> dict[str, str]:
+    if "stub_links" not in merged:
+        return {}
+    filename, value = merged["stub_links"]
+    return {str(k): str(v) for k, v in table_of(value, filename, "stub_links").items()}
 
 
 def _load_table_entries(merged: Mapping[str, tuple[str, Any]]) -> dict[str, Any]:
