@@ -1,12 +1,8 @@
 """``cudasplit diff``: what changed between two releases, as a packager needs to know it.
 
-Either side is a snapshot: every member's package, output (after classification by the rules),
-path inside the output and size, plus the soname facts of its ELF files. A snapshot comes from
-
-* a tarball or an unpacked redistributable (one package: classified like ``inspect`` does);
-* a split directory: ``DIR/<output>/`` (one package) or ``DIR/<pname>-<platform>-<version>/
-  <output>/`` (what a batch ``split`` writes);
-* a manifest with its tarballs (every package of one platform).
+Either side is a :class:`~cudasplit._snapshot.Snapshot` (of a tarball, a split directory or a
+manifest with its tarballs: :mod:`cudasplit._snapshot`); this module compares two of them, and
+:mod:`cudasplit._diffrender` writes the comparison as text.
 
 The comparison reports packages and outputs that appear or vanish, the size of each output,
 members added, removed, moved to another output, moved to another package (crt, CCCL and NVVM
@@ -18,152 +14,16 @@ leaving cuda_nvcc in 13.0) and relocated within the tree (``include/cub/`` becom
 from __future__ import annotations
 
 import json
-import os
-import posixpath
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from ._manifest import find_tarball, load_manifest, select_artifacts
+from ._diffrender import render_diff
 from ._model import OUTPUT_NAMES
-from ._pipeline import SplitOptions
-from ._pipeline import split as _split
-from ._sonames import ElfFacts, scan_elf_dir, scan_elf_source
-from ._sources import parse_top_dir
-from .errors import SourceError
+from ._snapshot import Snapshot, snapshot
+from ._sonames import ElfFacts
 
 __all__ = ["Change", "ReleaseDiff", "Snapshot", "diff_snapshots", "snapshot"]
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class Entry:
-    """One member as placed: which package and output, and how big."""
-
-    package: str
-    output: str
-    size: int
-
-
-@dataclass
-class Snapshot:
-    label: str
-    versions: dict[str, str] = field(default_factory=dict)  # package -> version
-    members: dict[tuple[str, str], Entry] = field(default_factory=dict)  # (package, path)
-    elf: dict[tuple[str, str], ElfFacts] = field(default_factory=dict)   # (package, path)
-
-    def add(self, package: str, path: str, output: str, size: int) -> None:
-        self.members[(package, path)] = Entry(package, output, size)
-
-    def output_sizes(self) -> dict[str, dict[str, int]]:
-        sizes: dict[str, dict[str, int]] = {}
-        for entry in self.members.values():
-            per = sizes.setdefault(entry.package, {})
-            per[entry.output] = per.get(entry.output, 0) + entry.size
-        return sizes
-
-    def by_path(self) -> dict[str, set[tuple[str, str]]]:
-        found: dict[str, set[tuple[str, str]]] = {}
-        for (package, path), entry in self.members.items():
-            found.setdefault(path, set()).add((package, entry.output))
-        return found
-
-
-# ---------------------------------------------------------------------------------------------
-# Snapshots
-
-
-def snapshot(path: str | os.PathLike[str], *, tarball_dir: str | os.PathLike[str] | None = None,
-             platform: str = "linux-x86_64", jobs: int = 1) -> Snapshot:
-    """A manifest (``*.json``, with ``tarball_dir``), a split directory, or one tarball/tree."""
-    target = Path(path)
-    if target.suffix == ".json":
-        if tarball_dir is None:
-            raise SourceError("a manifest needs the directory of its tarballs (--tarballs)",
-                              source=str(target))
-        return _from_manifest(target, Path(tarball_dir), platform, jobs)
-    if target.is_dir() and _split_layout(target):
-        return _from_split_dir(target)
-    snap = Snapshot(str(target))
-    _add_source(snap, target, None, jobs)
-    return snap
-
-
-def _from_manifest(path: Path, tarball_dir: Path, platform: str, jobs: int) -> Snapshot:
-    manifest = load_manifest(path)
-    snap = Snapshot(str(path))
-    for artifact in select_artifacts(manifest, platforms=(platform,)):
-        found = find_tarball(artifact, tarball_dir)
-        if found is None:
-            raise SourceError(f"no tarball for {artifact.label} ({artifact.filename})",
-                              source=str(tarball_dir))
-        _add_source(snap, found, artifact.package, jobs)
-        snap.versions[artifact.package] = manifest.package(artifact.package).version
-    return snap
-
-
-def _add_source(snap: Snapshot, path: Path, package: str | None, jobs: int) -> None:
-    report = _split(path, None, options=SplitOptions(dry_run=True, patch=False, jobs=jobs))
-    name = package or str(report.package.get("name") or path.name)
-    snap.versions.setdefault(name, str(report.package.get("version") or ""))
-    dests = {}
-    for record in report.members:
-        if record.output is not None and record.dest is not None and record.kind != "dir":
-            snap.add(name, record.dest, record.output, record.size)
-            dests[record.path] = record.dest
-    for facts in scan_elf_source(path, jobs=jobs):
-        dest = dests.get(facts.path)
-        if dest is not None:
-            snap.elf[(name, dest)] = ElfFacts(dest, facts.soname, facts.needed, facts.dlopen)
-
-
-def _split_layout(path: Path) -> str | None:
-    """``single`` for DIR/<output>/, ``batch`` for DIR/<package>/<output>/, else None."""
-    subdirs = [p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")]
-    if subdirs and all(p.name in OUTPUT_NAMES for p in subdirs):
-        return "single"
-    if subdirs and all(_is_single(p) for p in subdirs):
-        return "batch"
-    return None
-
-
-def _is_single(path: Path) -> bool:
-    subdirs = [p for p in path.iterdir() if p.is_dir()]
-    return bool(subdirs) and all(p.name in OUTPUT_NAMES for p in subdirs)
-
-
-def _from_split_dir(path: Path) -> Snapshot:
-    snap = Snapshot(str(path))
-    if _split_layout(path) == "single":
-        # Two single-package split directories compare as one package whatever their names.
-        package = parse_top_dir(path.name + "-archive")
-        _add_split_package(snap, path, package.name if package else "split")
-        return snap
-    for sub in sorted(p for p in path.iterdir() if p.is_dir()):
-        package = parse_top_dir(sub.name + "-archive")
-        name = package.name if package else sub.name
-        _add_split_package(snap, sub, name)
-        if package and package.version:
-            snap.versions[name] = package.version
-    return snap
-
-
-def _add_split_package(snap: Snapshot, root: Path, name: str) -> None:
-    snap.versions.setdefault(name, "")
-    for output_dir in sorted(p for p in root.iterdir() if p.name in OUTPUT_NAMES):
-        output = output_dir.name
-        for dirpath, _dirs, files in os.walk(output_dir):
-            for file in files:
-                full = Path(dirpath) / file
-                rel = str(full.relative_to(output_dir))
-                if not rel.startswith("nix-support/"):
-                    snap.add(name, rel, output, full.lstat().st_size)
-        for facts in scan_elf_dir(output_dir):
-            snap.elf[(name, facts.path)] = facts
-
-
-# ---------------------------------------------------------------------------------------------
-# Comparison
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -200,7 +60,7 @@ class ReleaseDiff:
         return json.dumps(self.as_dict(), indent=2) + "\n"
 
     def text_lines(self, *, members: bool = False) -> list[str]:
-        return _render(self, members)
+        return render_diff(self, members)
 
 
 def diff_snapshots(old: Snapshot, new: Snapshot) -> ReleaseDiff:
@@ -365,71 +225,3 @@ def _needed(facts: list[ElfFacts]) -> set[str]:
 
 def _dlopen(facts: list[ElfFacts]) -> set[str]:
     return {n for f in facts for n in f.dlopen}
-
-
-# ---------------------------------------------------------------------------------------------
-# Text
-
-
-def _render(diff: ReleaseDiff, members: bool) -> list[str]:
-    lines = [f"--- {diff.old}", f"+++ {diff.new}"]
-    for what, sign in (("package-removed", "-"), ("package-added", "+")):
-        lines += [f"{sign} package {c.package} {c.old or c.new}" for c in diff.of(what)]
-    lines += [f"~ package {c.package} {c.old} -> {c.new}" for c in diff.of("version")]
-    lines += _size_lines(diff)
-    lines += [f"{'+' if c.what == 'output-added' else '-'} output {c.package}:{c.path}"
-              for c in diff.changes if c.what in ("output-added", "output-removed")]
-    for what in ("package-moved", "relocated", "member-moved", "member-removed", "member-added"):
-        lines += _grouped(diff.of(what), what, members)
-    lines += [f"soname-moved {c.path}: {c.old} -> {c.new}" for c in diff.of("soname-moved")]
-    for what, sign in (("soname-removed", "-"), ("soname-added", "+"),
-                       ("needed-removed", "-"), ("needed-added", "+"),
-                       ("dlopen-removed", "-"), ("dlopen-added", "+")):
-        label = what.split("-")[0]
-        lines += [f"{sign} {label} {c.package}: {c.old or c.new}" for c in diff.of(what)]
-    return lines
-
-
-def _size_lines(diff: ReleaseDiff) -> list[str]:
-    lines = []
-    for package, outs in diff.sizes.items():
-        for output, (before, after) in outs.items():
-            if before != after:
-                lines.append(f"  size {package}:{output} {before:,} -> {after:,} "
-                             f"({after - before:+,})")
-    return lines
-
-
-def _grouped(changes: tuple[Change, ...], what: str, members: bool) -> list[str]:
-    """One line per directory and (from, to) pair unless ``members``: 1,700 CCCL headers
-    moving read as one line."""
-    if members:
-        return [f"{what} {c.path}: {old} -> {new}" for c in changes
-                for old, new in [_ends(c, member=True)[1:]]]
-    groups: dict[tuple[str, str, str], int] = {}
-    for c in changes:
-        key = _ends(c)
-        groups[key] = groups.get(key, 0) + 1
-    return [f"{what} {where} ({n} file{'s' if n > 1 else ''}): {old} -> {new}"
-            for (where, old, new), n in sorted(groups.items())]
-
-
-def _ends(c: Change, *, member: bool = False) -> tuple[str, str, str]:
-    """(directory group, from, to) as the text shows them (``member``: whole paths)."""
-    where = c.path if member else _group_dir(c.path)
-    if c.what == "member-removed":
-        return where, f"{c.package}:{c.old}", "-"
-    if c.what == "member-added":
-        return where, "-", f"{c.package}:{c.new}"
-    if c.what == "relocated":
-        place, _, new_path = c.new.rpartition(":")
-        rest = c.path[len(where):] if where.endswith("/") else ""
-        same_tail = bool(rest) and new_path.endswith("/" + rest)
-        new_dir = new_path[:len(new_path) - len(rest)] if same_tail else new_path
-        return where, c.old, f"{place} {new_dir}"
-    return where, c.old, c.new
-
-
-def _group_dir(path: str) -> str:
-    parts = posixpath.dirname(path).split("/")
-    return "/".join(parts[:2]) + "/" if parts != [""] else path

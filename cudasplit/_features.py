@@ -2,25 +2,12 @@
 
 Each tarball is read once, front to back, through :func:`~cudasplit._sources.open_source`; no
 member is unpacked to disk. The flags follow the rules of NVIDIA-manifest tooling in Nixpkgs
-(cuda-redist-find-features), with these deliberate differences:
+(cuda-redist-find-features), with deliberate differences: :mod:`cudasplit._featurescan` holds
+the per-member rules, says where they differ, and how the extended form (SONAMEs, DT_NEEDED)
+reads ELF members with bounded disk use. Windows zips are read by :mod:`cudasplit._zipmembers`.
 
-* ``bin`` needs a file under ``bin/`` that is executable (an ``x`` mode bit, an ELF executable
-  header, or a PE header in a Windows zip), followed through symlinks and hard links inside the
-  archive. The original check was always true, so a ``bin/`` holding only ``nvcc.profile`` or a
-  ``.dll``-less config file counted as a ``bin`` output.
-* "non-empty directory" means it holds at least one non-directory member somewhere below it
-  (an ``include/`` with only empty subdirectories has nothing to install).
-* ``lib``/``static`` also look under ``lib64/``, which the split merges into ``lib/``.
-
-``lib`` keeps the original meaning "any ``*.so*`` under ``lib/``", stubs included
-(``cuda_nvml_dev`` ships only ``lib/stubs/libnvidia-ml.so`` and is ``lib = true`` in NVIDIA's
-feature manifests); the extended form reports ``stubs`` separately.
-
-Extended form: ``include``, ``stubs``, ``python`` and the SONAMEs the package provides and the
-DT_NEEDED names it uses. The dynamic section of a large library lies near its end and its string
-table near its start, so it cannot be read from a bounded prefix of the stream; ELF members
-(only they, only in the extended form) are therefore spooled to one reused temporary file and
-read with :func:`~cudasplit._elf.read_elf_info`. Disk use is bounded by the largest ELF member.
+Here: one tarball (:func:`features_of`) and every tarball of a manifest, scanned concurrently
+(:func:`features_for_manifest`), as a ``feature_*.json`` report.
 """
 
 from __future__ import annotations
@@ -28,180 +15,22 @@ from __future__ import annotations
 import enum
 import json
 import os
-import posixpath
-import re
-import shutil
-import stat
-import tempfile
 import zipfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, BinaryIO, cast
+from typing import Any, BinaryIO
 
-from ._elf import kind_from_head, read_elf_info
+from ._featurescan import Features, FeatureScan
 from ._manifest import Artifact, Manifest, find_tarball, select_artifacts
-from ._model import Kind, Member, MemberType
-from ._sources import HEAD_SIZE, normalise_member_path, open_source, parse_top_dir
-from .errors import CudasplitError, ElfError, SourceError
+from ._model import Member
+from ._sources import open_source
+from ._zipmembers import zip_members
+from .errors import CudasplitError
 
 __all__ = ["FeatureReport", "FeatureResult", "FeatureStatus", "Features", "features_for_manifest",
            "features_of"]
-
-BASIC_KEYS = ("bin", "dev", "doc", "lib", "sample", "static")
-EXTENDED_KEYS = (*BASIC_KEYS, "include", "python", "stubs")
-_DEV_DIRS = ("include/", "lib/pkgconfig/", "share/pkgconfig/", "pkg-config/", "pkgconfig/",
-             "lib/cmake/", "lib64/cmake/", "share/aclocal/")
-_DOC_DIRS = ("doc/", "share/doc/", "share/man/", "share/info/")
-_LIB_DIRS = ("lib/", "lib64/")
-_STUB_DIRS = ("lib/stubs/", "lib64/stubs/", "stubs/")
-_SHARED_NAME = re.compile(r"\.so(\.[^/]*)?$")
-_PE_MAGIC = b"MZ"
-_SYMLINK_HOPS = 40  # what the kernel allows before ELOOP
-
-
-@dataclass(frozen=True, slots=True)
-class Features:
-    """The outputs one tarball has (see the module text for each flag's rule)."""
-
-    bin: bool = False
-    dev: bool = False
-    doc: bool = False
-    lib: bool = False
-    sample: bool = False
-    static: bool = False
-    include: bool = False
-    python: bool = False
-    stubs: bool = False
-    sonames: tuple[str, ...] = ()  # sorted; only filled by an extended scan
-    needed: tuple[str, ...] = ()   # sorted; only filled by an extended scan
-    problems: tuple[str, ...] = ()  # ELF members that could not be read (extended scan)
-
-    def outputs(self, *, extended: bool = False) -> dict[str, bool]:
-        keys = EXTENDED_KEYS if extended else BASIC_KEYS
-        return {key: bool(getattr(self, key)) for key in keys}
-
-    def entry(self, *, extended: bool = False) -> dict[str, Any]:
-        """The per-platform object of ``feature_*.json`` (extended: plus sonames/needed)."""
-        out: dict[str, Any] = {"outputs": self.outputs(extended=extended)}
-        if extended:
-            out["sonames"] = list(self.sonames)
-            out["needed"] = list(self.needed)
-        return out
-
-
-# ---------------------------------------------------------------------------------------------
-# One tarball
-
-
-@dataclass
-class _Scan:
-    """Accumulates flags member by member; links under ``bin/`` are resolved at the end."""
-
-    extended: bool
-    flags: set[str] = field(default_factory=set)
-    executables: set[str] = field(default_factory=set)
-    links: dict[str, str] = field(default_factory=dict)  # path -> target path (archive-relative)
-    bin_candidates: list[str] = field(default_factory=list)  # bin/ links to resolve
-    sonames: set[str] = field(default_factory=set)
-    needed: set[str] = field(default_factory=set)
-    problems: list[str] = field(default_factory=list)
-    spool: IO[bytes] | None = None
-
-    def take(self, member: Member, stream: BinaryIO | None, source: str) -> None:
-        if member.type is MemberType.DIR:
-            return
-        path = member.path
-        self._by_place(path)
-        if member.type is MemberType.FILE:
-            self._file(member, stream, source)
-        elif member.type is MemberType.SYMLINK and member.link is not None:
-            self.links[path] = _resolve(path, member.link)
-        elif member.type is MemberType.HARDLINK and member.link is not None:
-            self.links[path] = member.link
-        if path.startswith("bin/") and member.type is not MemberType.FILE:
-            self.bin_candidates.append(path)
-
-    def _by_place(self, path: str) -> None:
-        name = posixpath.basename(path)
-        if path.startswith(_DEV_DIRS):
-            self.flags.add("dev")
-        if path.startswith("include/"):
-            self.flags.add("include")
-        if path.startswith(_DOC_DIRS):
-            self.flags.add("doc")
-        if path.startswith("samples/"):
-            self.flags.add("sample")
-        if name.endswith(".whl"):
-            self.flags.add("python")
-        if path.startswith(_LIB_DIRS) and _SHARED_NAME.search(name):
-            self.flags.add("lib")
-        if path.startswith(_LIB_DIRS) and name.endswith(".a"):
-            self.flags.add("static")
-        if path.startswith(_STUB_DIRS) and (_SHARED_NAME.search(name) or name.endswith(".a")):
-            self.flags.add("stubs")
-
-    def _file(self, member: Member, stream: BinaryIO | None, source: str) -> None:
-        kind = kind_from_head(member.head)
-        if member.mode & 0o111 or kind is Kind.ELF_EXEC or member.head.startswith(_PE_MAGIC):
-            self.executables.add(member.path)
-            if member.path.startswith("bin/"):
-                self.flags.add("bin")
-        if self.extended and kind is not None and stream is not None:
-            self._elf(member, stream, source)
-
-    def _elf(self, member: Member, stream: BinaryIO, source: str) -> None:
-        if self.spool is None:
-            self.spool = tempfile.NamedTemporaryFile(prefix="cudasplit-elf-")  # noqa: SIM115
-        spool = self.spool
-        spool.seek(0)
-        spool.truncate()
-        shutil.copyfileobj(stream, spool, 1 << 20)
-        spool.flush()
-        try:
-            info = read_elf_info(spool.name)
-        except ElfError as exc:
-            # One damaged member should not hide the flags of the rest; it is reported.
-            self.problems.append(f"{source}: member {member.path!r}: "
-                                 f"{str(exc).split(': ', 1)[-1]}")
-            return
-        if info is None:
-            return
-        if info.soname:
-            self.sonames.add(info.soname)
-        self.needed.update(info.needed)
-
-    def result(self) -> Features:
-        if "bin" not in self.flags and any(self._is_executable(p) for p in self.bin_candidates):
-            self.flags.add("bin")
-        return Features(
-            **{key: key in self.flags for key in EXTENDED_KEYS},
-            sonames=tuple(sorted(self.sonames)),
-            needed=tuple(sorted(self.needed)),
-            problems=tuple(self.problems),
-        )
-
-    def _is_executable(self, path: str) -> bool:
-        for _ in range(_SYMLINK_HOPS):
-            if path in self.executables:
-                return True
-            target = self.links.get(path)
-            if target is None:
-                return False
-            path = target
-        return False
-
-    def close(self) -> None:
-        if self.spool is not None:
-            self.spool.close()
-
-
-def _resolve(path: str, target: str) -> str:
-    """An archive-relative symlink target; absolute targets leave the archive (never match)."""
-    if target.startswith("/"):
-        return target
-    return posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
 
 
 def features_of(tarball: str | os.PathLike[str], *, extended: bool = False,
@@ -209,7 +38,7 @@ def features_of(tarball: str | os.PathLike[str], *, extended: bool = False,
     """Stream ``tarball`` (or a Windows ``.zip``, or an unpacked directory) once and report its
     outputs. ``extended`` also reads each ELF member's dynamic section (SONAME, NEEDED)."""
     path = Path(tarball)
-    scan = _Scan(extended)
+    scan = FeatureScan(extended)
     try:
         for member, stream in _members(path, jobs):
             scan.take(member, stream, str(path))
@@ -220,56 +49,8 @@ def features_of(tarball: str | os.PathLike[str], *, extended: bool = False,
 
 def _members(path: Path, jobs: int) -> Iterator[tuple[Member, BinaryIO | None]]:
     if path.is_file() and zipfile.is_zipfile(path):
-        return _zip_members(path)
+        return zip_members(path)
     return open_source(path, jobs=jobs).members()
-
-
-def _zip_members(path: Path) -> Iterator[tuple[Member, BinaryIO | None]]:
-    """Windows redistributables are zips; read the central directory, open members in place."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            infos = archive.infolist()
-            top = _zip_top(infos)
-            for info in infos:
-                item = _zip_member(archive, info, top, str(path))
-                if item is not None:
-                    yield item
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise SourceError(f"unreadable zip archive ({exc})", source=str(path)) from exc
-
-
-def _zip_top(infos: Sequence[zipfile.ZipInfo]) -> str | None:
-    if not infos:
-        return None
-    first = infos[0].filename.split("/", 1)[0]
-    if parse_top_dir(first) and all(i.filename.split("/", 1)[0] == first for i in infos):
-        return first + "/"
-    return None
-
-
-def _zip_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, top: str | None, source: str,
-                ) -> tuple[Member, BinaryIO | None] | None:
-    raw = normalise_member_path(info.filename, source=source)
-    if top is not None:
-        raw = raw[len(top):] if (raw + "/").startswith(top) else raw
-    if not raw or raw + "/" == top:
-        return None
-    # Unix modes live in the high 16 bits when the zip was made on Unix; else 0.
-    mode = (info.external_attr >> 16) & 0o7777 if info.create_system == 3 else 0
-    if info.is_dir():
-        return Member(raw, MemberType.DIR, mode or 0o755), None
-    if stat.S_ISLNK(info.external_attr >> 16):
-        return Member(raw, MemberType.SYMLINK, mode, 0, archive.read(info).decode()), None
-    stream = archive.open(info)
-    head = stream.read(HEAD_SIZE)
-    stream.close()
-    # The head read consumed the start; reopen so the consumer sees the whole content.
-    member = Member(raw, MemberType.FILE, mode, info.file_size, None, 0, head)
-    return member, cast(BinaryIO, archive.open(info))
-
-
-# ---------------------------------------------------------------------------------------------
-# A whole manifest
 
 
 class FeatureStatus(enum.StrEnum):

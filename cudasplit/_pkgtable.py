@@ -1,88 +1,36 @@
-"""The per-package table's structured entries: version/platform gates and what they guard.
+"""The per-package table's structured entries: what each version/platform gate guards.
 
-Nixpkgs' package files gate fixups on two different versions: the package's own
-(``lib.versionAtLeast finalAttrs.version "12.8"`` for libcublas) and the CUDA release's
-(``cudaOlder "13.4"`` for libnpp, whose own version is 12.x or 13.x independently). A
-:class:`Gate` keeps them apart: ``since``/``before`` compare the package version,
-``cuda_since``/``cuda_before`` the CUDA ``major.minor``, ``platforms`` the redist platform.
-
-An unknown version or platform never silently disables a fixup that exists today: ``since``
-gates count as met (the newest layout is the default), ``before`` gates as not met.
+Each entry is a frozen value parsed from one ``[package]`` key (:mod:`cudasplit._pkgparse`)
+and gated by a :class:`~cudasplit._gates.Gate` (:mod:`cudasplit._gates` says how gates read
+the package's and the CUDA release's versions). ``Where``, ``Gate`` and the version helpers
+are re-exported here, where the rest of the package has always imported them from.
 """
 
 from __future__ import annotations
 
 import posixpath
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from ._globs import Glob, GlobError, compile_glob
-from ._model import OUTPUT_NAMES
-from .errors import RulesError
+from ._gates import GATE_KEYS, UNGATED, Gate, Where, version_at_least, version_tuple
+from ._globs import Glob, compile_glob
 
-GATE_KEYS = frozenset({"since", "before", "cuda_since", "cuda_before", "platforms"})
-_VERSION = re.compile(r"^\d+(\.\d+)*$")
-
-
-def version_tuple(text: str) -> tuple[int, ...]:
-    """``"12.9.79"`` -> ``(12, 9, 79)``; trailing non-digits of a component are ignored."""
-    parts = []
-    for piece in text.split("."):
-        digits = re.match(r"\d*", piece)
-        parts.append(int(digits[0]) if digits and digits[0] else 0)
-    return tuple(parts)
-
-
-def version_at_least(version: str, floor: str) -> bool:
-    """Nixpkgs' ``versionAtLeast`` on the components ``floor`` names (``12.8`` vs ``12.8.90``)."""
-    have, want = version_tuple(version), version_tuple(floor)
-    return have[:len(want)] >= want
-
-
-@dataclass(frozen=True, slots=True)
-class Where:
-    """The facts a gate is evaluated against (None: unknown)."""
-
-    version: str | None = None
-    cuda_version: str | None = None
-    platform: str | None = None
-    python_version: str | None = None  # X.Y of the build's Python (cuda_gdb's TUI wrappers)
-
-
-@dataclass(frozen=True, slots=True)
-class Gate:
-    since: str | None = None
-    before: str | None = None
-    cuda_since: str | None = None
-    cuda_before: str | None = None
-    platforms: tuple[str, ...] = ()
-
-    def applies(self, where: Where) -> bool:
-        if self.platforms and where.platform is not None and where.platform not in self.platforms:
-            return False
-        return (_since(where.version, self.since) and _before(where.version, self.before)
-                and _since(where.cuda_version, self.cuda_since)
-                and _before(where.cuda_version, self.cuda_before))
-
-    def describe(self) -> str:
-        parts = [f"{k} {v}" for k, v in (("version >=", self.since), ("version <", self.before),
-                                          ("CUDA >=", self.cuda_since),
-                                          ("CUDA <", self.cuda_before)) if v]
-        if self.platforms:
-            parts.append("on " + "/".join(self.platforms))
-        return ", ".join(parts)
-
-
-def _since(version: str | None, floor: str | None) -> bool:
-    return floor is None or version is None or version_at_least(version, floor)
-
-
-def _before(version: str | None, ceiling: str | None) -> bool:
-    if ceiling is None:
-        return True
-    return version is not None and not version_at_least(version, ceiling)
+__all__ = [
+    "GATE_KEYS",
+    "AddNeeded",
+    "DropEdit",
+    "Gate",
+    "LinkInto",
+    "OutputWhen",
+    "PcEdit",
+    "RunpathPackage",
+    "TextEdit",
+    "Where",
+    "added_needed",
+    "declared_outputs",
+    "version_at_least",
+    "version_tuple",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +40,7 @@ class RunpathPackage:
 
     package: str
     subdir: str = "lib"
-    gate: Gate = Gate()
+    gate: Gate = UNGATED
 
     def entry(self) -> str:
         return f"@{self.package}@/{self.subdir}" if self.subdir else f"@{self.package}@"
@@ -103,7 +51,7 @@ class PcEdit:
     """One edit of the ``.pc`` files whose name matches ``files`` (see README, Rules)."""
 
     files: tuple[Glob, ...]
-    gate: Gate = Gate()
+    gate: Gate = UNGATED
     drop: bool = False                    # the file is not shipped (npp's nppi/nppicom)
     requires: tuple[str, ...] = ()        # "cudart" -> "Requires: cudart-<X.Y of the file>"
     replace: tuple[tuple[str, str], ...] = ()  # literal text substitutions
@@ -132,7 +80,7 @@ class DropEdit:
     nothing -- which wrapper the build can run is unknown."""
 
     globs: tuple[Glob, ...]
-    gate: Gate = Gate()
+    gate: Gate = UNGATED
     keep: tuple[str, ...] = ()
 
     def needs_python(self) -> bool:
@@ -156,7 +104,7 @@ class AddNeeded:
 
     files: tuple[Glob, ...]
     names: tuple[str, ...]
-    gate: Gate = Gate()
+    gate: Gate = UNGATED
 
     def resolve(self, version: str | None) -> tuple[str, ...]:
         """The names to add for a package of ``version`` (empty: the gate fails). A name that
@@ -183,7 +131,7 @@ class LinkInto:
 
     files: tuple[Glob, ...]
     directory: str
-    gate: Gate = Gate()
+    gate: Gate = UNGATED
 
     def links(self, placed: Iterable[tuple[str, str]],
               where: Where) -> list[tuple[str, str, str]]:
@@ -208,193 +156,10 @@ class TextEdit:
     files: tuple[Glob, ...]
     replace: tuple[tuple[str, str], ...] = ()
     regex: tuple[tuple[str, str], ...] = ()
-    gate: Gate = Gate()
+    gate: Gate = UNGATED
 
     def matches(self, path: str, where: Where) -> bool:
         return any(g.matches(path) for g in self.files) and self.gate.applies(where)
-
-
-# -- parsing ----------------------------------------------------------------------------------
-
-
-def _where(filename: str, key: str, index: int) -> str:
-    return f"{filename}:[package].{key}[{index}]"
-
-
-def string_list(value: Any, where: str, key: str) -> tuple[str, ...]:
-    """A TOML string or list of strings as a tuple (``None``: empty); else a ``RulesError``."""
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return tuple(value)
-    raise RulesError(f"{where}: '{key}' must be a string or a list of strings")
-
-
-def _tables(value: Any, filename: str, key: str) -> list[tuple[str, Mapping[str, Any]]]:
-    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-        raise RulesError(f"{filename}:[package].{key}: must be an array of tables")
-    return [(_where(filename, key, i), v) for i, v in enumerate(value)]
-
-
-def _check(table: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
-    unknown = sorted(set(table) - allowed - GATE_KEYS)
-    if unknown:
-        raise RulesError(f"{where}: unknown key(s) {', '.join(unknown)} "
-                         f"(allowed: {', '.join(sorted(allowed | GATE_KEYS))})")
-
-
-def parse_gate(table: Mapping[str, Any], where: str) -> Gate:
-    values: dict[str, str | None] = {}
-    for key in ("since", "before", "cuda_since", "cuda_before"):
-        value = table.get(key)
-        if value is not None and (not isinstance(value, str) or not _VERSION.match(value)):
-            raise RulesError(f"{where}: '{key}' must be a version string like \"12.8\"")
-        values[key] = value
-    return Gate(values["since"], values["before"], values["cuda_since"], values["cuda_before"],
-                string_list(table.get("platforms"), where, "platforms"))
-
-
-def glob_list(value: Any, where: str, key: str) -> tuple[Glob, ...]:
-    """One glob or a non-empty list of globs, compiled; else a ``RulesError`` naming ``key``."""
-    patterns = string_list(value, where, key)
-    if not patterns:
-        raise RulesError(f"{where}: '{key}' needs at least one glob")
-    try:
-        return tuple(compile_glob(p) for p in patterns)
-    except GlobError as exc:
-        raise RulesError(f"{where}: {exc}") from exc
-
-
-def parse_package_refs(value: Any, filename: str) -> tuple[RunpathPackage, ...]:
-    entries = []
-    for where, table in _tables(value, filename, "copy_packages"):
-        _check(table, frozenset({"package", "subdir"}), where)
-        package, subdir = table.get("package"), table.get("subdir", "lib")
-        if not isinstance(package, str) or not re.fullmatch(r"[A-Za-z0-9_.+-]+", package):
-            raise RulesError(f"{where}: 'package' (a pname) is required")
-        if not isinstance(subdir, str) or subdir.startswith("/") or ".." in subdir.split("/"):
-            raise RulesError(f"{where}: 'subdir' must be a relative directory")
-        entries.append(RunpathPackage(package, subdir.strip("/"), parse_gate(table, where)))
-    return tuple(entries)
-
-
-_PC_KEYS = frozenset({"files", "drop", "requires", "replace", "libdir_output", "driver_rpath",
-                      "drop_cudaroot", "cflags_packages", "description"})
-
-
-def parse_pc_edits(value: Any, filename: str) -> tuple[PcEdit, ...]:
-    edits = []
-    for where, table in _tables(value, filename, "pkgconfig_edits"):
-        _check(table, _PC_KEYS, where)
-        replace = table.get("replace", {})
-        if not isinstance(replace, dict) or not all(
-                isinstance(k, str) and k and isinstance(v, str) for k, v in replace.items()):
-            raise RulesError(f"{where}: 'replace' must be a table of strings")
-        libdir = table.get("libdir_output")
-        if libdir is not None and libdir not in OUTPUT_NAMES:
-            raise RulesError(f"{where}: unknown libdir_output {libdir!r}")
-        edits.append(PcEdit(
-            files=glob_list(table.get("files"), where, "files"), gate=parse_gate(table, where),
-            drop=_bool(table, "drop", where), requires=string_list(table.get("requires"), where,
-                                                              "requires"),
-            replace=tuple(replace.items()), libdir_output=libdir,
-            driver_rpath=_bool(table, "driver_rpath", where),
-            drop_cudaroot=_bool(table, "drop_cudaroot", where),
-            cflags_packages=string_list(table.get("cflags_packages"), where, "cflags_packages")))
-    return tuple(edits)
-
-
-def parse_output_when(value: Any, filename: str) -> tuple[OutputWhen, ...]:
-    entries = []
-    for where, table in _tables(value, filename, "output_when"):
-        _check(table, frozenset({"output"}), where)
-        output = table.get("output")
-        if output not in OUTPUT_NAMES:
-            raise RulesError(f"{where}: unknown output {output!r}")
-        entries.append(OutputWhen(str(output), parse_gate(table, where)))
-    return tuple(entries)
-
-
-def parse_drops(value: Any, filename: str) -> tuple[DropEdit, ...]:
-    entries = []
-    for where, table in _tables(value, filename, "drop"):
-        _check(table, frozenset({"match", "keep", "description"}), where)
-        keep = string_list(table.get("keep"), where, "keep")
-        try:
-            for pattern in keep:
-                compile_glob(pattern.replace("@python@", "3.0"))
-        except GlobError as exc:
-            raise RulesError(f"{where}: {exc}") from exc
-        entries.append(DropEdit(glob_list(table.get("match"), where, "match"),
-                                parse_gate(table, where), keep))
-    return tuple(entries)
-
-
-def parse_link_into(value: Any, filename: str) -> tuple[LinkInto, ...]:
-    entries = []
-    for where, table in _tables(value, filename, "link_into"):
-        _check(table, frozenset({"files", "dir", "description"}), where)
-        directory = table.get("dir")
-        if (not isinstance(directory, str) or not directory.strip("/")
-                or directory.startswith("/") or ".." in directory.split("/")):
-            raise RulesError(f"{where}: 'dir' must be a relative directory")
-        entries.append(LinkInto(glob_list(table.get("files"), where, "files"),
-                                directory.strip("/"), parse_gate(table, where)))
-    return tuple(entries)
-
-
-def parse_text_edits(value: Any, filename: str) -> tuple[TextEdit, ...]:
-    entries = []
-    for where, table in _tables(value, filename, "text_edits"):
-        _check(table, frozenset({"files", "replace", "regex", "description"}), where)
-        replace, regex = _pairs(table, "replace", where), _pairs(table, "regex", where)
-        if not replace and not regex:
-            raise RulesError(f"{where}: needs 'replace' or 'regex' pairs")
-        for pattern, _ in regex:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise RulesError(f"{where}: bad regex {pattern!r} ({exc})") from exc
-        entries.append(TextEdit(glob_list(table.get("files"), where, "files"), replace, regex,
-                                parse_gate(table, where)))
-    return tuple(entries)
-
-
-def _pairs(table: Mapping[str, Any], key: str, where: str) -> tuple[tuple[str, str], ...]:
-    value = table.get(key, [])
-    if not isinstance(value, list) or not all(
-            isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
-            and p[0] for p in value):
-        raise RulesError(f"{where}: '{key}' must be a list of [\"old\", \"new\"] pairs")
-    return tuple((p[0], p[1]) for p in value)
-
-
-_LIBRARY_NAME = re.compile(r"^[A-Za-z0-9_.+@-]+$")
-
-
-def parse_add_needed(value: Any, filename: str) -> tuple[AddNeeded, ...]:
-    entries = []
-    for where, table in _tables(value, filename, "add_needed"):
-        _check(table, frozenset({"files", "names", "description"}), where)
-        # The ELF planner knows the package's own version only (Nixpkgs gates these edits on
-        # finalAttrs.version too).
-        if set(table) & {"cuda_since", "cuda_before", "platforms"}:
-            raise RulesError(f"{where}: add_needed is gated by 'since'/'before' only")
-        names = string_list(table.get("names"), where, "names")
-        if not names or not all(_LIBRARY_NAME.match(n) for n in names):
-            raise RulesError(f"{where}: 'names' must be library names like \"libfoo.so.1\"")
-        entries.append(AddNeeded(glob_list(table.get("files"), where, "files"), names,
-                                 parse_gate(table, where)))
-    return tuple(entries)
-
-
-def _bool(table: Mapping[str, Any], key: str, where: str) -> bool:
-    value = table.get(key, False)
-    if not isinstance(value, bool):
-        raise RulesError(f"{where}: '{key}' must be true or false")
-    return value
 
 
 def declared_outputs(outputs: Sequence[str], when: Sequence[OutputWhen],

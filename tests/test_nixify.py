@@ -20,11 +20,11 @@ from cudasplit._api import inspect
 from cudasplit._manifest import load_manifest
 from cudasplit._nixify import (
     EXTERNAL_PROVIDERS,
-    _table_needs,
     nixify,
     plan_release,
     render_package,
 )
+from cudasplit._nixplan import package_roots, table_needs
 from cudasplit._pkgtable import Where
 from cudasplit._rules import load_ruleset
 from cudasplit._sonames import PackageLinks, provider_index, scan_elf_dir
@@ -96,7 +96,7 @@ def _expected_inputs(rel: Release) -> dict[str, set[str]]:
         providers |= {stub_names[EXTERNAL_PROVIDERS[n]] for n in package.needed
                       if n in EXTERNAL_PROVIDERS and n not in index}
         where = Where(rel.versions[package.package], rel.label.rsplit(".", 1)[0])
-        table = set(_table_needs(load_ruleset(package.package).package, where))
+        table = set(table_needs(load_ruleset(package.package).package, where))
         expected[package.package] = (providers | (table & set(rel.versions))) \
             - {package.package}
     return expected
@@ -283,21 +283,19 @@ def test_two_platforms_and_a_missing_one(tmp_path: Path) -> None:
 def test_table_needs_gates_and_package_roots() -> None:
     """Every package the table names becomes an input, gated entries only where they apply,
     and each gets the --package-root key the split looks up (nvcc: PNAME.OUTPUT)."""
-    from cudasplit._nixify import _package_roots
-
     nvcc = load_ruleset("cuda_nvcc").package
-    on_13, on_12 = _table_needs(nvcc, Where("13.0.88", "13.0")), \
-        _table_needs(nvcc, Where("12.9.86", "12.9"))
+    on_13, on_12 = table_needs(nvcc, Where("13.0.88", "13.0")), \
+        table_needs(nvcc, Where("12.9.86", "12.9"))
     assert on_13 == {"cuda_cccl": "nvcc_includes", "cuda_crt": "nvcc_includes",
                      "cuda_cudart": "nvcc_includes", "libnvvm": "copy_packages"}
     assert "libnvvm" not in on_12  # copied into nvvm/ from CUDA 13.0 on
-    roots = dict(_package_roots(nvcc, on_13))
+    roots = dict(package_roots(nvcc, on_13))
     assert roots["cuda_cccl.include"] == 'lib.getOutput "include" cuda_cccl'
     assert roots["cuda_cudart.lib"] == "lib.getLib cuda_cudart"
     assert roots["libnvvm.out"] == 'lib.getOutput "out" libnvvm'
     cublas = load_ruleset("libcublas").package
-    assert _table_needs(cublas, Where("12.9.1.4", "12.9")) == {"cuda_nvrtc": "dlopen"}
-    assert _table_needs(cublas, Where("12.6.4.1", "12.6")) == {}  # dlopen gated since 12.8
+    assert table_needs(cublas, Where("12.9.1.4", "12.9")) == {"cuda_nvrtc": "dlopen"}
+    assert table_needs(cublas, Where("12.6.4.1", "12.6")) == {}  # dlopen gated since 12.8
 
 def test_stubs_and_driver_names_provide_nothing() -> None:
     """cuda_cudart's lib/stubs/libcuda.so (SONAME libcuda.so.1) must not make every package
