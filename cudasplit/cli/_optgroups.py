@@ -43,21 +43,33 @@ class OptionGroup:
     options: Sequence[Decorator]
     convert: Callable[[Mapping[str, Any]], dict[str, Any]]
     names: frozenset[str] = field(init=False)
+    params: tuple[click.Parameter, ...] = field(init=False)
 
     def __post_init__(self) -> None:
-        # The parameter names, from click itself: the options applied to a throwaway function.
+        # The parameters, from click itself: the options applied to a throwaway function.
         def probe() -> None:
             """Never called."""
 
         for decorator in self.options:
             decorator(probe)
         params: list[click.Parameter] = getattr(probe, "__click_params__", [])
+        object.__setattr__(self, "params", tuple(params))
         object.__setattr__(self, "names", frozenset(str(p.name) for p in params))
+
+    def found_in(self, command: click.Command) -> set[str]:
+        """The names of this group's options that ``command`` has (same name, flags, help:
+        ``ldd --driver-link`` is another option than the patch group's)."""
+        mine = {_signature(p) for p in self.params}
+        return {str(p.name) for p in command.params if _signature(p) in mine}
 
     def __call__(self, func: F) -> F:
         for decorator in reversed(self.options):
             func = decorator(func)
         return func
+
+
+def _signature(param: click.Parameter) -> tuple[str, tuple[str, ...], str]:
+    return str(param.name), tuple(param.opts), str(getattr(param, "help", ""))
 
 
 def split_options(kw: dict[str, Any], *groups: OptionGroup, **fields: Any) -> SplitOptions:
