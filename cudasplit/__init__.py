@@ -1,30 +1,36 @@
 """cudasplit: split NVIDIA CUDA redistributable tarballs into outputs and rewrite RUNPATHs.
 
 The public API never prints and never exits; every error derives from :class:`CudasplitError`.
+It is the only way in: the ``cudasplit`` command (:mod:`cudasplit.cli`) uses nothing else.
+
+* split: :func:`split`, :func:`split_to_dir`, :func:`split_nix`, :func:`split_many` (with
+  :func:`batch_report`), :func:`repack_to_dir`; look: :func:`inspect`, :func:`explain`.
+* options: :class:`SplitOptions`, with :func:`runpath_policy`, :func:`package_id` and
+  :func:`platform_name` turning command-line words into its typed values.
+* rules: :func:`load_ruleset`, :func:`ruleset_for`, :func:`check_rule_file`.
+* split output: :func:`closure_of`, :func:`ldd`; releases: :func:`verify_manifest`,
+  :func:`manifest_features`, :func:`nixify_manifest`, :func:`diff_releases`.
 """
 
 from __future__ import annotations
 
 import logging
 
-from ._api import (
-    BatchResult,
-    Explanation,
-    explain,
-    inspect,
-    split,
-    split_many,
-    split_nix,
-    split_to_dir,
-)
+from ._api import Explanation, explain, inspect, split, split_nix, split_to_dir
+from ._api_batch import BatchResult, batch_report, directory_kind, split_many
+from ._api_checks import LoadView, closure_of, ldd
+from ._api_options import package_id, platform_name, runpath_policy
+from ._api_release import diff_releases, manifest_features, nixify_manifest, verify_manifest
+from ._api_rules import check_rule_file, package_entry_lines, ruleset_for
 from ._layout import Layout, LayoutSpec
 from ._model import OUTPUT_NAMES, Kind, Member, MemberType, PackageId
 from ._pipeline import Progress, SplitOptions
+from ._relreport import relative_report
 from ._repack import RepackOptions, RepackResult, repack_to_dir
 from ._report import MemberRecord, OutputRecord, Problem, Report
 from ._rules import RuleSet, load_ruleset
-from ._runpath import RunpathPlan, RunpathPolicy, plan_runpath
-from ._sources import open_source
+from ._runpath import DEFAULT_DRIVER_LINK, RunpathPlan, RunpathPolicy, plan_runpath
+from ._sources import DEFAULT_MAX_MEMBERS, open_source
 from .errors import (
     CorruptArchiveError,
     CudasplitError,
@@ -51,6 +57,8 @@ __version__ = "0.1.0"
 logging.getLogger("cudasplit").addHandler(logging.NullHandler())
 
 __all__ = [
+    "DEFAULT_DRIVER_LINK",
+    "DEFAULT_MAX_MEMBERS",
     "OUTPUT_NAMES",
     "BatchResult",
     "CorruptArchiveError",
@@ -62,6 +70,7 @@ __all__ = [
     "Layout",
     "LayoutSpec",
     "LimitExceededError",
+    "LoadView",
     "ManifestError",
     "Member",
     "MemberRecord",
@@ -90,14 +99,29 @@ __all__ = [
     "StagedSink",
     "UnsafeMemberError",
     "__version__",
+    "batch_report",
+    "check_rule_file",
+    "closure_of",
+    "diff_releases",
+    "directory_kind",
     "explain",
     "inspect",
+    "ldd",
     "load_ruleset",
+    "manifest_features",
+    "nixify_manifest",
     "open_source",
+    "package_entry_lines",
+    "package_id",
     "plan_runpath",
+    "platform_name",
+    "relative_report",
     "repack_to_dir",
+    "ruleset_for",
+    "runpath_policy",
     "split",
     "split_many",
     "split_nix",
     "split_to_dir",
+    "verify_manifest",
 ]

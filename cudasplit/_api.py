@@ -1,28 +1,26 @@
-"""The public entry points, thin wrappers that pick a sink and run the pipeline."""
+"""The public entry points for one source: thin wrappers that pick a sink and run the pipeline.
+
+Several sources at once are :mod:`cudasplit._api_batch`'s job.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import os
 import posixpath
-import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ._codecs import detect_codec
 from ._layout import LayoutSpec
-from ._model import OUTPUT_NAMES, Kind, PackageId
+from ._model import OUTPUT_NAMES, Kind
 from ._nixenv import nix_outputs
-from ._pipeline import Progress, SplitOptions, SplitRun, member_kind, open_for
+from ._pipeline import SplitOptions, SplitRun, member_kind, open_for
 from ._pipeline import split as _split
 from ._report import MemberRecord, Report
 from ._resolve import with_nix_defaults
 from ._rules import Rename, RuleSet, load_ruleset
-from ._sources import Source, package_from_filename, parse_top_dir
-from .errors import CudasplitError, SourceError
+from ._sources import Source
+from .errors import SourceError
 from .sinks import DirectorySink, Sink
 
 PathLike = str | os.PathLike[str]
@@ -45,121 +43,6 @@ def split_to_dir(source: PathLike | Source, output_dir: PathLike,
     return _split(source, sink, options=opts)
 
 
-@dataclass(frozen=True, slots=True)
-class BatchResult:
-    """One source of :func:`split_many`: its report, or the error that stopped it."""
-
-    source: str
-    output_dir: str
-    report: Report | None
-    error: CudasplitError | None
-
-
-def batch_sources(paths: Sequence[PathLike]) -> list[Path]:
-    """Expand directories that hold tarballs (not an unpacked redistributable) into their files."""
-    result: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir() and directory_kind(path) == "batch":
-            result.extend(_archives_in(path))
-        else:
-            result.append(path)
-    return result
-
-
-def directory_kind(path: PathLike) -> str:
-    """``"tree"`` (an unpacked redistributable) or ``"batch"`` (a downloads directory), by
-    content: a ``*-archive`` directory itself, or a directory holding exactly one, is a tree;
-    otherwise a directory holding tarballs (by magic bytes) is a batch, whatever else it holds.
-    """
-    directory = Path(path)
-    if parse_top_dir(directory.name) is not None:
-        return "tree"
-    entries = [p for p in directory.iterdir() if not p.name.startswith(".")]
-    tops = [p for p in entries if p.is_dir() and parse_top_dir(p.name) is not None]
-    if len(tops) == 1 and len(entries) == 1:
-        return "tree"
-    return "batch" if any(p.is_file() and _is_archive(p) for p in entries) else "tree"
-
-
-def _archives_in(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.iterdir()
-                  if p.is_file() and not p.name.startswith(".") and _is_archive(p))
-
-
-def _is_archive(path: Path) -> bool:
-    try:
-        with open(path, "rb") as fh:
-            detect_codec(fh.read(512))
-    except (OSError, CudasplitError):
-        return False
-    return True
-
-
-def batch_output_dir(source: Path) -> str:
-    """``<pname>-<platform>-<version>-archive.tar.xz`` -> ``<pname>-<platform>-<version>``."""
-    package = package_from_filename(source) if source.is_file() else (
-        parse_top_dir(source.name) or PackageId(source.name))
-    parts = [package.name, package.platform, package.version]
-    name = "-".join(p for p in parts if p)
-    return name + (f"_cuda{package.cuda_variant}" if package.cuda_variant else "")
-
-
-def split_many(sources: Sequence[PathLike], output_dir: PathLike,
-               options: SplitOptions | None = None) -> list[BatchResult]:
-    """Split several sources concurrently (within ``options.jobs``) into
-    ``DIR/<pname>-<platform>-<version>/<output>/``. One failing source does not stop the others.
-    """
-    opts = options or SplitOptions()
-    paths = batch_sources(sources)
-    names = [batch_output_dir(p) for p in paths]
-    if len(set(names)) != len(names):
-        raise SourceError("two sources would share one output directory: "
-                          + ", ".join(sorted({n for n in names if names.count(n) > 1})))
-    workers = max(1, min(opts.effective_jobs(), len(paths)))
-    cancel = threading.Event()
-    # Each source gets its share of the jobs; decompression and writes release the GIL.
-    inner = replace(opts, jobs=max(1, opts.effective_jobs() // workers),
-                    progress=_cancellable(opts.progress, cancel))
-    def one(item: tuple[Path, str]) -> BatchResult:
-        path, name = item
-        target = Path(output_dir) / name
-        try:
-            return BatchResult(str(path), str(target), split_to_dir(path, target, inner), None)
-        except CudasplitError as exc:
-            return BatchResult(str(path), str(target), getattr(exc, "report", None), exc)
-    root_existed = Path(output_dir).exists()
-    try:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            try:
-                return list(pool.map(one, zip(paths, names, strict=True)))
-            except BaseException:
-                # Ctrl-C or SIGTERM reached the main thread: the workers stop at their next
-                # member (their staging is removed) instead of finishing during the shutdown.
-                cancel.set()
-                raise
-    finally:
-        if not root_existed:
-            # Workers race to create DIR; whichever aborts last may not know it made DIR.
-            with contextlib.suppress(OSError):
-                Path(output_dir).rmdir()  # only if empty
-
-
-class _Cancelled(BaseException):
-    """Stops a batch worker; not an Exception, so only the pipeline's cleanup sees it."""
-
-
-def _cancellable(progress: Callable[[Progress], None] | None,
-                 cancel: threading.Event) -> Callable[[Progress], None]:
-    def call(update: Progress) -> None:
-        # Not on the last call: that one comes after the pipeline's cleanup handler.
-        if cancel.is_set() and not update.done:
-            raise _Cancelled()
-        if progress is not None:
-            progress(update)
-    return call
-
-
 def split_nix(source: PathLike | Source, env: dict[str, str] | None = None,
               options: SplitOptions | None = None) -> Report:
     """Inside a Nix builder: the derivation's outputs (``$outputs`` or structured attrs)."""
@@ -180,6 +63,8 @@ def inspect(source: PathLike | Source, options: SplitOptions | None = None,
 
 @dataclass(frozen=True, slots=True)
 class RuleTrial:
+    """One rule :func:`explain` tried on a path, and whether it matched."""
+
     rule: str
     matched: bool
     globs: tuple[str, ...]
@@ -189,6 +74,9 @@ class RuleTrial:
 
 @dataclass(frozen=True, slots=True)
 class Explanation:
+    """Why a member went where it did (:func:`explain`): its rename, every rule tried in
+    precedence order, the output, and the planned ELF edit."""
+
     path: str
     kind: str
     dest: str
@@ -273,17 +161,13 @@ def _rename_text(rename: Rename | None) -> str | None:
 
 
 __all__ = [
-    "BatchResult",
     "Explanation",
     "RuleTrial",
-    "batch_sources",
-    "directory_kind",
     "explain",
     "inspect",
     "load_ruleset",
     "member_kind",
     "split",
-    "split_many",
     "split_nix",
     "split_to_dir",
 ]

@@ -60,6 +60,8 @@ class Resolution:
 
 @dataclass(frozen=True, slots=True)
 class LoadView:
+    """The loader view of one ELF file: what each DT_NEEDED and dlopen name would load."""
+
     path: str
     interpreter: str | None
     needed: tuple[Resolution, ...] = ()

@@ -30,6 +30,8 @@ class RepackOptions:
 
 @dataclass(slots=True)
 class RepackResult:
+    """What :func:`repack_to_dir` did: the split report and the archives written."""
+
     report: Report
     archives: list[Path] = field(default_factory=list)
 

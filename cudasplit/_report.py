@@ -11,6 +11,8 @@ SCHEMA_VERSION = 1
 
 @dataclass(slots=True)
 class MemberRecord:
+    """One archive member in the report: where it went, by which rule, and its ELF edit."""
+
     path: str                 # inside the archive, top directory stripped
     kind: str                 # file|dir|symlink|hardlink|elf-shared|elf-exec|elf-other|static
     output: str | None        # None: dropped or not placed (directories, skipped members)
@@ -40,6 +42,8 @@ class MemberRecord:
 
 @dataclass(slots=True)
 class OutputRecord:
+    """One output's root directory, and how many files and bytes it received."""
+
     directory: str
     files: int = 0
     bytes: int = 0
@@ -47,6 +51,8 @@ class OutputRecord:
 
 @dataclass(slots=True)
 class Problem:
+    """Something a run found wrong (a problem) or worth saying (a warning); one line."""
+
     code: str       # empty-output|unclaimed|dangling-symlink|unsafe-member|patch-failed|...
     path: str | None
     message: str
@@ -57,6 +63,8 @@ class Problem:
 
 @dataclass(slots=True)
 class Report:
+    """What a split did or would do: every member, every output, problems and warnings."""
+
     source: str
     package: dict[str, str | None]
     outputs: dict[str, OutputRecord] = field(default_factory=dict)

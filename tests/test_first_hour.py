@@ -577,8 +577,8 @@ def test_packageid_must_be_a_packageid() -> None:
 
 def test_status_line_is_cleared_before_any_message(capsys: pytest.CaptureFixture[str],
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from cudasplit import _terminal as terminal
     from cudasplit._pipeline import Progress
+    from cudasplit.cli import _terminal as terminal
 
     monkeypatch.setattr(terminal, "_ACTIVE", [None])
     monkeypatch.setattr(terminal, "wants_status_line", lambda env=None: True)

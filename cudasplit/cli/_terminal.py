@@ -1,4 +1,5 @@
-"""What the CLI writes to standard error: one status line on a real terminal, and messages.
+"""What the CLI writes to standard error: one status line on a real terminal, messages, and
+the one-line error with its exit code.
 
 Every message goes through :func:`err` (log records through :class:`ClearingHandler`), which
 clears the status line first, so an error never lands in the middle of it. Inside a Nix
@@ -16,11 +17,15 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
-from ._pipeline import Progress
-from ._report import Problem, Report
+from .. import CudasplitError, Problem, Progress, Report
+
+# The exit codes the README documents; a CudasplitError brings its own (exit_code, 2 or 1).
+EXIT_OK, EXIT_PROBLEMS, EXIT_INTERRUPTED = 0, 1, 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a reader that left
 
 
 class ProgressLine:
@@ -95,6 +100,12 @@ def err(message: str) -> None:
     click.echo(message, err=True)
 
 
+def fail(exc: CudasplitError) -> NoReturn:
+    """The error as one line on stderr, then exit with its code."""
+    err(f"cudasplit: error: {str(exc).replace(chr(10), ' ')}")
+    sys.exit(exc.exit_code)
+
+
 class ClearingHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """Log records on stderr, each after clearing the status line."""
 
@@ -105,6 +116,8 @@ class ClearingHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
 
 def setup_logging(quiet: bool, verbose: bool) -> None:
+    """The library's log records on stderr: errors only (``-q``), everything (``-v``), else
+    warnings."""
     level = logging.ERROR if quiet else logging.DEBUG if verbose else logging.WARNING
     logger = logging.getLogger("cudasplit")
     logger.setLevel(level)

@@ -1,4 +1,4 @@
-"""``cudasplit ldd``: the loader view of split output (see :mod:`cudasplit._ldd`)."""
+"""``cudasplit ldd``: the loader view of split output (see :func:`cudasplit.ldd`)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import sys
 
 import click
 
-from ._ldd import LddOptions, LoadView, view_tree
-from ._runpath import DEFAULT_DRIVER_LINK
-from .errors import CudasplitError
+from .. import DEFAULT_DRIVER_LINK, CudasplitError, LoadView, ldd
+from ._terminal import EXIT_OK, fail
 
-EXIT_OK, EXIT_FLAGGED, EXIT_ERROR = 0, 1, 2
+EXIT_FLAGGED = 1
+# A driver library missing on this machine alone is no error (driver-not-found).
 _BAD = {"not-found", "stub-shadows-driver"}
 
 
@@ -37,15 +37,12 @@ def ldd_command(path: str, driver_link: str | None, cuda_compat: str | None,
     pairs = [_pair(m, "--map") for m in maps]
     if cuda_compat:
         pairs.append(_pair(cuda_compat, "--cuda-compat"))
-    if driver_link:
-        pairs.append((DEFAULT_DRIVER_LINK, driver_link))
-    options = LddOptions(tuple(pairs), interpreter,
-                         tuple(p for p in (ld_library_path or "").split(":") if p), not no_system)
     try:
-        views = view_tree(path, options)
+        views = ldd(path, maps=pairs, driver_link=driver_link, interpreter=interpreter,
+                    ld_library_path=[p for p in (ld_library_path or "").split(":") if p],
+                    system=not no_system)
     except CudasplitError as exc:
-        click.echo(f"cudasplit: error: {exc}", err=True)
-        sys.exit(EXIT_ERROR)
+        fail(exc)
     if as_json:
         click.echo(json.dumps([v.as_dict() for v in views], indent=2))
     else:

@@ -1,26 +1,20 @@
 """Release-level commands: ``closure``, ``diff`` and ``nixify`` (thin click layer).
 
-Registered on the main group by :mod:`cudasplit.cli`; the decisions live in
-:mod:`cudasplit._closure`, :mod:`cudasplit._diff` and :mod:`cudasplit._nixify`.
+The decisions live in :func:`cudasplit.closure_of`, :func:`cudasplit.diff_releases` and
+:func:`cudasplit.nixify_manifest`.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import click
 
-from .errors import CudasplitError
+from .. import CudasplitError, closure_of, diff_releases, nixify_manifest
+from ._terminal import EXIT_OK, fail
 
-EXIT_OK, EXIT_FOUND = 0, 1
-
-
-def _fail(exc: CudasplitError) -> None:
-    click.echo(f"cudasplit: error: {str(exc).replace(chr(10), ' ')}", err=True)
-    sys.exit(exc.exit_code)
+EXIT_FOUND = 1  # closure --strict found warnings; diff found a change
 
 
 @click.command("closure")
@@ -35,13 +29,10 @@ def closure_command(split_dir: str, roots: tuple[str, ...], as_json: bool, stric
 
     SPLIT_DIR is what `split -o DIR` wrote (DIR/<output>/...).
     """
-    from ._closure import closure_of_dir, closure_of_roots
-
     try:
-        report = closure_of_roots(_roots(roots)) if roots else closure_of_dir(split_dir)
+        report = closure_of(split_dir, roots=_roots(roots) if roots else None)
     except CudasplitError as exc:
-        _fail(exc)
-        return
+        fail(exc)
     if as_json:
         click.echo(report.to_json(), nl=False)
     else:
@@ -81,16 +72,11 @@ def nixify_command(manifest: str, tarball_dir: str, output_dir: str,
                    platforms: tuple[str, ...], packages: tuple[str, ...],
                    base_url: str | None, jobs: int) -> None:
     """One Nix expression per package of MANIFEST (redistrib_*.json), plus default.nix."""
-    from ._manifest import load_manifest
-    from ._nixify import DEFAULT_BASE_URL, nixify
-
     try:
-        result = nixify(load_manifest(manifest), tarball_dir, output_dir,
-                        platforms=platforms or None, packages=packages or None,
-                        base_url=base_url or DEFAULT_BASE_URL, jobs=jobs)
+        result = nixify_manifest(manifest, tarball_dir, output_dir, platforms=platforms,
+                                 packages=packages, base_url=base_url, jobs=jobs)
     except CudasplitError as exc:
-        _fail(exc)
-        return
+        fail(exc)
     for plan in result.packages:
         outputs = "; ".join(f"{p.platform}: {','.join(p.outputs)}" for p in plan.platforms)
         inputs = ", ".join([*plan.build_inputs, *plan.external]) or "-"
@@ -128,70 +114,14 @@ def diff_command(old: str, new: str, tarball_dir: str | None, old_tarballs: str 
 
     Exit 0 when they place the same members the same way, 1 when something changed.
     """
-    from ._diff import diff_snapshots, snapshot
-
     try:
-        before = snapshot(old, tarball_dir=old_tarballs or tarball_dir, platform=platform,
-                          jobs=jobs)
-        after = snapshot(new, tarball_dir=new_tarballs or tarball_dir, platform=platform,
-                         jobs=jobs)
+        result = diff_releases(old, new, tarball_dir=tarball_dir, old_tarballs=old_tarballs,
+                               new_tarballs=new_tarballs, platform=platform, jobs=jobs)
     except CudasplitError as exc:
-        _fail(exc)
-        return
-    result = diff_snapshots(before, after)
+        fail(exc)
     if as_json:
         click.echo(result.to_json(), nl=False)
     else:
         for line in result.text_lines(members=members):
             click.echo(line)
     sys.exit(EXIT_FOUND if result.changes else EXIT_OK)
-
-
-def print_closure(output_dir: str | None, nix: bool) -> None:
-    """``split --closure``: the closure report of what the split just wrote."""
-    from ._closure import closure_of_dir, closure_of_roots
-    from ._nixenv import nix_outputs
-
-    try:
-        if nix:
-            report = closure_of_roots({k: str(v) for k, v in nix_outputs(None).items()})
-        else:
-            assert output_dir is not None
-            report = closure_of_dir(output_dir)
-    except CudasplitError as exc:
-        _fail(exc)
-        return
-    for line in report.text_lines():
-        click.echo(line)
-
-
-def add_closure_option(command: click.Command) -> None:
-    """Give ``split`` a ``--closure`` flag without touching its (busy) definition: the flag is
-    taken off before the original callback runs, and the report printed after it returns."""
-    command.params.append(click.Option(
-        ["--closure"], is_flag=True,
-        help="Then print the closure report of the outputs (one source; see `cudasplit "
-        "closure`)."))
-    original: Callable[..., Any] | None = command.callback
-    assert original is not None
-
-    def callback(**kw: Any) -> Any:
-        closure = kw.pop("closure")
-        if closure and _batch(kw):
-            raise click.UsageError("--closure takes exactly one source")
-        result = original(**kw)
-        if closure and not kw.get("dry_run"):
-            print_closure(kw.get("output_dir"), bool(kw.get("nix")))
-        return result
-
-    command.callback = callback
-
-
-def _batch(kw: dict[str, Any]) -> bool:
-    from ._api import directory_kind
-
-    sources: tuple[str, ...] = tuple(kw.get("sources") or ())
-    if len(sources) != 1:
-        return True
-    path = Path(sources[0])
-    return not kw.get("nix") and path.is_dir() and directory_kind(path) == "batch"

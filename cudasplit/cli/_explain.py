@@ -1,0 +1,114 @@
+"""Commands that look without writing: ``inspect``, ``explain`` and ``rules show|check``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+import click
+
+from .. import (
+    CudasplitError,
+    check_rule_file,
+    explain,
+    inspect,
+    package_entry_lines,
+    ruleset_for,
+)
+from ._optgroups import COMMON, PATCH, split_options
+from ._terminal import fail
+
+
+@click.command("inspect")
+@click.argument("source", type=click.Path(exists=False))
+@COMMON
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON report.")
+def inspect_command(source: str, as_json: bool, **kw: Any) -> None:
+    """List every member with kind, size, output and rule; write nothing."""
+    try:
+        report = inspect(source, split_options(kw, COMMON, dry_run=True))
+    except CudasplitError as exc:
+        fail(exc)
+    if as_json:
+        click.echo(report.to_json(), nl=False)
+        return
+    for m in report.members:
+        where = f"{m.output}:{m.dest}" if m.output else "-"
+        link = f" -> {m.link}" if m.link else ""
+        click.echo(f"{m.kind:10} {m.size:>12} {where:50} {m.rule}  {m.path}{link}")
+
+
+@click.command("explain")
+@click.argument("source", type=click.Path(exists=False))
+@click.argument("path")
+@COMMON
+@PATCH
+@click.option("--json", "as_json", is_flag=True)
+def explain_command(source: str, path: str, as_json: bool, **kw: Any) -> None:
+    """Say which rule placed PATH and which rules it passed over.
+
+    PATH: an archive path (with or without the top directory, as `tar tf` prints it, `./`
+    allowed) or an output path (lib/libfoo.so); near matches are suggested.
+    """
+    try:
+        result = explain(source, path, split_options(kw, COMMON, PATCH, dry_run=True))
+    except CudasplitError as exc:
+        fail(exc)
+    if as_json:
+        click.echo(json.dumps(asdict(result), indent=2))
+        return
+    click.echo(f"{result.path} ({result.kind})")
+    if result.rename:
+        click.echo(f"  renamed by {result.rename} -> {result.dest}")
+    for trial in result.tried:
+        mark = "MATCH" if trial.matched else "pass "
+        click.echo(f"  {mark} {trial.rule:40} {', '.join(trial.globs)}"
+                   + (f" kind={','.join(trial.kinds)}" if trial.kinds else ""))
+    click.echo(f"  => output: {result.output or '(not placed)'}"
+               + (f"  ({result.note})" if result.note else ""))
+    for key, value in (result.elf or {}).items():
+        if value not in (None, []):
+            click.echo(f"  => {key}: {value}")
+
+
+@click.group("rules")
+def rules_group() -> None:
+    """Show or check rule files."""
+
+
+@rules_group.command("show")
+@click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
+@click.option("--package", help="Include rules/packages/<NAME>.toml.")
+def rules_show(files: Sequence[str], package: str | None) -> None:
+    """Print the effective rules in precedence order (FILES first, then the shipped ones)."""
+    try:
+        ruleset = ruleset_for(package, files)
+    except CudasplitError as exc:
+        fail(exc)
+    click.echo("# files, highest precedence first: " + ", ".join(ruleset.files))
+    if package:
+        # The whole package-table entry, every key (defaults too), gates spelled out.
+        click.echo(f"[package]  # {package}")
+        for line in package_entry_lines(ruleset):
+            click.echo(line)
+    for rename in ruleset.renames:
+        click.echo(f"rename {rename.ref}: {rename.source} -> {rename.target}")
+    for index, rule in enumerate(ruleset.rules, 1):
+        target = "DROP" if rule.action == "drop" else rule.output
+        kinds = f" kind={','.join(sorted(rule.kinds))}" if rule.kinds else ""
+        click.echo(f"{index:3}. {rule.ref!s:40} -> {target:8} "
+                   f"{', '.join(g.pattern for g in rule.globs)}{kinds}")
+
+
+@rules_group.command("check")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+def rules_check(files: Sequence[str]) -> None:
+    """Validate rule files (each on its own); exit 2 with file:rule on the first error."""
+    try:
+        for name in files:
+            check_rule_file(name)
+            click.echo(f"{name}: ok")
+    except CudasplitError as exc:
+        fail(exc)

@@ -1,0 +1,109 @@
+"""Manifest commands: ``verify`` downloads, compute ``features`` (see docs-manifests.md)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from .. import CudasplitError, OutputError, manifest_features, verify_manifest
+from ._terminal import EXIT_OK, EXIT_PROBLEMS, fail
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def manifest_options(func: F) -> F:
+    """Options shared by ``verify`` and ``features``: where the tarballs are and which."""
+    for decorator in reversed([
+        click.option("--tarballs", "tarball_dir", required=True,
+                     type=click.Path(file_okay=False, exists=True),
+                     help="Directory holding the tarballs (flat, or NVIDIA's relative paths)."),
+        click.option("--platform", "platforms", multiple=True, metavar="NAME",
+                     help="linux-x86_64, linux-sbsa, linux-aarch64, linux-ppc64le, "
+                     "windows-x86_64, linux-all (NVIDIA's arch-independent tarballs), source; "
+                     "or all, linux (every linux-*), host. Repeatable; default: all."),
+        click.option("--cuda-variant", "cuda_variants", multiple=True, metavar="N",
+                     help="Keep only these CUDA majors of cuda_variant packages (12 or cuda12; "
+                     "repeatable; default: all)."),
+        click.option("--package", "package_names", multiple=True, metavar="PNAME",
+                     help="Only these packages (repeatable; default: all)."),
+        click.option("-j", "--jobs", type=int, default=0,
+                     help="Tarballs processed at once (default: available CPUs)."),
+    ]):
+        func = decorator(func)
+    return func
+
+
+@click.command("verify")
+@click.argument("manifest", type=click.Path(dir_okay=False))
+@manifest_options
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON report.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the files that are not ok.")
+def verify_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...],
+                   cuda_variants: tuple[str, ...], package_names: tuple[str, ...], jobs: int,
+                   as_json: bool, quiet: bool) -> None:
+    """Check size and sha256 of the tarballs MANIFEST (redistrib_*.json) names.
+
+    Exit 0 when every selected tarball is present and intact, 1 when one is missing or
+    differs, 2 when the manifest or an option is bad.
+    """
+    try:
+        report = verify_manifest(manifest, tarball_dir, platforms=platforms,
+                                 cuda_variants=cuda_variants, packages=package_names, jobs=jobs)
+    except CudasplitError as exc:
+        fail(exc)
+    if as_json:
+        click.echo(report.to_json(), nl=False)
+    else:
+        for result in report.results:
+            if not (quiet and result.status == "ok"):
+                click.echo(result.line())
+        counts = ", ".join(f"{n} {status}" for status, n in report.counts().items() if n)
+        click.echo(f"{len(report.results)} tarball(s): {counts or 'none selected'}", err=True)
+    sys.exit(EXIT_OK if report.ok else EXIT_PROBLEMS)
+
+
+@click.command("features")
+@click.argument("manifest", type=click.Path(dir_okay=False))
+@manifest_options
+@click.option("-o", "--output", "output_file", type=click.Path(dir_okay=False),
+              help="Write the JSON here (default: standard output).")
+@click.option("--extended", is_flag=True, help="Also include, python, stubs flags and the "
+              "SONAMEs provided and needed (reads every ELF member's dynamic section).")
+def features_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...],
+                     cuda_variants: tuple[str, ...], package_names: tuple[str, ...], jobs: int,
+                     output_file: str | None, extended: bool) -> None:
+    """Write the feature manifest (feature_*.json schema) of the tarballs MANIFEST names.
+
+    Each tarball is streamed once. Missing or unreadable tarballs are listed on standard error
+    and left out of the JSON (never guessed); the exit status is then 1.
+    """
+    try:
+        report = manifest_features(manifest, tarball_dir, platforms=platforms,
+                                   cuda_variants=cuda_variants, packages=package_names,
+                                   jobs=jobs, extended=extended)
+        _write(report.to_feature_json(), output_file)
+    except CudasplitError as exc:
+        fail(exc)
+    for result in report.results:
+        if result.status == "missing":
+            click.echo(f"missing: {result.artifact.label}  {result.artifact.filename}", err=True)
+        elif result.status == "error":
+            click.echo(f"error: {result.artifact.label}  {result.detail}", err=True)
+        elif result.features is not None:
+            for problem in result.features.problems:
+                click.echo(f"problem: {problem}", err=True)
+    sys.exit(EXIT_OK if report.complete else EXIT_PROBLEMS)
+
+
+def _write(text: str, output_file: str | None) -> None:
+    if not output_file:
+        click.echo(text, nl=False)
+        return
+    try:
+        Path(output_file).write_text(text)
+    except OSError as exc:
+        raise OutputError(f"{output_file}: cannot write ({exc.strerror})") from exc

@@ -1,0 +1,240 @@
+"""Option groups several commands share, and :class:`SplitOptions` built from their values.
+
+A command has a group by decorating itself with it (``@COMMON``) and builds its options with
+``split_options(kw, COMMON, ...)`` naming the same groups. Nothing is guessed: a group named
+there whose options the command lacks, or a group option the command has but nobody reads, is
+an :class:`OptionGroupError` (a bug in the command, caught by its tests), never a silent default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import click
+
+from .. import (
+    DEFAULT_DRIVER_LINK,
+    DEFAULT_MAX_MEMBERS,
+    OUTPUT_NAMES,
+    CudasplitError,
+    SplitOptions,
+    package_id,
+    platform_name,
+    runpath_policy,
+)
+from ._terminal import err
+
+F = TypeVar("F", bound=Callable[..., Any])
+Decorator = Callable[[Any], Any]
+
+
+class OptionGroupError(Exception):
+    """A command builds options from a group it does not have, or ignores one it has: a
+    programming error, deliberately not a :class:`CudasplitError` (no user can cause it)."""
+
+
+@dataclass(frozen=True)
+class OptionGroup:
+    """Options that travel together; ``convert`` turns their values into SplitOptions fields."""
+
+    name: str
+    options: Sequence[Decorator]
+    convert: Callable[[Mapping[str, Any]], dict[str, Any]]
+    names: frozenset[str] = field(init=False)
+    params: tuple[click.Parameter, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        # The parameters, from click itself: the options applied to a throwaway function.
+        def probe() -> None:
+            """Never called."""
+
+        for decorator in self.options:
+            decorator(probe)
+        params: list[click.Parameter] = getattr(probe, "__click_params__", [])
+        object.__setattr__(self, "params", tuple(params))
+        object.__setattr__(self, "names", frozenset(str(p.name) for p in params))
+
+    def found_in(self, command: click.Command) -> set[str]:
+        """The names of this group's options that ``command`` has (same name, flags, help:
+        ``ldd --driver-link`` is another option than the patch group's)."""
+        mine = {_signature(p) for p in self.params}
+        return {str(p.name) for p in command.params if _signature(p) in mine}
+
+    def __call__(self, func: F) -> F:
+        for decorator in reversed(self.options):
+            func = decorator(func)
+        return func
+
+
+def _signature(param: click.Parameter) -> tuple[str, tuple[str, ...], str]:
+    return str(param.name), tuple(param.opts), str(getattr(param, "help", ""))
+
+
+def split_options(kw: dict[str, Any], *groups: OptionGroup, **fields: Any) -> SplitOptions:
+    """SplitOptions from the values of ``groups`` in ``kw`` (every one of the command's group
+    options, nothing else) plus the ``fields`` the command sets from its own options."""
+    values: dict[str, Any] = {}
+    for group in groups:
+        missing = group.names - kw.keys()
+        if missing:
+            raise OptionGroupError(f"options of group {group.name!r} asked for, but the command "
+                                   f"does not declare {', '.join(sorted(missing))}")
+        values.update(group.convert({name: kw[name] for name in group.names}))
+    unread = kw.keys() - {name for group in groups for name in group.names}
+    if unread:
+        raise OptionGroupError(f"the command's options {', '.join(sorted(unread))} are in no "
+                               "group it builds options from")
+    return SplitOptions(**values, **fields)
+
+
+def _outputs(value: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    names = tuple(n.strip() for n in value.split(",") if n.strip())
+    unknown = [n for n in names if n not in OUTPUT_NAMES]
+    if unknown:
+        raise click.BadParameter(f"unknown output(s) {', '.join(unknown)}; "
+                                 f"known: {', '.join(OUTPUT_NAMES)}", param_hint="--outputs")
+    return names
+
+
+_SIZE_SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _size(value: str) -> int:
+    """``--max-size``: ``123``, ``64G``, ``512MiB`` -> bytes."""
+    text = value.strip().upper().removesuffix("IB").removesuffix("B")
+    number, suffix = (text[:-1], text[-1]) if text[-1:].isalpha() else (text, "")
+    if suffix not in _SIZE_SUFFIXES or not number.isdigit():
+        raise click.BadParameter(f"{value!r} is not a size (e.g. 8589934592, 512M, 64G)",
+                                 param_hint="--max-size")
+    return int(number) * _SIZE_SUFFIXES[suffix]
+
+
+def _platform(word: str | None, cuda_version: str | None) -> str | None:
+    if word is None:
+        return None
+    try:
+        return platform_name(word, cuda_version)
+    except CudasplitError as exc:
+        raise click.BadParameter(str(exc), param_hint="--platform") from exc
+
+
+def _classification(v: Mapping[str, Any]) -> dict[str, Any]:
+    fields = {
+        "rules_files": tuple(v["rules_files"]),
+        "package": None if v["package"] is None else package_id(v["package"]),
+        "default_rules": v["default_rules"],
+        "cuda_major": v["cuda_major"],
+        "strip_components": v["strip_components"],
+        "outputs": _outputs(v["outputs"]),
+        "cuda_version": v["cuda_version"],
+        "platform": _platform(v["split_platform"], v["cuda_version"]),
+        "python_version": v["python_version"],
+    }
+    # Guards left unset keep SplitOptions' defaults (the documented 64G, 200, ...).
+    if v["max_size"] is not None:
+        fields["max_total_bytes"] = _size(v["max_size"])
+    if v["max_ratio"]:
+        fields["max_ratio"] = v["max_ratio"]
+    if v["max_members"] is not None:
+        fields["max_members"] = v["max_members"]
+    return fields
+
+
+COMMON = OptionGroup("common", [
+    click.option("--rules", "rules_files", multiple=True, type=click.Path(dir_okay=False),
+                 help="Extra rule file; takes precedence over the shipped rules (repeatable)."),
+    click.option("--package", help="Override the package identity (name, or "
+                 "<pname>-<platform>-<version>); must have rules/packages/<NAME>.toml "
+                 "unless --default-rules."),
+    click.option("--default-rules", is_flag=True, help="Allow a --package that cudasplit "
+                 "has no package rules for (split with the default rules)."),
+    click.option("--cuda-major", metavar="N", help="CUDA major whose lib/<N>/ is kept "
+                 "in multi-CUDA packages (default: the archive's _cudaNN suffix)."),
+    click.option("--strip-components", type=click.IntRange(min=0), metavar="N",
+                 help="Drop N leading directories of every member (for archives without "
+                 "an NVIDIA <pname>-<platform>-<version>-archive top dir; needs --package)."),
+    click.option("--outputs", help="Comma-separated outputs to produce; the others fall back "
+                 "(include -> dev -> out, others -> out)."),
+    click.option("--max-size", metavar="SIZE", help="Refuse an archive whose members expand "
+                 "beyond SIZE (bytes, or K/M/G/T; default 64G): decompression bomb guard."),
+    click.option("--max-ratio", type=float, metavar="N", help="Refuse an archive that expands "
+                 "more than N times its file size (default 200; counted past 16 MiB)."),
+    click.option("--max-members", type=click.IntRange(min=1), metavar="N",
+                 help=f"Refuse a source with more than N members (default "
+                 f"{DEFAULT_MAX_MEMBERS}): member count guard."),
+    click.option("--cuda-version", metavar="X.Y", help="The CUDA release (gates in the "
+                 "package table; lib/<major>/ lifting). Default: a cuda_* package's version."),
+    click.option("--platform", "split_platform", metavar="NAME", help="Platform for the "
+                 "package table's gates: linux-x86_64, linux-sbsa, ..., or "
+                 "aarch64-linux:CAP (Jetson capabilities pick linux-aarch64)."),
+    click.option("--python-version", metavar="X.Y", help="The build's Python: cuda_gdb "
+                 "keeps only its cuda-gdb-pythonX.Y-tui (as Nixpkgs)."),
+], _classification)
+"""Options that decide classification (split, inspect, explain, repack)."""
+
+
+def _tag(v: Mapping[str, Any]) -> str:
+    if v["rpath_alias"]:
+        err("cudasplit: warning: --rpath is deprecated; use --tag rpath")
+        return "rpath"
+    return str(v["tag"])
+
+
+def _package_roots(values: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    roots = []
+    for value in values:
+        name, sep, directory = value.partition("=")
+        if not sep or not name or not directory.startswith("/"):
+            raise click.BadParameter(f"{value!r}: expected PNAME=/absolute/dir",
+                                     param_hint="--package-root")
+        roots.append((name, directory.rstrip("/")))
+    return tuple(roots)
+
+
+def _patching(v: Mapping[str, Any]) -> dict[str, Any]:
+    policy = runpath_policy(
+        driver_link=None if v["no_driver_link"] else v["driver_link"],
+        cuda_compat=v["cuda_compat"], library_paths=v["library_path"],
+        append=v["append_runpath"], keep_absolute=v["keep_runpath"], tag=_tag(v),
+        interpreters=v["interpreter"], ignore_missing=v["ignore_missing"])
+    return {"patch": not v["no_patch"], "runpath": policy, "patcher": v["patcher"],
+            "package_roots": _package_roots(v["package_root"])}
+
+
+PATCH = OptionGroup("patch", [
+    click.option("--no-patch", is_flag=True, help="Do not rewrite RUNPATHs."),
+    click.option("--driver-link", default=DEFAULT_DRIVER_LINK, show_default=True,
+                 help="Driver link directory; <DIR>/lib is added to every RUNPATH."),
+    click.option("--no-driver-link", is_flag=True, help="Do not add the driver link."),
+    click.option("--cuda-compat", metavar="DIR", help="cuda_compat's libcuda directory; "
+                 "goes first in every RUNPATH (not for cuda_compat itself)."),
+    click.option("--library-path", multiple=True, metavar="DIR",
+                 help="Where to resolve DT_NEEDED names the package does not provide."),
+    click.option("--append-runpath", multiple=True, metavar="DIR",
+                 help="Extra RUNPATH entry at the end (repeatable)."),
+    click.option("--package-root", multiple=True, metavar="PNAME=DIR",
+                 help="Where another package lives, for @PNAME@ in package rules "
+                 "(libcublas and cudnn append @cuda_nvrtc@/lib). Repeatable."),
+    click.option("--keep-runpath", is_flag=True,
+                 help="Keep existing absolute RUNPATH entries (stubs entries still go)."),
+    click.option("--tag", type=click.Choice(["runpath", "rpath"], case_sensitive=False),
+                 default="runpath", show_default=True,
+                 help="Write DT_RUNPATH, or DT_RPATH (conda-forge convention)."),
+    click.option("--rpath", "rpath_alias", is_flag=True, hidden=True,
+                 help="Deprecated spelling of --tag rpath."),
+    click.option("--patcher", type=click.Choice(["auto", "native", "lief"]), default="auto",
+                 show_default=True, help="ELF writer: fast tiers with LIEF fallback, or LIEF."),
+    click.option("--interpreter", multiple=True, metavar="[ARCH=]PATH",
+                 help="New PT_INTERP of dynamic executables of ARCH (default: the loader's "
+                 "own arch); --nix: $NIX_CC/nix-support/dynamic-linker. Repeatable."),
+    click.option("--ignore-missing", multiple=True, metavar="NAME-GLOB",
+                 help="DT_NEEDED names that may stay unresolved (--nix and --strict fail "
+                 "on the others). Repeatable; '*' accepts all."),
+], _patching)
+"""Options that decide how ELF files are rewritten (split, explain, repack)."""
+
+GROUPS = (COMMON, PATCH)

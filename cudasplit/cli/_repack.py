@@ -1,0 +1,74 @@
+"""``cudasplit repack`` (one reproducible tarball per output) and ``cudasplit nix``."""
+
+from __future__ import annotations
+
+from importlib.resources import as_file, files
+from typing import Any
+
+import click
+
+from .. import CudasplitError, ProblemsFound, RepackOptions, Report, repack_to_dir
+from ._optgroups import COMMON, PATCH, split_options
+from ._split import ReportWriter
+from ._terminal import fail, print_issues, setup_logging
+
+
+@click.command("repack")
+@click.argument("source", type=click.Path(exists=False))
+@click.option("-o", "--output-dir", required=True, type=click.Path(file_okay=False),
+              help="Write DIR/<pname>-<platform>-<version>-<output>.tar.zst per output.")
+@click.option("--prefix", metavar="DIR", help="Where the outputs will be unpacked (output "
+              "<o> at DIR/<o>); RUNPATHs and .pc files name it. Default: /<pname>-<platform>-"
+              "<version>.")
+@click.option("--format", "fmt", type=click.Choice(["zst", "xz", "gz"]), default="zst",
+              show_default=True, help="Compression of the archives.")
+@click.option("--level", type=int, default=10, show_default=True, help="Compression level.")
+@click.option("--threads", type=int, default=0, show_default=True,
+              help="zstd worker threads (0: single-threaded, -1: all CPUs); the bytes are "
+              "the same for any value >= 1.")
+@COMMON
+@PATCH
+@click.option("--nix-support", is_flag=True, help="Also write the nix-support/ files.")
+@click.option("--report", "report_file", type=click.Path(dir_okay=False),
+              help="Write the JSON report here.")
+@click.option("--strict", is_flag=True, help="Fail (exit 1) on problems, as in split.")
+@click.option("--overwrite", is_flag=True, help="Replace existing archives.")
+@click.option("-j", "--jobs", type=int, default=0, help="Parallelism (default: available CPUs).")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@click.option("-v", "--verbose", is_flag=True, help="Log what happens.")
+def repack_command(source: str, output_dir: str, prefix: str | None, fmt: str, level: int,
+                   threads: int, nix_support: bool, report_file: str | None, strict: bool,
+                   overwrite: bool, jobs: int, quiet: bool, verbose: bool, **kw: Any) -> None:
+    """Split SOURCE and write one reproducible tarball per output (mtime: SOURCE_DATE_EPOCH)."""
+    setup_logging(quiet, verbose)
+    report_writer = ReportWriter(report_file, relative=False)
+    try:
+        options = split_options(kw, COMMON, PATCH, nix_markers=nix_support, strict=strict,
+                                overwrite=overwrite, jobs=jobs)
+        packing = RepackOptions(prefix=prefix, fmt=fmt, level=level, threads=threads)
+        try:
+            result = repack_to_dir(source, output_dir, options, packing)
+        except ProblemsFound as exc:
+            if isinstance(exc.report, Report):
+                report_writer.write(exc.report.as_dict())
+            raise
+        report_writer.write(result.report.as_dict())
+    except CudasplitError as exc:
+        fail(exc)
+    if not quiet:
+        for path in result.archives:
+            click.echo(str(path))
+    print_issues(result.report, warnings=not quiet)
+
+
+@click.group("nix")
+def nix_group() -> None:
+    """Helpers for Nix builds."""
+
+
+@nix_group.command("setup-hook")
+def nix_setup_hook() -> None:
+    """Print the path of the setup hook (defines cudasplitInstallPhase)."""
+    # The package is installed as files (wheel or editable), so the path is stable.
+    with as_file(files("cudasplit") / "nix" / "setup-hook.sh") as path:
+        click.echo(str(path))

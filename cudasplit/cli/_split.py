@@ -1,0 +1,208 @@
+"""``cudasplit split``: one source into outputs, or a batch of them, with the report file.
+
+The decisions live in the library (:func:`cudasplit.split_to_dir`, :func:`cudasplit.split_many`,
+...); this module reads the options, writes the report where it was asked and the summary.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .. import (
+    CudasplitError,
+    OutputError,
+    ProblemsFound,
+    Report,
+    SplitOptions,
+    batch_report,
+    closure_of,
+    directory_kind,
+    relative_report,
+    split_many,
+    split_nix,
+    split_to_dir,
+)
+from ._optgroups import COMMON, PATCH, split_options
+from ._terminal import ProgressLine, err, fail, print_issues, setup_logging
+
+
+class ReportWriter:
+    """``--report FILE`` or ``--report -`` (standard output), plain or ``--report-relative``."""
+
+    def __init__(self, target: str | None, relative: bool) -> None:
+        self.target = target
+        self.relative = relative
+        self.to_stdout = target == "-"
+
+    def render(self, report: Report) -> dict[str, Any]:
+        """The report's JSON data, without absolute store paths when ``relative``."""
+        return relative_report(report) if self.relative else report.as_dict()
+
+    def write(self, data: dict[str, Any]) -> None:
+        """Write ``data`` as JSON to the target (nothing without one)."""
+        if self.target is None:
+            return
+        text = json.dumps(data, indent=2) + "\n"
+        if self.to_stdout:
+            click.echo(text, nl=False)
+            return
+        try:
+            Path(self.target).write_text(text)
+        except OSError as exc:
+            raise OutputError(f"{self.target}: cannot write the report ({exc.strerror})") from exc
+
+
+@click.command("split")
+@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=False))
+@click.option("-o", "--output-dir", type=click.Path(file_okay=False),
+              help="Write DIR/<output>/... (staged, moved into place at the end).")
+@click.option("--nix", is_flag=True, help="Take the outputs from the Nix builder environment.")
+@click.option("--nix-support", is_flag=True, help="Write nix-support/include-in-cudatoolkit-root "
+              "in every output and nix-support/propagated-build-inputs (the others) in out.")
+@click.option("--cuda-component-hook", metavar="DIR", help="With --nix-support: Nixpkgs' "
+              "cudaComponentHook (store path); each component output's nix-support/setup-hook "
+              "sources its collector.")
+@COMMON
+@PATCH
+@click.option("--report", "report_file", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Write the JSON report here ('-': standard output).")
+@click.option("--report-relative", is_flag=True, help="Report without absolute store paths "
+              "(outputs as $<output>, source and rule files by name): safe to keep in $out.")
+@click.option("--strict", is_flag=True, help="Fail (exit 1) on empty requested outputs, "
+              "unclaimed members, dangling links, failed patches, missing package roots and "
+              "unresolved DT_NEEDED.")
+@click.option("--dry-run", is_flag=True, help="Plan and report; write nothing.")
+@click.option("--overwrite", is_flag=True, help="Replace the previous split in DIR (all of "
+              "its outputs, also those this run does not produce).")
+@click.option("--check-fhs-refs", is_flag=True, help="Fail on /usr/ in any output unless the "
+              "package table allows it (Nixpkgs' checkCudaFhsRefs).")
+@click.option("--no-fsync", is_flag=True, help="Do not fsync before the final renames "
+              "(faster on slow disks; a power loss may then leave truncated files).")
+@click.option("-j", "--jobs", type=int, default=0, help="Parallelism (default: available CPUs; "
+              "NIX_BUILD_CORES in a Nix builder).")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@click.option("-v", "--verbose", is_flag=True, help="Log what happens.")
+@click.option("--closure", is_flag=True, help="Then print the closure report of the outputs "
+              "(one source; see `cudasplit closure`).")
+def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
+                  nix_support: bool, cuda_component_hook: str | None,
+                  report_file: str | None, report_relative: bool, strict: bool, dry_run: bool,
+                  overwrite: bool, check_fhs_refs: bool, no_fsync: bool, jobs: int,
+                  quiet: bool, verbose: bool, closure: bool, **kw: Any) -> None:
+    """Split SOURCES (tarballs, unpacked directories, or - for standard input) into outputs.
+
+    One source: DIR/<output>/... . Several sources, or a directory of tarballs: each goes to
+    DIR/<pname>-<platform>-<version>/<output>/..., processed concurrently within --jobs.
+    """
+    if closure and _is_batch_quietly(sources, nix):
+        raise click.UsageError("--closure takes exactly one source")
+    setup_logging(quiet, verbose)
+    if bool(output_dir) == nix:
+        raise click.UsageError("give exactly one of --output-dir DIR or --nix")
+    progress = ProgressLine.for_terminal(quiet)
+    writer = ReportWriter(report_file, report_relative)
+    try:
+        options = split_options(
+            kw, COMMON, PATCH, strict=strict, dry_run=dry_run, overwrite=overwrite, jobs=jobs,
+            nix_markers=nix_support, check_fhs_refs=check_fhs_refs,
+            cuda_component_hook=cuda_component_hook, fsync=not no_fsync, progress=progress)
+        if len(sources) > 1 or _is_batch(sources[0], nix, quiet):
+            if nix:
+                raise click.UsageError("--nix takes exactly one source")
+            assert output_dir is not None
+            _run_batch(sources, output_dir, options, writer, quiet)
+            return
+        report = _run_split(sources[0], output_dir, nix, options, writer)
+    except CudasplitError as exc:
+        fail(exc)
+    finally:
+        if progress is not None:
+            progress.clear()
+    if not quiet:
+        _print_summary(report, to_stderr=writer.to_stdout)
+    print_issues(report, warnings=not quiet)
+    if closure and not dry_run:
+        _print_closure(output_dir, nix)
+
+
+def _print_summary(report: Report, *, to_stderr: bool = False) -> None:
+    lines = report.summary_lines()
+    if report.dry_run:
+        lines = ["plan (--dry-run): nothing was written; outputs would go to these directories",
+                 *lines]
+    dropped = sum(1 for m in report.members if m.output is None and m.kind != "dir"
+                  and m.note != "directories are created where their content lands")
+    if dropped:
+        lines.append(f"dropped  {dropped:6} members (rules or CUDA major; see the report)")
+    for line in lines:
+        click.echo(line, err=to_stderr)
+
+
+def _is_batch_quietly(sources: Sequence[str], nix: bool) -> bool:
+    """Whether SOURCES are a batch, without saying which kind a directory is."""
+    if len(sources) != 1:
+        return True
+    path = Path(sources[0])
+    return not nix and path.is_dir() and directory_kind(path) == "batch"
+
+
+def _is_batch(source: str, nix: bool, quiet: bool) -> bool:
+    path = Path(source)
+    if nix or source == "-" or not path.is_dir():
+        return False
+    kind = directory_kind(path)
+    if not quiet:
+        what = ("a directory of tarballs: splitting each into its own directory (batch)"
+                if kind == "batch" else "an unpacked redistributable tree")
+        err(f"cudasplit: {source}: {what}")
+    return kind == "batch"
+
+
+def _run_batch(sources: Sequence[str], output_dir: str, options: SplitOptions,
+               writer: ReportWriter, quiet: bool) -> None:
+    results = split_many(sources, output_dir, options)
+    writer.write(batch_report(results, relative=writer.relative))
+    failed = [r for r in results if r.error is not None]
+    for result in results:
+        if result.error is not None:
+            err(f"cudasplit: error: {result.error}")
+        elif not quiet and result.report is not None:
+            click.echo(f"{result.source} -> {result.output_dir}", err=writer.to_stdout)
+            _print_summary(result.report, to_stderr=writer.to_stdout)
+        if result.report is not None:
+            print_issues(result.report, warnings=not quiet)
+    if failed:
+        sys.exit(max(r.error.exit_code for r in failed if r.error is not None))
+
+
+def _run_split(source: str, output_dir: str | None, nix: bool, options: SplitOptions,
+               writer: ReportWriter) -> Report:
+    try:
+        if nix:
+            report = split_nix(source, options=options)
+        else:
+            assert output_dir is not None
+            report = split_to_dir(source, output_dir, options)
+    except ProblemsFound as exc:
+        if isinstance(exc.report, Report):
+            writer.write(writer.render(exc.report))
+            print_issues(exc.report)
+        raise
+    writer.write(writer.render(report))
+    return report
+
+
+def _print_closure(output_dir: str | None, nix: bool) -> None:
+    """``split --closure``: the closure report of what the split just wrote."""
+    try:
+        report = closure_of() if nix else closure_of(output_dir)
+    except CudasplitError as exc:
+        fail(exc)
+    for line in report.text_lines():
+        click.echo(line)
