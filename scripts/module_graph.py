@@ -39,11 +39,12 @@ FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
                             "_dirsource*", "_limits*", "_member*")),
     ("ELF", ("_elf*", "_patch*", "_runpath*", "_resolve*", "_dlopen*", "_ldd*", "_sonames*",
              "_lief*", "_interp*", "_needed*", "_dynamic*", "_segment*", "_verify*")),
-    ("rules and package table", ("_rules*", "_rule_*", "_pkgtable*", "_pkg*", "_globs",
+    ("rules and package table", ("_rules*", "_rule*", "_gates", "_pkgtable*", "_pkg*", "_globs",
                                  "_textedits", "_nvccprofile", "_model", "_where*")),
     ("Nix", ("_nix*",)),
     ("release tools", ("_manifest*", "_features*", "_closure*", "_diff*", "_repack*",
-                       "_relreport", "_terminal", "_release*")),
+                       "_relreport", "_release*", "_snapshot",
+                       "_zipmembers")),
 )
 BEGIN = "<!-- module-graph: begin (scripts/module_graph.py --write) -->"
 END = "<!-- module-graph: end -->"
