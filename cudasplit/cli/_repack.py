@@ -9,7 +9,7 @@ import click
 
 from .. import CudasplitError, ProblemsFound, RepackOptions, Report, repack_to_dir
 from ._optgroups import COMMON, PATCH, split_options
-from ._split import ReportWriter
+from ._split import ReportTarget
 from ._terminal import fail, print_issues, setup_logging
 
 
@@ -41,7 +41,7 @@ def repack_command(source: str, output_dir: str, prefix: str | None, fmt: str, l
                    overwrite: bool, jobs: int, quiet: bool, verbose: bool, **kw: Any) -> None:
     """Split SOURCE and write one reproducible tarball per output (mtime: SOURCE_DATE_EPOCH)."""
     setup_logging(quiet, verbose)
-    report_writer = ReportWriter(report_file, relative=False)
+    report_target = ReportTarget(report_file, relative=False)
     try:
         options = split_options(kw, COMMON, PATCH, nix_markers=nix_support, strict=strict,
                                 overwrite=overwrite, jobs=jobs)
@@ -50,9 +50,9 @@ def repack_command(source: str, output_dir: str, prefix: str | None, fmt: str, l
             result = repack_to_dir(source, output_dir, options, packing)
         except ProblemsFound as exc:
             if isinstance(exc.report, Report):
-                report_writer.write(exc.report.as_dict())
+                report_target.write(exc.report.as_dict())
             raise
-        report_writer.write(result.report.as_dict())
+        report_target.write(result.report.as_dict())
     except CudasplitError as exc:
         fail(exc)
     if not quiet:

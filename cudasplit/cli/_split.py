@@ -32,7 +32,7 @@ from ._optgroups import COMMON, PATCH, split_options
 from ._terminal import ProgressLine, err, fail, print_issues, setup_logging
 
 
-class ReportWriter:
+class ReportTarget:
     """``--report FILE`` or ``--report -`` (standard output), plain or ``--report-relative``."""
 
     def __init__(self, target: str | None, relative: bool) -> None:
@@ -106,7 +106,7 @@ def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
     if bool(output_dir) == nix:
         raise click.UsageError("give exactly one of --output-dir DIR or --nix")
     progress = ProgressLine.for_terminal(quiet)
-    writer = ReportWriter(report_file, report_relative)
+    writer = ReportTarget(report_file, report_relative)
     try:
         options = split_options(
             kw, COMMON, PATCH, strict=strict, dry_run=dry_run, overwrite=overwrite, jobs=jobs,
@@ -165,7 +165,7 @@ def _is_batch(source: str, nix: bool, quiet: bool) -> bool:
 
 
 def _run_batch(sources: Sequence[str], output_dir: str, options: SplitOptions,
-               writer: ReportWriter, quiet: bool) -> None:
+               writer: ReportTarget, quiet: bool) -> None:
     results = split_many(sources, output_dir, options)
     writer.write(batch_report(results, relative=writer.relative))
     failed = [r for r in results if r.error is not None]
@@ -182,7 +182,7 @@ def _run_batch(sources: Sequence[str], output_dir: str, options: SplitOptions,
 
 
 def _run_split(source: str, output_dir: str | None, nix: bool, options: SplitOptions,
-               writer: ReportWriter) -> Report:
+               writer: ReportTarget) -> Report:
     try:
         if nix:
             report = split_nix(source, options=options)
