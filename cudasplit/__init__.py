@@ -9,7 +9,8 @@ It is the only way in: the ``cudasplit`` command (:mod:`cudasplit.cli`) uses not
   :func:`platform_name` turning command-line words into its typed values.
 * rules: :func:`load_ruleset`, :func:`ruleset_for`, :func:`check_rule_file`.
 * split output: :func:`closure_of`, :func:`ldd`; releases: :func:`verify_manifest`,
-  :func:`manifest_features`, :func:`nixify_manifest`, :func:`diff_releases`.
+  :func:`manifest_features`, :func:`nixify_manifest`, :func:`diff_releases`, and finer:
+  :func:`load_manifest`, :func:`select_artifacts`, :func:`features_of` (one tarball).
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from ._api_checks import LoadView, closure_of, ldd
 from ._api_options import package_id, platform_name, runpath_policy
 from ._api_release import diff_releases, manifest_features, nixify_manifest, verify_manifest
 from ._api_rules import check_rule_file, package_entry_lines, ruleset_for
+from ._features import features_of
 from ._layout import Layout, LayoutSpec
+from ._manifest import load_manifest, select_artifacts
 from ._model import OUTPUT_NAMES, Kind, Member, MemberType, PackageId
 from ._pipeline import Progress, SplitOptions
 from ._relreport import relative_report
@@ -105,8 +108,10 @@ __all__ = [
     "diff_releases",
     "directory_kind",
     "explain",
+    "features_of",
     "inspect",
     "ldd",
+    "load_manifest",
     "load_ruleset",
     "manifest_features",
     "nixify_manifest",
@@ -119,6 +124,7 @@ __all__ = [
     "repack_to_dir",
     "ruleset_for",
     "runpath_policy",
+    "select_artifacts",
     "split",
     "split_many",
     "split_nix",
