@@ -1,0 +1,80 @@
+"""The ELF reader, writer, patcher and RUNPATH planner: split into small modules, one job each,
+with every name importable from the module that had it before the split."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "cudasplit"
+# The modules split out of _elfio, _elfwrite, _patch and _runpath, and those four.
+SPLIT = ("_elfio", "_elfconst", "_elfraw", "_elfheaders", "_elfdyn", "_elfwalk",
+         "_elfwrite", "_elfwant", "_elfinplace", "_elfroom", "_elfappend", "_elfhdrwrite",
+         "_patch", "_patchwant", "_patchverify", "_patchtiers",
+         "_runpath", "_runpathpolicy", "_searchpath", "_libnames")
+
+
+@pytest.mark.parametrize("name", SPLIT)
+def test_module_and_class_sizes(name: str) -> None:
+    text = (PACKAGE / f"{name}.py").read_text()
+    assert len(text.splitlines()) <= 300
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ClassDef):
+            assert node.end_lineno is not None
+            assert node.end_lineno - node.lineno + 1 <= 150, node.name
+
+
+@pytest.mark.parametrize("name", SPLIT)
+def test_first_docstring_line_says_the_job(name: str) -> None:
+    module = importlib.import_module(f"cudasplit.{name}")
+    assert module.__doc__ and module.__doc__.splitlines()[0].strip()
+
+
+@pytest.mark.parametrize(("facade", "parts"), [
+    ("_elfio", ("_elfconst", "_elfraw", "_elfheaders", "_elfdyn", "_elfwalk")),
+    ("_elfwrite", ("_elfwant", "_elfinplace", "_elfroom", "_elfappend")),
+    ("_runpath", ("_runpathpolicy", "_searchpath", "_libnames")),
+])
+def test_facades_re_export_the_same_objects(facade: str, parts: tuple[str, ...]) -> None:
+    front = importlib.import_module(f"cudasplit.{facade}")
+    modules = [importlib.import_module(f"cudasplit.{p}") for p in (*parts, "errors")]
+    for name in front.__all__:
+        value = getattr(front, name)
+        own = getattr(value, "__module__", None) == front.__name__  # defined in the facade
+        assert own or any(getattr(m, name, None) is value for m in modules), name
+
+
+def test_names_used_elsewhere_stay_importable() -> None:
+    from cudasplit._elfio import (  # noqa: F401
+        DT_NEEDED,
+        DT_RUNPATH,
+        PT_INTERP,
+        DynNames,
+        RawElf,
+        dyn_names,
+        open_raw,
+        read_raw,
+    )
+    from cudasplit._elfwrite import SPARE_BYTES, Plan, Want, plan_append, plan_in_place  # noqa: F401
+    from cudasplit._patch import (  # noqa: F401
+        PATCHERS,
+        PatchResult,
+        apply_edit,
+        rename_needed,
+        set_runpath,
+    )
+    from cudasplit._patch import SPARE_BYTES as SPARE
+    from cudasplit._runpath import (  # noqa: F401
+        DEFAULT_DRIVER_LINK,
+        RunpathPlan,
+        RunpathPolicy,
+        RunpathPolicyError,
+        is_driver_name,
+        is_glibc_name,
+        plan_runpath,
+        split_search_path,
+    )
+    assert SPARE == SPARE_BYTES
