@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 from cudasplit._elf import read_elf_info
 from cudasplit._elfdyn import dyn_names
-from cudasplit._elfedit import EditResult, ElfEdit, UnknownPatcherError
+from cudasplit._elfeditvalue import EditResult, ElfEdit, UnknownPatcherError
 from cudasplit._elfio import read_raw
 from cudasplit._elfwrite import SPARE_BYTES
 from cudasplit._patchtiers import Before, lief, native

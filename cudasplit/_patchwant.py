@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from cudasplit._elfconst import DT_RPATH, DT_RUNPATH, PT_INTERP
 from cudasplit._elfdyn import DynNames
-from cudasplit._elfedit import ElfEdit
+from cudasplit._elfeditvalue import ElfEdit
 from cudasplit._elfio import open_raw
 from cudasplit._elfraw import RawElf
 from cudasplit._elfwant import Want

@@ -14,8 +14,8 @@ addCudaCompatRunpath, the stubs fix-up), done in one step so that nothing is dup
 no stubs directory survives.
 
 The policy lives in :mod:`cudasplit._runpathpolicy`, the entry spelling in
-:mod:`cudasplit._searchpath`, the glibc/driver names and the library index in
-:mod:`cudasplit._libnames`; this module plans and keeps every name importable from here.
+:mod:`cudasplit._runpathentries`, the glibc/driver names and the library index in
+:mod:`cudasplit._runpathnames`; this module plans, and keeps every name importable from here.
 """
 
 from __future__ import annotations
@@ -23,9 +23,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from cudasplit._libnames import index_library_paths, is_driver_name, is_glibc_name
-from cudasplit._runpathpolicy import DEFAULT_DRIVER_LINK, RunpathPolicy, require_absolute
-from cudasplit._searchpath import (
+from cudasplit._runpathentries import (
     ORIGIN,
     dedupe,
     entry_key,
@@ -33,6 +31,8 @@ from cudasplit._searchpath import (
     is_stub_entry,
     split_search_path,
 )
+from cudasplit._runpathnames import index_library_paths, is_driver_name, is_glibc_name
+from cudasplit._runpathpolicy import DEFAULT_DRIVER_LINK, RunpathPolicy, require_absolute
 from cudasplit.errors import RunpathPolicyError
 
 __all__ = [

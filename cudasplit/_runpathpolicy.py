@@ -11,7 +11,7 @@ import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from cudasplit._searchpath import is_origin_relative, is_stub_entry
+from cudasplit._runpathentries import is_origin_relative, is_stub_entry
 from cudasplit.errors import RunpathPolicyError
 
 DEFAULT_DRIVER_LINK = "/run/opengl-driver"
