@@ -43,16 +43,7 @@ def plan_append(elf: RawElf, want: Want) -> Plan | None:
     """Tier 2: a new .dynstr (and whatever must move) in a new read-only PT_LOAD at the end."""
     loads = [ph for ph in elf.phdrs if ph.p_type == PT_LOAD]
     align = max(ph.p_align for ph in loads)
-    if min(ph.p_align for ph in loads) < PAGE:
-        # glibc refuses such files anyway; a new segment could not be placed congruently
-        raise PatchError(f"{elf.path}: PT_LOAD alignment {min(ph.p_align for ph in loads):#x} "
-                         "is below the page size; no segment can be appended")
-    refs = symbol_name_refs(elf, dynstr_section(elf)) or []
-    unterminated = elf.strsz > 0 and elf.pread(1, elf.strtab_off + elf.strsz - 1) != b"\0"
-    if (refs and max(refs) >= elf.strsz) or unterminated:
-        # the copy holds DT_STRSZ bytes: a symbol name beyond it would be lost
-        raise PatchError(f"{elf.path}: a symbol name lies beyond DT_STRSZ ({elf.strsz:#x}); "
-                         ".dynstr cannot be copied safely")
+    _refuse_unappendable(elf, loads)
     room = choose_room(elf)
     if room is None:
         return None
@@ -86,6 +77,20 @@ def plan_append(elf: RawElf, want: Want) -> Plan | None:
         plan.writes.append(shdr_write(elf, sec, str_vaddr, str_off, len(new_str)))
         plan.writes.extend(section_symbol_writes(elf, sec, str_vaddr))
     return plan
+
+
+def _refuse_unappendable(elf: RawElf, loads: list[Phdr]) -> None:
+    """PatchError (file untouched) when no segment can be appended or .dynstr not be copied."""
+    if min(ph.p_align for ph in loads) < PAGE:
+        # glibc refuses such files anyway; a new segment could not be placed congruently
+        raise PatchError(f"{elf.path}: PT_LOAD alignment {min(ph.p_align for ph in loads):#x} "
+                         "is below the page size; no segment can be appended")
+    refs = symbol_name_refs(elf, dynstr_section(elf)) or []
+    unterminated = elf.strsz > 0 and elf.pread(1, elf.strtab_off + elf.strsz - 1) != b"\0"
+    if (refs and max(refs) >= elf.strsz) or unterminated:
+        # the copy holds DT_STRSZ bytes: a symbol name beyond it would be lost
+        raise PatchError(f"{elf.path}: a symbol name lies beyond DT_STRSZ ({elf.strsz:#x}); "
+                         ".dynstr cannot be copied safely")
 
 
 def _new_strings(elf: RawElf, want: Want) -> tuple[bytes, dict[bytes, int]]:
