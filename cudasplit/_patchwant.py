@@ -1,4 +1,4 @@
-"""An :class:`~cudasplit._elfedit.ElfEdit` in bytes, less the parts the file already has.
+"""An :class:`~cudasplit._elfeditvalue.ElfEdit` in bytes, less the parts the file already has.
 
 Strings are encoded like the loader reads them (UTF-8, undecodable bytes kept through
 ``surrogateescape``); a NUL or an empty name is refused before any file is opened.
