@@ -4,55 +4,19 @@ Planning is pure (``patchstage``/``runpath`` decide an :class:`ElfEdit` per ELF 
 member, the output layout and the policy); applying is done once per file by an
 :class:`ElfBackend`: the native tiered writer, LIEF, or :class:`DryRunBackend`, which writes
 nothing and is what a dry run, ``inspect`` and ``explain`` use. Because every caller goes
-through the same plan value, the dry run and the real run cannot disagree.
+through the same plan value, the dry run and the real run cannot disagree. The values
+themselves live in :mod:`cudasplit._elfeditvalue` (the writer imports them, not the backends).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
-from cudasplit.errors import OptionsError
+from cudasplit._elfeditvalue import EditResult, ElfEdit, UnknownPatcherError
+from cudasplit._patch import apply_edit
 
 __all__ = ["BACKENDS", "DryRunBackend", "EditResult", "ElfBackend", "ElfEdit", "LiefBackend",
            "NativeBackend", "UnknownPatcherError", "backend_for"]
-
-
-@dataclass(frozen=True, slots=True)
-class ElfEdit:
-    """Everything that will be changed in one ELF file; ``None``/empty fields change nothing.
-
-    ``runpath``: the new search path, written as ``tag`` (``RUNPATH`` or ``RPATH``); the other
-    tag is removed. ``interpreter``: the new ``PT_INTERP`` (dynamic executables only).
-    ``replace_needed``: ``(old, new)`` DT_NEEDED renames, applied before ``add_needed`` names
-    are appended as new DT_NEEDED entries.
-    """
-
-    runpath: str | None = None
-    tag: str = "RUNPATH"
-    interpreter: str | None = None
-    replace_needed: tuple[tuple[str, str], ...] = ()
-    add_needed: tuple[str, ...] = ()
-
-    @property
-    def is_empty(self) -> bool:
-        return (self.runpath is None and self.interpreter is None and not self.replace_needed
-                and not self.add_needed)
-
-
-@dataclass(frozen=True, slots=True)
-class EditResult:
-    """What a backend did to one file.
-
-    ``method``: ``in-place`` | ``append`` | ``lief`` | ``unchanged`` | ``planned`` (dry run).
-    ``before``/``before_tag``: the search path found before the edit. ``interpreter_before``:
-    the old ``PT_INTERP`` (``None`` for files without one).
-    """
-
-    method: str
-    before: str | None = None
-    before_tag: str | None = None
-    interpreter_before: str | None = None
 
 
 class ElfBackend(Protocol):
@@ -84,8 +48,6 @@ class NativeBackend:
         self.fallback = fallback
 
     def apply(self, path: str, edit: ElfEdit) -> EditResult:
-        from cudasplit._patch import apply_edit
-
         return apply_edit(path, edit, patcher="auto" if self.fallback else "native")
 
 
@@ -95,13 +57,7 @@ class LiefBackend:
     name = "lief"
 
     def apply(self, path: str, edit: ElfEdit) -> EditResult:
-        from cudasplit._patch import apply_edit
-
         return apply_edit(path, edit, patcher="lief")
-
-
-class UnknownPatcherError(OptionsError):
-    """A ``patcher`` name that names no backend."""
 
 
 BACKENDS = ("auto", "native", "lief", "dry-run")

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cudasplit import _patch as patch_mod
+from cudasplit import _patchtiers
 from cudasplit._elf import read_elf_info
 from cudasplit._elfedit import ElfEdit, UnknownPatcherError, backend_for
 from cudasplit._patch import SPARE_BYTES, apply_edit, set_runpath
@@ -302,7 +303,7 @@ def test_failed_verification_restores_bytes(
     def broken(path: str, expect: object) -> None:
         raise PatchError(f"{path}: simulated verification failure")
 
-    monkeypatch.setattr(patch_mod, "_verify", broken)
+    monkeypatch.setattr(_patchtiers, "verify", broken)  # what the in-place tiers call
     with pytest.raises(PatchError, match="simulated"):
         set_runpath(files["liba"], "$ORIGIN" if stage == "in-place" else TARGET, patcher=stage)
     assert files["liba"].read_bytes() == before
