@@ -88,7 +88,7 @@ class LinkPlanner:
         if member.link in self.placements.placed:
             self.hardlinks.append(link)
             return
-        link.revise(self, replace(link.facts, dest=None))
+        self._revise(link, replace(link.facts, dest=None))
         self.warn("dangling-hardlink", member.path,
                   f"hard link to {member.link!r}, which is not an earlier placed file; skipped")
 
@@ -124,22 +124,26 @@ class LinkPlanner:
         self.ops.append(SymlinkOp(output, dest, text))
         self.placements.occupied[(output, dest)] = origin
 
+    def _revise(self, link: Deferred, facts: MemberFacts) -> None:
+        """The link member's facts as the plan leaves them (a new value for the writer)."""
+        self.revised.append((link.position, facts))
+
     def _place_hardlink(self, link: Deferred) -> None:
         member, facts = link.member, link.facts
         assert member.link is not None
         source = self.placements.placed.get(member.link)
         if source is None:
-            link.revise(self, replace(link.facts, dest=None))
+            self._revise(link, replace(link.facts, dest=None))
             self.warn("dangling-hardlink", member.path,
                       f"hard link to {member.link!r}, which was not placed")
             return
         decision = self.ruleset.classify(facts.dest or member.path, source.kind, self.allowed)
         if decision.output is None:
-            link.revise(self, replace(link.facts, dest=None, note="dropped by rule",
-                                      rule=str(decision.rule)))
+            self._revise(link, replace(link.facts, dest=None, note="dropped by rule",
+                                       rule=str(decision.rule)))
             return
         output = fallback_output(decision.output, self.allowed)
-        link.revise(self, replace(link.facts, output=output, rule=str(decision.rule)))
+        self._revise(link, replace(link.facts, output=output, rule=str(decision.rule)))
         assert facts.dest is not None
         self.ops.append(HardlinkOp(output, facts.dest, source.output, source.dest))
         self.placements.remember(member.path, Placed(output, facts.dest, source.kind))
@@ -153,12 +157,12 @@ class LinkPlanner:
         assert self._resolver is not None
         refusal = self._resolver.refusal(member.path, member.link)
         if refusal is not None:
-            link.revise(self, replace(link.facts, dest=None))
+            self._revise(link, replace(link.facts, dest=None))
             self.problem(refusal[0], member.path, refusal[1])
             return
         target = self._resolver.resolve(member.path)
         if target is None:
-            link.revise(self, replace(link.facts, dest=None))
+            self._revise(link, replace(link.facts, dest=None))
             self.problem("dangling-symlink", member.path,
                          f"symlink target {member.link!r} is not in the archive "
                          "(or was dropped); link skipped")
@@ -174,8 +178,8 @@ class LinkPlanner:
         text = link_text(self.normalise, member.link, dest, immediate)
         note = f"placed with its target (own rule {link.facts.rule})" + (
             f"; also in {', '.join(outputs[1:])}" if len(outputs) > 1 else "")
-        link.revise(self, replace(link.facts, output=outputs[0], link=text,
-                                  rule=f"{BUILTIN}:follow-target", note=note))
+        self._revise(link, replace(link.facts, output=outputs[0], link=text,
+                                   rule=f"{BUILTIN}:follow-target", note=note))
         for output in outputs:
             self.add_link(output, dest, text, member.path)
         if isinstance(target, Placed):
@@ -213,7 +217,3 @@ class Deferred:
     member: Member
     facts: MemberFacts
     position: int
-
-    def revise(self, planner: LinkPlanner, facts: MemberFacts) -> None:
-        """The link member's facts as the plan leaves them (a new value for the writer)."""
-        planner.revised.append((self.position, facts))
