@@ -1,7 +1,8 @@
 """End-of-run checks: pure functions of the report and the placements that return problems.
 
-The split loop adds what they return to the report and fails once, at the end (``--strict``,
-``--check-fhs-refs``), with a message naming the option that changes the outcome.
+The end of the run hands what they return to the report writer and fails once, at the end
+(``--strict``, ``--check-fhs-refs``), with a message naming the option that changes the outcome.
+They read an assembled report (a fresh copy: nothing they could change is the writer's).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The normalise and classify stages: archive path -> output path, member -> kind -> output.
 
 Pure functions of the member record and the frozen rule set (no sink, no report), so ``explain``
-and every planner get the same answer for a path.
+and every planner get the same answer for a path. A member's facts are returned as a frozen
+value (:class:`~cudasplit._outcomes.MemberFacts`) for the report writer.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from enum import Enum
 from ._elf import kind_from_head
 from ._libmajor import LibMajor
 from ._model import Kind, Member, MemberType
+from ._outcomes import MemberFacts
 from ._pkgtable import Where
-from ._report import MemberRecord
 from ._rules import Decision, Rename, RuleSet
 
 __all__ = ["AR_MAGIC", "BUILTIN", "PACKAGE_DROP", "Action", "Classified", "Normaliser",
@@ -93,7 +94,7 @@ class Action(Enum):
 
 @dataclass(frozen=True, slots=True)
 class Classified:
-    record: MemberRecord        # the member's report record, as classification leaves it
+    facts: MemberFacts          # what the report says of the member, as classified
     action: Action
     kind: Kind
     decision: Decision
@@ -106,24 +107,26 @@ def classify_member(member: Member, normalise: Normaliser,
     kind = member_kind(member)
     dest, rename, dropped = normalise(member.path)
     decision = normalise.ruleset.classify(dest or member.path, kind, allowed)
-    record = MemberRecord(member.path, kind.value, None, dest, str(decision.rule),
-                          member.size, member.link)
+    output, rule, note = None, str(decision.rule), None
     action = Action.SKIP
     if dropped is not None:
-        rule = "package-drop" if dropped.startswith(PACKAGE_DROP) else "cuda-major"
-        record.dest, record.rule, record.note = None, f"{BUILTIN}:{rule}", dropped
+        why = "package-drop" if dropped.startswith(PACKAGE_DROP) else "cuda-major"
+        dest, rule, note = None, f"{BUILTIN}:{why}", dropped
     elif member.type is MemberType.DIR or dest is None:
-        record.rule, record.dest = f"{BUILTIN}:directory", None
-        record.note = "directories are created where their content lands"
+        rule, dest = f"{BUILTIN}:directory", None
+        note = "directories are created where their content lands"
     elif decision.output is None and decision.rule_obj is not None:
         # An explicit drop rule wins over link placement too (tensorrt's bin -> targets/…).
-        record.dest, record.note = None, "dropped by rule"
+        dest, note = None, "dropped by rule"
     elif member.type is MemberType.SYMLINK:
         action = Action.SYMLINK
     elif member.type is MemberType.HARDLINK:
         action = Action.HARDLINK
     elif decision.output is None:
-        record.dest, record.note = None, "dropped by rule"
+        dest, note = None, "dropped by rule"
     else:
         action = Action.PLACE
-    return Classified(record, action, kind, decision, rename)
+        output = fallback_output(decision.output, allowed)
+    facts = MemberFacts(member.path, kind.value, output, dest, rule, member.size, member.link,
+                        note)
+    return Classified(facts, action, kind, decision, rename)

@@ -1,57 +1,75 @@
-"""One ELF member on its way through the patch stage, and how its outcome is reported.
+"""One ELF member on its way through the patch stage, what workers return, and its outcome.
 
-An :class:`ElfJob` is written by exactly one thread at a time (the early worker until
-``wait_early`` returns, then the final pool, then the calling thread that records it), so no
-lock is needed. :func:`record_outcome` fills the member's report record from the job and its
-plan, on the calling thread, in source order.
+An :class:`ElfJob` is frozen: it says which file to read and plan. Workers (the early-patch
+thread, the final pool) return what they read and did as a :class:`Patched` value through
+their future; the calling thread keeps those values and turns each job's last one into an
+:class:`~cudasplit._outcomes.ElfOutcome` for the report writer (:func:`elf_outcome`), in
+source order. No worker writes to anything another thread reads.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ._dlopen import DlopenTarget, scan_dlopen
 from ._elf import ElfInfo, read_elf_info
 from ._elfedit import EditResult
 from ._elfplan import ElfPlan
-from ._report import MemberRecord, Problem
+from ._outcomes import ElfOutcome
+from ._report import Problem
 from ._rules import Rule
 from .errors import ElfError
 
-__all__ = ["ElfJob", "read_job", "record_outcome", "scan_quietly"]
+__all__ = ["ElfJob", "ElfRead", "Patched", "elf_outcome", "read_elf", "scan_quietly"]
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
+class ElfRead:
+    """The facts read from one file: header facts and names it may dlopen, or why not."""
+
+    info: ElfInfo | None = None
+    dlopen: tuple[DlopenTarget, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ElfJob:
-    record: MemberRecord
+    position: int       # the member's place in source order (how the report writer names it)
+    path: str           # its archive path
     output: str
     dest: str
-    local: Path | None  # None in a dry run: then ``info`` was read from a spooled copy
+    local: Path | None  # None in a dry run: then ``read`` came from a spooled copy
     rule: Rule | None
-    info: ElfInfo | None = None
-    # Set by the early worker (only it touches these until wait_early returns):
-    done: bool = False                   # the early plan was applied
-    early: ElfPlan | None = None
-    result: EditResult | None = None
-    error: str | None = None
-    own: frozenset[str] = frozenset()    # names beside the file when it was added
-    dlopen: tuple[DlopenTarget, ...] = ()
-    future: Future[None] | None = field(default=None, repr=False)
+    read: ElfRead | None = None
 
     @property
     def key(self) -> tuple[str, str]:
         return self.output, self.dest
 
 
+@dataclass(frozen=True, slots=True)
+class Patched:
+    """What a worker returns for one job: what it read, the plan it applied (if any), how."""
 
-def read_job(job: ElfJob) -> None:
-    """Facts of a written file: the ELF header facts and the names it may dlopen."""
-    assert job.local is not None
-    job.info = read_elf_info(job.local)
-    if job.info is not None:
-        job.dlopen = scan_quietly(job.local, job.info)
+    read: ElfRead
+    plan: ElfPlan | None = None
+    result: EditResult | None = None
+    error: str | None = None
+
+    @property
+    def applied(self) -> bool:
+        """The plan was applied without an error (an early patch that needs no redoing)."""
+        return self.plan is not None and self.error is None
+
+
+def read_elf(path: Path) -> ElfRead:
+    """Facts of a written file; an unreadable one says why in ``error``."""
+    try:
+        info = read_elf_info(path)
+    except ElfError as exc:
+        return ElfRead(error=str(exc))
+    return ElfRead(info, scan_quietly(path, info) if info is not None else ())
 
 
 def scan_quietly(path: str | Path, info: ElfInfo) -> tuple[DlopenTarget, ...]:
@@ -63,40 +81,45 @@ def scan_quietly(path: str | Path, info: ElfInfo) -> tuple[DlopenTarget, ...]:
         return ()
 
 
-def record_outcome(job: ElfJob, plan: ElfPlan | None, *, writing: bool) -> Problem | None:
-    """Fill ``job.record`` (before, plan, method); the problem to report, if any."""
-    record, info = job.record, job.info
-    if info is not None:
-        record.runpath_before = info.runpath if info.runpath is not None else info.rpath
-        record.runpath_tag = ("RUNPATH" if info.runpath is not None
-                              else "RPATH" if info.rpath is not None else None)
-        record.interpreter_before = record.interpreter_after = info.interp
-        record.dlopen = [{"name": t.name, "package": t.package} for t in job.dlopen]
-    if job.error is not None:
-        record.patch = "skipped"
-        return Problem("patch-failed", record.path, job.error)
+def elf_outcome(path: str, done: Patched, *, writing: bool) -> tuple[ElfOutcome, Problem | None]:
+    """The report's view of one job (before, plan, method); the problem to report, if any."""
+    before, plan = _before(done.read), done.plan
+    if done.error is not None:
+        return replace(before, patch="skipped"), Problem("patch-failed", path, done.error)
     if plan is None or plan.skip is not None:
-        record.patch = "skipped" if plan is not None else record.patch or "skipped"
-        if plan is not None and plan.skip and plan.skip.startswith("patching turned off"):
-            record.note = plan.skip
-        return None
-    _record_plan(job, plan, writing)
-    return None
+        skip = plan.skip if plan is not None else None
+        off = skip if skip and skip.startswith("patching turned off") else None
+        return replace(before, patch="skipped", note=off), None
+    return _planned(before, plan, done.result, writing), None
 
 
-def _record_plan(job: ElfJob, plan: ElfPlan, writing: bool) -> None:
-    record, edit = job.record, plan.edit
-    record.runpath_after, record.runpath_tag = edit.runpath, edit.tag
-    if edit.interpreter is not None:
-        record.interpreter_after = edit.interpreter
-    # Names --ignore-missing (or a foreign arch) accepts are not listed: they fail nothing.
-    record.needed_unresolved = list(plan.unresolved)
+def _before(read: ElfRead) -> ElfOutcome:
+    info = read.info
+    if info is None:
+        return ElfOutcome()
+    return ElfOutcome(
+        runpath_before=info.runpath if info.runpath is not None else info.rpath,
+        runpath_tag=("RUNPATH" if info.runpath is not None
+                     else "RPATH" if info.rpath is not None else None),
+        interpreter_before=info.interp, interpreter_after=info.interp,
+        dlopen=tuple((t.name, t.package) for t in read.dlopen))
+
+
+def _planned(before: ElfOutcome, plan: ElfPlan, result: EditResult | None,
+             writing: bool) -> ElfOutcome:
+    edit, note = plan.edit, None
     if edit.replace_needed:
         verb = "renamed" if writing else "would be renamed"
-        record.note = f"DT_NEEDED {verb}: " + ", ".join(
+        note = f"DT_NEEDED {verb}: " + ", ".join(
             f"{old} -> {new}" for old, new in edit.replace_needed)
     if edit.add_needed:
         verb = "added" if writing else "would be added"
         added = f"DT_NEEDED {verb}: " + ", ".join(edit.add_needed)
-        record.note = f"{record.note}; {added}" if record.note else added
-    record.patch = job.result.method if job.result is not None else "planned"
+        note = f"{note}; {added}" if note else added
+    return replace(
+        before, runpath_after=edit.runpath, runpath_tag=edit.tag,
+        interpreter_after=(edit.interpreter if edit.interpreter is not None
+                           else before.interpreter_after),
+        # Names --ignore-missing (or a foreign arch) accepts are not listed: they fail nothing.
+        needed_unresolved=tuple(plan.unresolved), note=note,
+        patch=result.method if result is not None else "planned")

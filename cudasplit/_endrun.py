@@ -1,14 +1,15 @@
 """After the stream: links, the rest of the ELF plans, copies, checks, nix-support, finish.
 
 Everything here needs the whole archive (a symlink's target may come last; a RUNPATH is
-resolved against every library of the package). :class:`EndOfRun` works on the state the
-split loop (:class:`~cudasplit._pipeline.SplitRun`) built, in a fixed order, and fails once,
-at the end, with a message that names the option changing the outcome.
+resolved against every library of the package). :class:`EndOfRun` is given the values the
+split loop built (:class:`RunState`), runs in a fixed order, hands what each step returns to
+the report writer, and fails once, at the end, with a message that names the option changing
+the outcome.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from ._checks import (
     declared_output_problems,
@@ -19,154 +20,162 @@ from ._checks import (
 )
 from ._classify import BUILTIN
 from ._copies import plan_copies
-from ._links import SymlinkOp
-from ._model import Kind
+from ._elfplan import Layout
+from ._links import LinkPlanner, SymlinkOp
+from ._model import Kind, PackageId
 from ._nixsupport import NixSupport, write_nix_support
-from ._patchstage import ElfJob
-from ._splitoptions import Progress
+from ._patchstage import ElfJob, PatchStage
+from ._pkgtable import Where
+from ._placements import Placements
+from ._reportwriter import ReportWriter
+from ._resolve import unresolved_error
+from ._rules import RuleSet
+from ._splitoptions import Progress, SplitOptions
 from .errors import ProblemsFound
+from .sinks._base import Sink
 
-if TYPE_CHECKING:
-    from ._pipeline import SplitRun
+__all__ = ["EndOfRun", "RunState"]
 
-__all__ = ["EndOfRun"]
+
+@dataclass(frozen=True, slots=True)
+class RunState:
+    """What the split loop hands over once the stream has ended."""
+
+    description: str                 # the source, for messages
+    ident: PackageId
+    sink: Sink | None
+    options: SplitOptions
+    ruleset: RuleSet
+    where: Where
+    allowed: frozenset[str] | None
+    declared: tuple[str, ...] | None
+    layout: Layout
+    placements: Placements
+    links: LinkPlanner
+    patches: PatchStage
+    writer: ReportWriter
 
 
 class EndOfRun:
-    def __init__(self, run: SplitRun) -> None:
-        self.run = run
+    def __init__(self, state: RunState) -> None:
+        self.state = state
 
     def settle(self) -> None:
         """Links, the remaining ELF plans, copies and checks; raises on failure (the caller
         aborts the sink)."""
-        run = self.run
-        assert run.patches is not None
-        self._place_links()
-        run.patches.finish(run.placements.occupied)
+        state = self.state
+        self._apply_links(plan=True)
+        self._finish_patches()
         self._copy_packages()
         self._check()
-        if run.options.nix_markers and run.sink is not None:
-            write_nix_support(run.sink, self._nix_support())
+        if state.options.nix_markers and state.sink is not None:
+            write_nix_support(state.sink, self._nix_support())
         self._check_fhs_refs()
-        self._source_order()
 
-    def _source_order(self) -> None:
-        """Problems and warnings in the order of the members they name (stages report at
-        different times: links and ELF plans only once the stream has ended); those naming
-        no member keep their order, after the others."""
-        report = self.run.report
-        index = {record.path: i for i, record in enumerate(report.members)}
-        for issues in (report.problems, report.warnings):
-            issues.sort(key=lambda issue: index.get(issue.path or "", len(index)))
+    def _finish_patches(self) -> None:
+        state = self.state
+        done = state.patches.finish(state.placements.occupied)
+        state.writer.elf(done.outcomes)
+        state.writer.problems(done.problems)
+        state.writer.warnings(done.warnings)
+        if done.unresolved and done.fail_unresolved:
+            raise unresolved_error(dict(done.unresolved), state.writer.assemble())
+        for path, names in done.unresolved:
+            state.writer.warn("needed-unresolved", path,
+                              f"DT_NEEDED {', '.join(names)} resolve nowhere (pass "
+                              "--library-path DIR or --ignore-missing NAME-GLOB)")
 
     def _copy_packages(self) -> None:
         """Package ``copy_packages``: planned in dry runs too (same warnings and counts)."""
-        run, ruleset = self.run, self.run.ruleset
-        assert ruleset is not None
+        state, ruleset = self.state, self.state.ruleset
         entries, warnings = plan_copies(
-            ruleset.package, run.where, dict(run.options.package_roots),
-            lambda dest: ruleset.classify(dest, Kind.FILE, run.allowed).output or "out")
-        run.report.warnings.extend(warnings)
+            ruleset.package, state.where, dict(state.options.package_roots),
+            lambda dest: ruleset.classify(dest, Kind.FILE, state.allowed).output or "out")
+        state.writer.warnings(warnings)
         for entry in entries:
             if entry.link is not None:
-                self._add_link(entry.output, entry.dest, entry.link, f"{BUILTIN}:copy-package")
+                state.links.add_link(entry.output, entry.dest, entry.link,
+                                     f"{BUILTIN}:copy-package")
                 self._apply_links()
                 continue
-            if run.sink is not None:
+            if state.sink is not None:
                 with open(entry.path, "rb") as fh:
-                    run.sink.write_file(entry.output, entry.dest, fh,
-                                        entry.path.stat().st_mode & 0o777)
-            run.placements.occupied[(entry.output, entry.dest)] = f"{BUILTIN}:copy-package"
-            assert run.placer is not None
-            run.placer.count(entry.output, entry.path.stat().st_size)
+                    state.sink.write_file(entry.output, entry.dest, fh,
+                                          entry.path.stat().st_mode & 0o777)
+            state.placements.occupied[(entry.output, entry.dest)] = f"{BUILTIN}:copy-package"
+            state.writer.count(entry.output, entry.path.stat().st_size)
 
-    # -- links ------------------------------------------------------------------------------
-
-    def _place_links(self) -> None:
-        """Plan every deferred link against the complete placements, then create them."""
-        assert self.run.links is not None
-        self.run.links.plan()
-        self._apply_links()
-
-    def _add_link(self, output: str, dest: str, text: str, origin: str) -> None:
-        assert self.run.links is not None
-        self.run.links.add_link(output, dest, text, origin)
-
-    def _apply_links(self) -> None:
-        """The link plan's ops, handed to the sink in plan order; hard-linked ELF copies in
-        another output get their own patch job."""
-        run = self.run
-        assert run.links is not None
-        ops, copies = run.links.take()
-        if run.sink is None:
+    def _apply_links(self, *, plan: bool = False) -> None:
+        """The link plan's ops (``plan``: every deferred link planned first, against the
+        complete placements), handed to the sink in plan order; the link members' facts to
+        the writer; hard-linked ELF copies in another output get their own patch job."""
+        state = self.state
+        if plan:
+            state.links.plan()
+        ops, copies, revised = state.links.take()
+        state.writer.revise(revised)
+        if state.sink is None:
             return
         for op in ops:
             if isinstance(op, SymlinkOp):
-                run.sink.make_symlink(op.output, op.dest, op.target)
+                state.sink.make_symlink(op.output, op.dest, op.target)
             else:
-                run.sink.make_hardlink(op.output, op.dest, op.src_output, op.src_dest)
+                state.sink.make_hardlink(op.output, op.dest, op.src_output, op.src_dest)
         for copy in copies:
-            local = run.sink.staged_path(copy.output, copy.dest)
+            local = state.sink.staged_path(copy.output, copy.dest)
             if local is not None:
-                run.patch_stage().add(ElfJob(copy.record, copy.output, copy.dest, local,
-                                             copy.rule))
+                state.patches.add(ElfJob(copy.position, copy.path, copy.output, copy.dest,
+                                         local, copy.rule))
 
     # -- nix-support and checks -------------------------------------------------------------
 
     def _nix_support(self) -> NixSupport:
-        run = self.run
-        assert run.ruleset is not None
+        state = self.state
         return nix_support_info(
-            run.ruleset.package, run.options.package or run.source.package, run.where,
-            run.sink.outputs() if run.sink is not None else [], run.placements,
-            run.options.runpath.driver_lib_dir(), run.layout.roots,
-            run.options.cuda_component_hook)
+            state.ruleset.package, state.ident, state.where,
+            state.sink.outputs() if state.sink is not None else [], state.placements,
+            state.options.runpath.driver_lib_dir(), state.layout.roots,
+            state.options.cuda_component_hook)
 
     def _check_fhs_refs(self) -> None:
         """checkCudaFhsRefs: ``/usr/`` in any output fails the run unless the package allows it."""
-        run = self.run
-        assert run.ruleset is not None
-        if (not run.options.check_fhs_refs or run.ruleset.package.allow_fhs_references
-                or run.sink is None):
+        state, sink = self.state, self.state.sink
+        if (not state.options.check_fhs_refs or state.ruleset.package.allow_fhs_references
+                or sink is None):
             return
         # The sink's working directory of each output (staged until the run finishes).
-        staged = {o: run.sink.staged_path(o, "nix-support") for o in run.sink.outputs()}
+        staged = {o: sink.staged_path(o, "nix-support") for o in sink.outputs()}
         problems = fhs_problems({o: p.parent for o, p in staged.items() if p is not None})
-        run.report.problems.extend(problems)
+        state.writer.problems(problems)
         if problems:
             first = problems[0]
             raise ProblemsFound(
-                f"{run.source.description}: /usr/ references under --check-fhs-refs; first: "
-                f"{first.message.split(':')[0]}:{first.path}", run.report)
-
-    def _public_messages(self) -> None:
-        """Problem texts name final paths, never the staging dir (gone when they are read)."""
-        if self.run.sink is not None:
-            for issue in (*self.run.report.problems, *self.run.report.warnings):
-                issue.message = self.run.sink.public_text(issue.message)
+                f"{state.description}: /usr/ references under --check-fhs-refs; first: "
+                f"{first.message.split(':')[0]}:{first.path}", state.writer.assemble())
 
     def _check(self) -> None:
-        run = self.run
-        assert run.ruleset is not None
-        self._public_messages()
-        run.report.problems.extend(declared_output_problems(
-            run.report, run.declared or (), run.ruleset.package))
-        run.report.problems.extend(unclaimed_problems(run.report))
-        self._source_order()  # "first:" below is the first member's
-        failing = strict_failures(run.report)
-        if run.options.strict and failing:
+        state = self.state
+        if state.sink is not None:
+            # Problem texts name final paths, never the staging dir (gone when read).
+            state.writer.public_messages(state.sink.public_text)
+        report = state.writer.assemble()
+        state.writer.problems(declared_output_problems(
+            report, state.declared or (), state.ruleset.package))
+        state.writer.problems(unclaimed_problems(report))
+        report = state.writer.assemble()  # in source order: "first:" is the first member's
+        failing = strict_failures(report)
+        if state.options.strict and failing:
             raise ProblemsFound(
-                f"{run.source.description}: {len(failing)} problem(s) under "
-                f"--strict; first: {failing[0]}", run.report)
+                f"{state.description}: {len(failing)} problem(s) under "
+                f"--strict; first: {failing[0]}", report)
 
-    def complete(self) -> None:
+    def complete(self, members_seen: int, bytes_seen: int) -> None:
         """The last progress call, every output's record, then the sink's finish()."""
-        run = self.run
-        if run.options.progress is not None:
-            run.options.progress(Progress(run.source.description, run.members_seen,
-                                          run.bytes_seen, "", done=True))
-        if run.sink is not None:
-            assert run.placer is not None
-            for name in run.sink.outputs():
-                run.placer.output_record(name)
-            run.sink.finish()
+        state = self.state
+        if state.options.progress is not None:
+            state.options.progress(Progress(state.description, members_seen, bytes_seen, "",
+                                            done=True))
+        if state.sink is not None:
+            for name in state.sink.outputs():
+                state.writer.declare(name)
+            state.sink.finish()

@@ -1,9 +1,10 @@
 """The split loop: source -> classify -> place -> (links, pkg-config, RUNPATH) -> sink -> report.
 
 One direction only: the loop pulls members from the source, asks the rule set (pure) where each
-goes, hands bytes to the sink and records what happened. Work that needs the whole archive
-(symlinks whose targets come later, RUNPATH resolution against every library of the package)
-runs once the stream has ended.
+goes, hands bytes to the sink and hands what each stage returns to the report writer
+(:mod:`~cudasplit._reportwriter`), which assembles the report at the end. Work that needs the
+whole archive (symlinks whose targets come later, RUNPATH resolution against every library of
+the package) runs once the stream has ended (:mod:`~cudasplit._endrun`).
 """
 
 from __future__ import annotations
@@ -23,21 +24,20 @@ from ._classify import (
     fallback_output,
     member_kind,
 )
-from ._endrun import EndOfRun
-from ._layout import Layout, LayoutSpec
+from ._endrun import EndOfRun, RunState
+from ._layout import LayoutSpec
 from ._libmajor import LibMajor
 from ._links import LinkPlanner
 from ._model import Member
 from ._options import check_package_known
+from ._outcomes import MemberFacts
 from ._patchstage import PatchStage
-from ._pkgtable import Where
 from ._place import Placer
 from ._placements import Placements
 from ._prepare import patch_settings, prepare
-from ._report import MemberRecord, Problem, Report
-from ._rewrites import (
-    RewriteContext,
-)
+from ._report import MemberRecord, Report
+from ._reportwriter import ReportWriter, record_of
+from ._rewrites import RewriteContext
 from ._rules import RuleSet
 from ._sources import Limits, Source, open_source
 from ._splitoptions import Progress, SplitOptions
@@ -64,20 +64,15 @@ class SplitRun:
         # Links, .pc files and RUNPATHs are planned against the layout (never asked of the
         # sink); unknown outputs show as ``/${output}`` (absolute, as RUNPATH entries must be).
         self.layout_spec = layout or (sink.layout if sink is not None else LayoutSpec())
-        self.layout = Layout(())  # resolved with the identity, before the first member
         self.ruleset: RuleSet | None = None
-        self.where = Where()
-        self.declared: tuple[str, ...] | None = None
         self.allowed: frozenset[str] | None = None
-        self.report = Report(source=source.description, package={}, dry_run=sink is None)
+        # The only writer of the report: stages return values, it assembles them at the end.
+        self.writer = ReportWriter(source.description, dry_run=sink is None)
         self.placements = Placements()
         self.normalise: Normaliser | None = None   # with the rules, before the first member
         self.links: LinkPlanner | None = None
-        self.rewrites: RewriteContext | None = None
         self.placer: Placer | None = None           # the place stage, with the rules
-        self.cuda_major: str | None = options.cuda_major
         self.lib_major = LibMajor()  # D9, set up with the rules (_libmajor.py)
-        self.eager_pool: ThreadPoolExecutor | None = None
         self.patches: PatchStage | None = None  # created with the rules (first member)
         self.members_seen = 0
         self.bytes_seen = 0
@@ -87,39 +82,25 @@ class SplitRun:
     def run(self) -> Report:
         try:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cudasplit-patch") as pool:
-                self.eager_pool = pool
                 # The first header names the package (its top directory): identity, rules
                 # and layout are fixed after reading it and before taking any member.
                 members = self.source.members()
                 first = next(members, None)
-                self._prepare()
+                end = self._prepare(pool)
                 for member, stream in itertools.chain(() if first is None else (first,),
                                                       members):
                     with _naming(self.source.description, member.path):
                         self._take(member, stream)
                     self._tick(member)
                 self._release_held()
-                self.patch_stage().wait_early()
-            end = EndOfRun(self)
+                end.state.patches.wait_early()
             end.settle()
         except BaseException:
             if self.sink is not None:
                 self.sink.abort()
             raise
-        end.complete()
-        return self.report
-
-    def patch_stage(self) -> PatchStage:
-        if self.patches is None:
-            ruleset = self.ruleset
-            assert ruleset is not None
-            settings = patch_settings(self.options, writing=self.sink is not None,
-                                      package_version=self.report.package.get("version"))
-            self.patches = PatchStage(
-                settings, ruleset.package, self._final_root,
-                has_stubs_output=self.allowed is None or "stubs" in self.allowed,
-                own_names=self.placements.own_names, report=self.report, early_pool=self.eager_pool)
-        return self.patches
+        end.complete(self.members_seen, self.bytes_seen)
+        return self.writer.assemble()
 
     def _tick(self, member: Member) -> None:
         self.members_seen += 1
@@ -128,53 +109,61 @@ class SplitRun:
             self.options.progress(Progress(self.source.description, self.members_seen,
                                            self.bytes_seen, member.path))
 
-    def _prepare(self) -> None:
-        """Identity, rule set, layout, patch stage and declared outputs, once, in that order."""
+    def _prepare(self, pool: ThreadPoolExecutor) -> EndOfRun:
+        """Identity, rule set, layout, patch stage and declared outputs, once, in that order;
+        the end of the run, given what it will need."""
         ident = self.options.package or self.source.package
-        self.report.package = ident.as_dict()
         plan = prepare(ident, self.options, self.layout_spec)
         ruleset = self.ruleset = plan.ruleset
-        self.report.rules_files = list(ruleset.files)
-        self.where, self.cuda_major, self.layout = plan.where, plan.cuda_major, plan.layout
-        self.declared, self.allowed, self.normalise = plan.declared, plan.allowed, plan.normalise
-        self.lib_major = plan.lib_major
-        self.report.warnings.extend(plan.warnings)
-        self.links = LinkPlanner(ruleset, self.where, self.allowed, self._dest, self.placements,
-                                 self._problem, self._warn)
-        self.rewrites = RewriteContext(
-            ruleset, self.where, self.allowed, self.layout, self.options.package_roots,
-            self.options.runpath.driver_lib_dir(), self._dest)
+        self.writer.start(ident.as_dict(), ruleset.files, plan.layout)
+        self.writer.warnings(plan.warnings)
+        self.normalise, self.lib_major, self.allowed = plan.normalise, plan.lib_major, plan.allowed
+        self.links = LinkPlanner(ruleset, plan.where, plan.allowed, plan.normalise.dest,
+                                 self.placements, self.writer.problem, self.writer.warn)
+        rewrites = RewriteContext(
+            ruleset, plan.where, plan.allowed, plan.layout, self.options.package_roots,
+            self.options.runpath.driver_lib_dir(), plan.normalise.dest)
         if self.sink is not None:
-            self.sink.start(ident, self.layout)
-        # Dry run with patching: ELF members are spooled and planned (all, or plan_elf's).
-        spool = (self.plan_elf or _all) if self.sink is None and self.options.patch else None
-        self.placer = Placer(
-            self.sink, self.report, self.placements, self.links, self.rewrites,
-            self.patch_stage(), self.layout, self.allowed, self.source.description, spool)
-        self._create_declared_outputs(self.declared)
+            self.sink.start(ident, plan.layout)
+        self.patches = patches = PatchStage(
+            patch_settings(self.options, writing=self.sink is not None,
+                           package_version=ident.version),
+            ruleset.package, plan.layout.root,
+            has_stubs_output=plan.allowed is None or "stubs" in plan.allowed, early_pool=pool)
+        self.writer.warnings(patches.warnings)
+        self.placer = Placer(self.sink, self.placements, self.links, rewrites, patches,
+                             plan.layout, self.source.description, self._spool_elf())
+        if self.sink is not None and plan.declared is not None:
+            for name in ("out", *plan.declared):
+                self.sink.ensure_output(name)
+                self.writer.declare(name)
+        return EndOfRun(RunState(
+            self.source.description, ident, self.sink, self.options, ruleset, plan.where,
+            plan.allowed, plan.declared, plan.layout, self.placements, self.links, patches,
+            self.writer))
 
-    def _create_declared_outputs(self, declared: tuple[str, ...] | None) -> None:
-        if self.sink is None or declared is None:
-            return
-        for name in ("out", *declared):
-            self.sink.ensure_output(name)
-            assert self.placer is not None
-            self.placer.output_record(name)
+    def _spool_elf(self) -> Callable[[MemberFacts], bool] | None:
+        """Dry run with patching: ELF members are spooled and planned (all, or plan_elf's)."""
+        if self.sink is not None or not self.options.patch:
+            return None
+        plan_elf = self.plan_elf
+        if plan_elf is None:
+            return _all
+        return lambda facts: plan_elf(record_of(facts))
 
     def _take(self, member: Member, stream: BinaryIO | None) -> None:
         assert self.normalise is not None and self.links is not None
         if self._held(member, stream, self.normalise.ruleset.package.lift_path(member.path)):
             return
         classified = classify_member(member, self.normalise, self.allowed)
-        self.report.members.append(classified.record)
+        position = self.writer.member(classified.facts)
         if classified.action is Action.SYMLINK:
-            self.links.defer_symlink(member, classified.record)
+            self.links.defer_symlink(member, classified.facts, position)
         elif classified.action is Action.HARDLINK:
-            self.links.defer_hardlink(member, classified.record)
+            self.links.defer_hardlink(member, classified.facts, position)
         elif classified.action is Action.PLACE:
-            assert stream is not None
-            assert self.placer is not None
-            self.placer.place(member, stream, classified)
+            assert stream is not None and self.placer is not None
+            self.writer.placed(self.placer.place(member, stream, classified, position))
 
     def _release_held(self) -> None:
         """D9: members held until the stream ended go through the loop now (placed, or dropped
@@ -193,27 +182,13 @@ class SplitRun:
         self.lib_major.arrive(member, lifted or "")
         late = self.lib_major.late()
         if late:
-            self._problem("cuda-major-late", late[0], (
+            self.writer.problem("cuda-major-late", late[0], (
                 f"lib/{self.lib_major.major}/ arrived after {len(late)} member(s) directly in "
                 "lib/ were written; Nixpkgs deletes them (D9), a stream cannot (_libmajor.py)"))
         return False
 
-    def _final_root(self, output: str) -> str:
-        """Where ``output`` lives once the run is over (what links, .pc and RUNPATH name)."""
-        return self.layout.root(output)
 
-    def _dest(self, path: str) -> str | None:
-        assert self.normalise is not None
-        return self.normalise.dest(path)
-
-    def _problem(self, code: str, path: str | None, message: str) -> None:
-        self.report.problems.append(Problem(code, path, message))
-
-    def _warn(self, code: str, path: str | None, message: str) -> None:
-        self.report.warnings.append(Problem(code, path, message))
-
-
-def _all(record: MemberRecord) -> bool:
+def _all(facts: MemberFacts) -> bool:
     return True
 
 

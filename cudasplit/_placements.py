@@ -2,7 +2,8 @@
 
 The place stage records each file here as it is written; the link planner, early patching
 (``own_names``) and the end-of-run checks read it. One writer (the split loop's thread), so
-worker threads only ever see copies (``frozenset`` of ``own_names``).
+worker threads only ever see copies: the place stage hands the early-patch worker a
+``frozenset`` snapshot of the names beside a file, never this object.
 """
 
 from __future__ import annotations

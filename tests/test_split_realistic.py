@@ -178,8 +178,8 @@ def test_files_needing_only_their_neighbours_are_patched_while_streaming(
     run = SplitRun(open_source(redist_tarballs["xz"]), sink, SplitOptions(runpath=_policy()))
     report = run.run()
     assert run.patches is not None
-    early = {job.record.path for job in run.patches.jobs if job.done}
-    late = {job.record.path for job in run.patches.jobs if not job.done}
+    early = {job.path for job in run.patches.jobs if run.patches.patched_early(job)}
+    late = {job.path for job in run.patches.jobs if not run.patches.patched_early(job)}
     # libdemo needs only glibc: patched as soon as it was written. bin/demo needs
     # libdemo.so.12 from another output (and a symlink): planned once the stream ended.
     assert "lib/libdemo.so.12.9.79" in early
