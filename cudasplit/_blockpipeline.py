@@ -1,5 +1,7 @@
-"""Ordered delivery of blocks decoded by worker threads, with bounded read-ahead (the
-parallel xz decoder; also the read-ahead thread for codecs that cannot be split)."""
+"""Blocks decoded by worker threads, delivered in order with bounded read-ahead.
+
+The parallel xz decoder; also the read-ahead thread for codecs that cannot be split.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""Decoded bytes as bounded chunks: feeding incremental decompressors, and the one reader
-that hands the chunks of any codec to callers as a binary stream."""
+"""Decoded bytes in bounded chunks: decompressors fed piecewise, and the reader over them.
+
+Every codec yields chunks of at most :data:`CHUNK` bytes; :class:`ChunkReader` hands them to
+callers as one binary stream.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Compression detection by magic bytes and decompressing streams.
+"""Opening a (compressed) tarball as one stream of tar bytes: the decoder for its codec.
 
 ``open_decompressed`` yields one readable binary stream of tar bytes, whatever the codec:
 

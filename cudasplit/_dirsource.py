@@ -1,5 +1,7 @@
-"""The directory source: an unpacked redistributable, walked in sorted order under the same
-name rules and member limit as a tarball."""
+"""The directory source: an unpacked redistributable, walked in sorted order.
+
+The same name rules and member limit apply as to a tarball.
+"""
 
 from __future__ import annotations
 

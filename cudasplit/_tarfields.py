@@ -1,5 +1,8 @@
-"""The fields of one tar header block (ustar, GNU, pax records), parsed strictly: numbers
-checked, pax records in one linear pass, extended headers applied to the member header."""
+"""The fields of one tar header block (ustar, GNU, pax records), parsed strictly.
+
+Numbers are checked, pax records read in one linear pass, and what the extended headers
+said is applied to the member header.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""The tarball source: a (compressed) tar stream read once, members checked and charged
-against the bomb limits before their data is read."""
+"""The tarball source: one pass over a (compressed) tar stream, member by member.
+
+Each member is checked and charged against the bomb limits before its data is read.
+"""
 
 from __future__ import annotations
 

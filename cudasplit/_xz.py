@@ -1,5 +1,6 @@
-"""The .xz container (https://tukaani.org/xz/xz-file-format.txt): its layout, read from the
-end, and its blocks decoded one at a time or stream by stream.
+"""The .xz container: its layout read from the end, its blocks decoded alone or in order.
+
+Format: https://tukaani.org/xz/xz-file-format.txt.
 
 The footer and index are parsed before a byte is delivered (so truncation and trailing
 garbage are found first). A lone block is decoded by wrapping it in a minimal single-block

@@ -1,5 +1,8 @@
-"""Moving staged outputs into place, all or nothing: --overwrite's move-aside of the old
-outputs, the roll-back that restores them, and removing what was replaced."""
+"""Moving staged outputs into place, all or nothing.
+
+--overwrite moves the old outputs aside first; a failure rolls back and restores them; after
+success what was replaced is removed.
+"""
 
 from __future__ import annotations
 
