@@ -20,9 +20,9 @@ Every failure of the data becomes :class:`~cudasplit.errors.CorruptArchiveError`
 names the source; threads are stopped and subprocesses killed and reaped on close.
 
 This module picks the decoder; each lives in its own module: detection (``_codecdetect``),
-the chunk plumbing and the reader (``_chunks``), the .xz container (``_xz``), the decoder
-threads (``_blockpipeline``), zstd (``_zstd``), gzip/bzip2/plain (``_stdcodecs``) and the
-system tools (``_external``).
+the chunk plumbing and the reader (``_codecchunks``), the .xz container (``_xz``), the
+decoder threads (``_codecthreads``), zstd (``_zstd``), gzip/bzip2/plain (``_codecstdlib``)
+and the system tools (``_codecexternal``).
 """
 
 from __future__ import annotations
@@ -35,11 +35,11 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, BinaryIO, cast
 
-from ._blockpipeline import BlockPipeline
-from ._chunks import CHUNK, CODEC_ERRORS, ChunkReader
+from ._codecchunks import CHUNK, CODEC_ERRORS, ChunkReader
 from ._codecdetect import Codec, detect_codec
-from ._external import ExternalDecompressor, external_command
-from ._stdcodecs import bz2_chunks, gzip_chunks, plain_chunks
+from ._codecexternal import ExternalDecompressor, external_command
+from ._codecstdlib import bz2_chunks, gzip_chunks, plain_chunks
+from ._codecthreads import BlockPipeline
 from ._xz import XzBlock, XzStream, read_xz_layout, xz_block_chunks, xz_sequential_chunks
 from ._zstd import zstd_chunks
 from .errors import SourceError

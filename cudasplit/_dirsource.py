@@ -16,8 +16,8 @@ from typing import BinaryIO
 from ._limits import Guard, Limits
 from ._membernames import MAX_PATH_BYTES, check_text, normalise_member_path, short_name
 from ._model import Member, MemberType, PackageId
-from ._sourcebase import HEAD_SIZE
-from ._topdir import parse_top_dir
+from ._source_base import HEAD_SIZE
+from ._source_topdir import parse_top_dir
 from .errors import SourceError, UnsafeMemberError
 
 __all__ = ["DirectorySource"]

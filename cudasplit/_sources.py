@@ -2,7 +2,7 @@
 
 ``open_source`` picks the source for a path. The sources live in ``_tarsource`` and
 ``_dirsource``; the name rules in ``_membernames``, the bomb guards in ``_limits``, the top
-directory and identity in ``_topdir``.
+directory and identity in ``_source_topdir``.
 
 A source is read once, front to back. ``Source.members()`` yields ``(Member, stream)`` pairs;
 the stream (regular files only, else ``None``) is valid until the next pair is requested and
@@ -20,9 +20,9 @@ from ._dirsource import DirectorySource
 from ._limits import DEFAULT_MAX_MEMBERS, DEFAULT_MAX_RATIO, DEFAULT_MAX_TOTAL_BYTES, Limits
 from ._membernames import member_parent, normalise_member_path
 from ._model import PackageId
-from ._sourcebase import HEAD_SIZE, Source
+from ._source_base import HEAD_SIZE, Source
+from ._source_topdir import PLATFORMS, package_from_filename, parse_top_dir
 from ._tarsource import TarSource
-from ._topdir import PLATFORMS, package_from_filename, parse_top_dir
 from .errors import LimitExceededError, SourceError
 
 __all__ = [

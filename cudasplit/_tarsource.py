@@ -13,7 +13,8 @@ from ._codecs import open_decompressed
 from ._limits import Guard, Limits
 from ._membernames import MAX_PATH_BYTES, check_text, normalise_member_path, short_name
 from ._model import Member, MemberType, PackageId
-from ._sourcebase import HEAD_SIZE
+from ._source_base import HEAD_SIZE
+from ._source_topdir import TopDir, decide_top_dir, package_from_filename
 from ._tarheaders import (
     DIRECTORY,
     HARDLINK,
@@ -24,7 +25,6 @@ from ._tarheaders import (
     TarHeader,
     TarReader,
 )
-from ._topdir import TopDir, decide_top_dir, package_from_filename
 from .errors import CorruptArchiveError, LimitExceededError, UnsafeMemberError
 
 __all__ = ["TarSource"]

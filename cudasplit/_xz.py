@@ -17,7 +17,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from ._chunks import chain_pieces, drive, file_pieces
+from ._codecchunks import chain_pieces, drive, file_pieces
 from .errors import CorruptArchiveError
 
 __all__ = ["XzBlock", "XzStream", "read_xz_layout", "xz_block_chunks", "xz_sequential_chunks"]

@@ -9,7 +9,7 @@ from typing import IO, cast
 
 import zstandard
 
-from ._chunks import CHUNK
+from ._codecchunks import CHUNK
 from .errors import CorruptArchiveError
 
 __all__ = ["zstd_chunks"]

@@ -7,7 +7,7 @@ import gzip
 from collections.abc import Iterator
 from typing import IO
 
-from ._chunks import CHUNK, chain_pieces, drive
+from ._codecchunks import CHUNK, chain_pieces, drive
 from .errors import CorruptArchiveError
 
 __all__ = ["bz2_chunks", "gzip_chunks", "plain_chunks"]

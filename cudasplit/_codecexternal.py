@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from ._chunks import CHUNK
+from ._codecchunks import CHUNK
 from ._codecdetect import Codec
 from .errors import CorruptArchiveError
 

@@ -9,7 +9,7 @@ import collections
 import threading
 from collections.abc import Callable, Iterator, Sequence
 
-from ._chunks import CHUNK
+from ._codecchunks import CHUNK
 
 __all__ = ["BlockPipeline"]
 
