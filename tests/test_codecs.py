@@ -23,7 +23,7 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cudasplit import _codecs as codecs
+from cudasplit import _codecexternal
 from cudasplit._codecs import Codec, detect_codec, open_decompressed, read_xz_layout
 from cudasplit.errors import CorruptArchiveError, SourceError
 
@@ -366,7 +366,7 @@ def test_external_agrees_with_in_process(tmp_path: Path, data: bytes, cut: int |
 
 def test_external_falls_back_without_binary(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(codecs.shutil, "which", lambda _name: None)
+    monkeypatch.setattr(_codecexternal.shutil, "which", lambda _name: None)
     path = write(tmp_path, "x.xz", xz_multiblock(DATA, 30_000)[0])
     assert read_all(path, jobs=2, external=True) == DATA
 

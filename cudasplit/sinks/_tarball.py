@@ -9,32 +9,37 @@ Layout: each archive holds one output's content *relative to the output root* (`
 Unpack ``X-<output>.tar.zst`` into ``<prefix>/<output>``; the sink's declared layout names exactly
 that path, which is what RUNPATH entries and ``.pc`` rewrites name.
 
-Reproducibility: members sorted by path components, uid/gid 0 with empty user/group names,
-modes normalised (0o755 directories and executables, 0o644 other files), one mtime for
-everything (``SOURCE_DATE_EPOCH`` or :data:`DEFAULT_MTIME`), PAX headers that carry nothing
-but what does not fit ustar, and compressor settings that do not depend on the clock.
+Reproducibility (:mod:`._tarpack` packs): members sorted by path components, uid/gid 0, modes
+normalised, one mtime for everything (``SOURCE_DATE_EPOCH`` or :data:`DEFAULT_MTIME`), and
+compressor settings that do not depend on the clock.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
-import gzip
-import lzma
 import os
-import stat
-import tarfile
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, BinaryIO, Final
-
-import zstandard
+from typing import Final
 
 from .._layout import Layout, LayoutSpec, archive_stem
 from .._model import PackageId
 from ..errors import OutputError
 from ._staged import StagedSink
+from ._tarpack import TarPacker, sorted_members
+from ._tarpack import translate as _translate
+
+__all__ = [
+    "COPY_CHUNK",
+    "DEFAULT_FORMAT",
+    "DEFAULT_LEVEL",
+    "DEFAULT_MTIME",
+    "FORMATS",
+    "TarballSink",
+    "mtime_from_env",
+    "sorted_members",
+]
 
 # 1980-01-01: the reproducible-builds convention for "no date" (zip cannot store earlier
 # times, and some tar readers warn about the epoch itself).
@@ -81,8 +86,8 @@ class TarballSink(StagedSink):
         super().__init__(LayoutSpec.unpacked_at(prefix), staging_parent)
         self._directory = Path(os.path.abspath(directory))
         self._package = package
-        self._fmt, self._level, self._threads = fmt, level, threads
-        self._mtime = mtime_from_env() if mtime is None else mtime
+        self._fmt = fmt
+        self._packer = TarPacker(fmt, level, threads, mtime_from_env() if mtime is None else mtime)
         self._overwrite = overwrite
         # Created on the first write: a source that cannot be read leaves no directory behind.
         self._made_directory = False
@@ -161,76 +166,5 @@ class TarballSink(StagedSink):
         raise OutputError(f"{self._directory}: cannot create a temporary archive name")
 
     def _pack(self, root: Path, dest: Path) -> None:
-        with _translate(dest), dest.open("wb") as raw, self._compressed(raw) as stream, \
-                tarfile.open(fileobj=stream, mode="w|", format=tarfile.PAX_FORMAT,
-                             encoding="utf-8", errors="surrogateescape") as tar:
-            inodes: dict[tuple[int, int], str] = {}
-            for rel in sorted_members(root):
-                self._add(tar, root, rel, inodes)
-
-    @contextlib.contextmanager
-    def _compressed(self, raw: BinaryIO) -> Iterator[IO[bytes]]:
-        if self._fmt == "zst":
-            params = zstandard.ZstdCompressionParameters.from_level(
-                self._level, threads=self._threads, write_checksum=1)
-            cctx = zstandard.ZstdCompressor(compression_params=params)
-            with cctx.stream_writer(raw, closefd=False) as zst:
-                yield zst
-        elif self._fmt == "xz":
-            with lzma.LZMAFile(raw, "wb", format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64,
-                               preset=min(max(self._level, 0), 9)) as xz:
-                yield xz
-        else:
-            # filename="" and mtime=0: gzip would otherwise record both in its header.
-            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
-                               compresslevel=min(max(self._level, 1), 9)) as gz:
-                yield gz  # type: ignore[misc]
-
-    def _add(self, tar: tarfile.TarFile, root: Path, rel: str,
-             inodes: dict[tuple[int, int], str]) -> None:
-        path = root / rel
-        st = path.lstat()
-        info = tarfile.TarInfo(rel)
-        info.mtime, info.uid, info.gid, info.uname, info.gname = self._mtime, 0, 0, "", ""
-        if stat.S_ISLNK(st.st_mode):
-            info.type, info.linkname, info.mode = tarfile.SYMTYPE, os.readlink(path), 0o777
-            tar.addfile(info)
-        elif stat.S_ISDIR(st.st_mode):
-            info.type, info.mode = tarfile.DIRTYPE, 0o755
-            tar.addfile(info)
-        elif stat.S_ISREG(st.st_mode):
-            info.mode = 0o755 if st.st_mode & 0o111 else 0o644
-            key = (st.st_dev, st.st_ino)
-            if st.st_nlink > 1 and key in inodes:
-                # Same inode seen earlier in sorted order: a hard link, like the direct split.
-                info.type, info.linkname = tarfile.LNKTYPE, inodes[key]
-                tar.addfile(info)
-                return
-            inodes[key] = rel
-            info.size = st.st_size
-            with path.open("rb") as fh:
-                tar.addfile(info, fh)
-        else:
-            raise OutputError(f"{path}: unexpected file type in the staged output")
-
-
-def sorted_members(root: Path) -> list[str]:
-    """Every path below ``root`` (not ``root`` itself), sorted by path components so each
-    directory comes right before its contents; directory symlinks are not descended."""
-    found: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        base = Path(dirpath).relative_to(root)
-        for name in dirnames + filenames:
-            found.append((base / name).as_posix())
-    return sorted(found, key=lambda rel: rel.split("/"))
-
-
-@contextlib.contextmanager
-def _translate(path: Path) -> Iterator[None]:
-    try:
-        yield
-    except (OSError, zstandard.ZstdError, lzma.LZMAError, tarfile.TarError) as exc:
-        errno_value = getattr(exc, "errno", None)
-        reason = "disk full" if errno_value == errno.ENOSPC else (
-            getattr(exc, "strerror", None) or str(exc))
-        raise OutputError(f"{path}: cannot write archive ({reason})") from exc
+        """Pack one staged output into the temporary archive ``dest``."""
+        self._packer.pack(root, dest)
