@@ -50,8 +50,7 @@ from .errors import (
     SourceError,
     UnsafeMemberError,
 )
-from .sinks import DirectorySink, MemorySink, Sink
-from .sinks._staged import StagedSink
+from .sinks import DirectorySink, MemorySink, Sink, StagedSink, TarballSink
 
 __version__ = "0.1.0"
 
@@ -100,6 +99,7 @@ __all__ = [
     "SourceError",
     "SplitOptions",
     "StagedSink",
+    "TarballSink",
     "UnsafeMemberError",
     "__version__",
     "batch_report",

@@ -75,3 +75,9 @@ def test_the_cycle_finder_finds_a_cycle(graph: ModuleType) -> None:
     c = graph.Module("_c", 1, "c", frozenset({"_a"}), frozenset(), None)
     d = graph.Module("_d", 1, "d", frozenset({"_a"}), frozenset(), None)
     assert graph.cycles([a, b, c, d]) == [["_a", "_b", "_c"]]
+
+
+def test_the_split_run_picture_names_real_modules(graph: ModuleType) -> None:
+    """A module renamed or removed would silently drop out of the split run's picture."""
+    names = {m.name for m in graph.modules()}
+    assert [name for name in graph.SPLIT_RUN if name not in names] == []
