@@ -310,3 +310,23 @@ def test_nixify_and_diff_by_path(tmp_path: Path, manifest: Path, archive: Path) 
     assert "default.nix" in result.files and (tmp_path / "nix" / "cuda_demo.nix").is_file()
     assert diff_releases(archive, archive).changes == ()
     assert diff_releases(manifest, manifest, tarball_dir=archive.parent).changes == ()
+
+
+def test_a_split_does_not_load_the_release_tools() -> None:
+    """The release tools are lazy public names: importing the CLI (every ``cudasplit split``)
+    leaves them unloaded, and the first use loads them like any attribute."""
+    import subprocess
+    import sys
+    code = (
+        "import sys, cudasplit.cli, cudasplit\n"
+        "lazy = ('cudasplit._api_release', 'cudasplit._api_checks', 'cudasplit._features',"
+        " 'cudasplit._closure', 'cudasplit._diff', 'cudasplit._nixify')\n"
+        "print(sorted(m for m in lazy if m in sys.modules))\n"
+        "from cudasplit import closure_of, diff_releases\n"
+        "print(callable(closure_of), cudasplit.diff_releases is diff_releases,"
+        " 'ldd' in dir(cudasplit))\n"
+        "try:\n    cudasplit.no_such_name\nexcept AttributeError as exc:\n    print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert out == ["[]", "True True True",
+                   "module 'cudasplit' has no attribute 'no_such_name'"]
