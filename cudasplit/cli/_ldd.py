@@ -38,8 +38,7 @@ def ldd_command(path: str, driver_link: str | None, cuda_compat: str | None,
     """For every ELF file in PATH (a file or a split directory): which file each DT_NEEDED
     and each detected dlopen target would load. Exit 1 when a name loads nothing or a stub
     would shadow the driver (a missing driver library alone is not an error)."""
-    # Imported here, not at the top: the release tools load only when their command runs
-    # (``cudasplit split`` starts ~40 ms faster; see cudasplit/__init__.py's lazy names).
+    # A lazy public name (``cudasplit._LAZY``): loaded only when this command runs.
     from .. import ldd
 
     pairs = [_pair(m, "--map") for m in maps]

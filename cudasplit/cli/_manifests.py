@@ -50,8 +50,7 @@ def verify_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...],
     Exit 0 when every selected tarball is present and intact, 1 when one is missing or
     differs, 2 when the manifest or an option is bad.
     """
-    # Imported here, not at the top: the release tools load only when their command runs
-    # (``cudasplit split`` starts ~40 ms faster; see cudasplit/__init__.py's lazy names).
+    # A lazy public name (``cudasplit._LAZY``): loaded only when this command runs.
     from .. import verify_manifest
 
     try:
@@ -85,8 +84,7 @@ def features_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...]
     Each tarball is streamed once. Missing or unreadable tarballs are listed on standard error
     and left out of the JSON (never guessed); the exit status is then 1.
     """
-    # Imported here, not at the top: the release tools load only when their command runs
-    # (``cudasplit split`` starts ~40 ms faster; see cudasplit/__init__.py's lazy names).
+    # A lazy public name (``cudasplit._LAZY``): loaded only when this command runs.
     from .. import manifest_features
 
     try:

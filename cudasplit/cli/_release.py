@@ -29,8 +29,7 @@ def closure_command(split_dir: str, roots: tuple[str, ...], as_json: bool, stric
 
     SPLIT_DIR is what `split -o DIR` wrote (DIR/<output>/...).
     """
-    # Imported here, not at the top: the release tools load only when their command runs
-    # (``cudasplit split`` starts ~40 ms faster; see cudasplit/__init__.py's lazy names).
+    # A lazy public name (``cudasplit._LAZY``): loaded only when this command runs.
     from .. import closure_of
 
     try:
@@ -76,8 +75,7 @@ def nixify_command(manifest: str, tarball_dir: str, output_dir: str,
                    platforms: tuple[str, ...], packages: tuple[str, ...],
                    base_url: str | None, jobs: int) -> None:
     """One Nix expression per package of MANIFEST (redistrib_*.json), plus default.nix."""
-    # Imported here, not at the top: the release tools load only when their command runs
-    # (``cudasplit split`` starts ~40 ms faster; see cudasplit/__init__.py's lazy names).
+    # A lazy public name (``cudasplit._LAZY``): loaded only when this command runs.
     from .. import nixify_manifest
 
     try:
@@ -122,8 +120,7 @@ def diff_command(old: str, new: str, tarball_dir: str | None, old_tarballs: str 
 
     Exit 0 when they place the same members the same way, 1 when something changed.
     """
-    # Imported here, not at the top: the release tools load only when their command runs
-    # (``cudasplit split`` starts ~40 ms faster; see cudasplit/__init__.py's lazy names).
+    # A lazy public name (``cudasplit._LAZY``): loaded only when this command runs.
     from .. import diff_releases
 
     try:

@@ -199,8 +199,7 @@ def _run_split(source: str, output_dir: str | None, nix: bool, options: SplitOpt
 
 def _print_closure(output_dir: str | None, nix: bool) -> None:
     """``split --closure``: the closure report of what the split just wrote."""
-    # Imported here, not at the top: the release tools load only when their command runs
-    # (``cudasplit split`` starts ~40 ms faster; see cudasplit/__init__.py's lazy names).
+    # A lazy public name (``cudasplit._LAZY``): loaded only when this command runs.
     from .. import closure_of
 
     try:
