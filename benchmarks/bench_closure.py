@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cudasplit._rules import load_ruleset  # noqa: E402
+from cudasplit._rulebook import load_ruleset  # noqa: E402
 from tests.test_nix import DRV_NIX  # noqa: E402
 from tests.wheeltrees import WHEELS, redist_tarball  # noqa: E402
 

@@ -8,7 +8,7 @@ Splits real NVIDIA bytes (the 12.9 release the tests build from PyPI wheels, see
 
 * ``read``:    every file read once in 1 MiB chunks (the floor: the scan must see every byte);
 * ``grep``:    ``grep -r -c -F <common root prefix> <dir>`` (a C byte scanner, one needle);
-* ``closure``: :func:`cudasplit._closure.closure_of_dir` (all needles, symlinks, ELF RUNPATHs).
+* ``closure``: :func:`cudasplit._release.closure.closure_of_dir` (all needles, symlinks, ELF RUNPATHs).
 
 Prints a markdown table with medians and the ratio closure / read.
 """
@@ -28,9 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cudasplit._api import split_to_dir  # noqa: E402
-from cudasplit._closure import closure_of_dir  # noqa: E402
-from cudasplit._pipeline import SplitOptions  # noqa: E402
+from cudasplit._api.entry import split_to_dir  # noqa: E402
+from cudasplit._release.closure import closure_of_dir  # noqa: E402
+from cudasplit._split.pipeline import SplitOptions  # noqa: E402
 from tests.releases import release  # noqa: E402
 
 CACHE = ROOT / ".bench-cache" / "closure"

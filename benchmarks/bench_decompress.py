@@ -53,7 +53,7 @@ if mode == "stdlib-lzma":
         while b := fh.read(1 << 16):
             n += len(b)
 else:
-    from cudasplit._codecs import open_decompressed
+    from cudasplit._source.codecs import open_decompressed
     kw = dict(jobs=jobs, external=(mode == "external"))
     if mode == "threaded":
         kw["background"] = True

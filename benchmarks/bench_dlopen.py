@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cudasplit._dlopen import scan_dlopen  # noqa: E402
-from cudasplit._elf import read_elf_info  # noqa: E402
+from cudasplit._elf.read.dlopen import scan_dlopen  # noqa: E402
+from cudasplit._elf.read.info import read_elf_info  # noqa: E402
 from tests.realwheels import CU12, cu12  # noqa: E402
 
 

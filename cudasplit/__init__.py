@@ -19,21 +19,21 @@ import importlib
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ._api import Explanation, explain, inspect, split, split_nix, split_to_dir
-from ._api_batch import BatchResult, batch_report, directory_kind, split_many
-from ._api_options import package_id, platform_name, runpath_policy
-from ._api_rules import check_rule_file, package_entry_lines, ruleset_for
-from ._layout import Layout, LayoutSpec
-from ._manifest import load_manifest, select_artifacts
-from ._model import OUTPUT_NAMES, Kind, Member, MemberType, PackageId
-from ._pipeline import Progress, SplitOptions
-from ._relreport import relative_report
-from ._repack import RepackOptions, RepackResult, repack_to_dir
-from ._report import MemberRecord, OutputRecord, Problem, Report
-from ._rules import RuleSet, load_ruleset
-from ._runpath import DEFAULT_DRIVER_LINK, RunpathPlan, RunpathPolicy, plan_runpath
-from ._sources import DEFAULT_MAX_MEMBERS, open_source
-from .errors import (
+from cudasplit._api.entry import Explanation, explain, inspect, split, split_nix, split_to_dir
+from cudasplit._api.batch import BatchResult, batch_report, directory_kind, split_many
+from cudasplit._api.options import package_id, platform_name, runpath_policy
+from cudasplit._api.rules import check_rule_file, package_entry_lines, ruleset_for
+from cudasplit._layout import Layout, LayoutSpec
+from cudasplit._release.manifest import load_manifest, select_artifacts
+from cudasplit._model import OUTPUT_NAMES, Kind, Member, MemberType, PackageId
+from cudasplit._split.pipeline import Progress, SplitOptions
+from cudasplit._release.relreport import relative_report
+from cudasplit._release.repack import RepackOptions, RepackResult, repack_to_dir
+from cudasplit._report import MemberRecord, OutputRecord, Problem, Report
+from cudasplit._rulebook import RuleSet, load_ruleset
+from cudasplit._elf.plan.runpath import DEFAULT_DRIVER_LINK, RunpathPlan, RunpathPolicy, plan_runpath
+from cudasplit._source import DEFAULT_MAX_MEMBERS, open_source
+from cudasplit.errors import (
     CorruptArchiveError,
     CudasplitError,
     ElfError,
@@ -49,21 +49,21 @@ from .errors import (
     SourceError,
     UnsafeMemberError,
 )
-from .sinks import DirectorySink, MemorySink, Sink, StagedSink, TarballSink
+from cudasplit.sinks import DirectorySink, MemorySink, Sink, StagedSink, TarballSink
 
 if TYPE_CHECKING:
-    from ._api_checks import LoadView, closure_of, ldd
-    from ._api_release import diff_releases, manifest_features, nixify_manifest, verify_manifest
-    from ._features import features_of
+    from cudasplit._api.checks import LoadView, closure_of, ldd
+    from cudasplit._api.release import diff_releases, manifest_features, nixify_manifest, verify_manifest
+    from cudasplit._release.features import features_of
 
 # The release and inspection tools load on first use (PEP 562): a split never needs them, and
 # importing them with the rest cost every ``cudasplit split`` about 40 ms (measured with
 # ``python -X importtime``), which is 4 % of splitting a 300 MB .tar.zst.
 _LAZY = {
-    "LoadView": "._api_checks", "closure_of": "._api_checks", "ldd": "._api_checks",
-    "diff_releases": "._api_release", "manifest_features": "._api_release",
-    "nixify_manifest": "._api_release", "verify_manifest": "._api_release",
-    "features_of": "._features",
+    "LoadView": "cudasplit._api.checks", "closure_of": "cudasplit._api.checks", "ldd": "cudasplit._api.checks",
+    "diff_releases": "cudasplit._api.release", "manifest_features": "cudasplit._api.release",
+    "nixify_manifest": "cudasplit._api.release", "verify_manifest": "cudasplit._api.release",
+    "features_of": "cudasplit._release.features",
 }
 
 

@@ -1,5 +1,5 @@
 """``python -m cudasplit``."""
 
-from .cli import run
+from cudasplit.cli import run
 
 run()

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudasplit._api import split_to_dir
-from cudasplit._closure import Reference, closure_of_dir, closure_of_roots
-from cudasplit._pipeline import SplitOptions
+from cudasplit._api.entry import split_to_dir
+from cudasplit._release.closure import Reference, closure_of_dir, closure_of_roots
+from cudasplit._split.pipeline import SplitOptions
 from cudasplit.cli import main
 from tests.builders import build_redist_tree
 from tests.test_nix import (  # noqa: F401  (fixtures)

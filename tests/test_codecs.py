@@ -1,4 +1,4 @@
-"""Tests of cudasplit._codecs: every codec round-trips, damage is reported, nothing leaks."""
+"""Tests of cudasplit._source.codecs: every codec round-trips, damage is reported, nothing leaks."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cudasplit import _codecexternal
-from cudasplit._codecs import Codec, detect_codec, open_decompressed, read_xz_layout
+import cudasplit._source.codecs.external as _codecexternal
+from cudasplit._source.codecs import Codec, detect_codec, open_decompressed, read_xz_layout
 from cudasplit.errors import CorruptArchiveError, SourceError
 
 HAVE_XZ = shutil.which("xz") is not None
@@ -435,7 +435,7 @@ def test_zstd_bomb_is_decoded_in_bounded_chunks(tmp_path: Path) -> None:
     probe = "\n".join([
         "import re",
         "from pathlib import Path",
-        "from cudasplit._codecs import open_decompressed",
+        "from cudasplit._source.codecs import open_decompressed",
         f"with open_decompressed(Path({str(bomb)!r})) as s:",
         "    n = sum(len(s.read(1 << 20)) for _ in range(2048))",
         # VmHWM: this process's own peak (ru_maxrss would inherit pytest's across exec)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from cudasplit import SplitOptions, split_to_dir
-from cudasplit._dlopen import DlopenNeed, DlopenTarget, parse_dlopen_key, scan_dlopen
-from cudasplit._elf import read_elf_info
+from cudasplit._elf.read.dlopen import DlopenNeed, DlopenTarget, parse_dlopen_key, scan_dlopen
+from cudasplit._elf.read.info import read_elf_info
 from cudasplit.errors import RulesError
 from tests.builders import compile_shared
 from tests.realwheels import cu12

@@ -60,7 +60,7 @@ def _defined_in(name: str) -> set[str]:
 
 
 def test_names_used_elsewhere_stay_importable() -> None:
-    from cudasplit._elfio import (  # noqa: F401
+    from cudasplit._elf.read import (  # noqa: F401
         DT_NEEDED,
         DT_RUNPATH,
         PT_INTERP,
@@ -70,16 +70,16 @@ def test_names_used_elsewhere_stay_importable() -> None:
         open_raw,
         read_raw,
     )
-    from cudasplit._elfwrite import SPARE_BYTES, Plan, Want, plan_append, plan_in_place  # noqa: F401
-    from cudasplit._patch import (  # noqa: F401
+    from cudasplit._elf.patch import SPARE_BYTES, Plan, Want, plan_append, plan_in_place  # noqa: F401
+    from cudasplit._elf.patch.patcher import (  # noqa: F401
         PATCHERS,
         PatchResult,
         apply_edit,
         rename_needed,
         set_runpath,
     )
-    from cudasplit._patch import SPARE_BYTES as SPARE
-    from cudasplit._runpath import (  # noqa: F401
+    from cudasplit._elf.patch.patcher import SPARE_BYTES as SPARE
+    from cudasplit._elf.plan.runpath import (  # noqa: F401
         DEFAULT_DRIVER_LINK,
         RunpathPlan,
         RunpathPolicy,
@@ -100,4 +100,4 @@ def test_the_writer_never_imports_the_backends() -> None:
     for path in writer:
         tree = ast.parse(path.read_text())
         imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-        assert "cudasplit._elfedit" not in imported and "_elfedit" not in imported, path.name
+        assert "cudasplit._elf.patch.backends" not in imported and "_elfedit" not in imported, path.name

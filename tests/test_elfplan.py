@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from cudasplit import SplitOptions, split_to_dir
-from cudasplit._elf import read_elf_info
-from cudasplit._elfapply import FailFastBackend
-from cudasplit._elfedit import EditResult, ElfEdit, UnknownPatcherError
-from cudasplit._elfplan import ElfFacts, PlanContext, plan_elf
-from cudasplit._repack import RepackOptions, repack_to_dir
-from cudasplit._resolve import LibraryIndex, UnresolvedLibrariesError
-from cudasplit._runpath import RunpathPolicy, RunpathPolicyError
+from cudasplit._elf.read.info import read_elf_info
+from cudasplit._elf.patch.apply import FailFastBackend
+from cudasplit._elf.patch.backends import EditResult, ElfEdit, UnknownPatcherError
+from cudasplit._elf.plan.planner import ElfFacts, PlanContext, plan_elf
+from cudasplit._release.repack import RepackOptions, repack_to_dir
+from cudasplit._elf.plan.resolve import LibraryIndex, UnresolvedLibrariesError
+from cudasplit._elf.plan.runpath import RunpathPolicy, RunpathPolicyError
 from cudasplit.errors import CudasplitError, OutputError
 from cudasplit.sinks._directory import DirectorySink
 from tests.builders import compile_executable, compile_shared, have_compiler
@@ -299,7 +299,7 @@ def test_duplicate_destination_never_patched_while_rewritten(
 
 def test_disk_full_while_patching_fails_before_outputs_appear(
         tmp_path: Path, demo_bytes: dict[str, bytes], monkeypatch: pytest.MonkeyPatch) -> None:
-    import cudasplit._patch as patch_module
+    import cudasplit._elf.patch.patcher as patch_module
 
     def full(fd: int, data: object, offset: int) -> int:
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -370,8 +370,8 @@ def test_cli_interpreter_per_arch_and_ignore_missing(tmp_path: Path,
 
 
 def test_nix_environment_lib_dirs_and_dynamic_linker(tmp_path: Path) -> None:
-    from cudasplit._nixenv import nix_dynamic_linker, nix_library_dirs
-    from cudasplit._resolve import with_nix_defaults
+    from cudasplit._nix.env import nix_dynamic_linker, nix_library_dirs
+    from cudasplit._elf.plan.resolve import with_nix_defaults
 
     cc = tmp_path / "cc"
     (cc / "nix-support").mkdir(parents=True)

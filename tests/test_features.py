@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from cudasplit._features import (
+from cudasplit._release.features import (
     Features,
     FeatureStatus,
     dump_feature_json,
     features_for_manifest,
     features_of,
 )
-from cudasplit._manifest import load_manifest
+from cudasplit._release.manifest import load_manifest
 from cudasplit.cli import main
 from tests.builders import compile_executable, compile_shared, write_tarball
 

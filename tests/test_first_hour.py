@@ -20,9 +20,9 @@ from click.testing import CliRunner
 import cudasplit
 from cudasplit import _api as api
 from cudasplit._model import Kind, PackageId
-from cudasplit._options import available_cpus
-from cudasplit._pipeline import SplitOptions
-from cudasplit._rules import load_ruleset
+from cudasplit._split.optioncheck import available_cpus
+from cudasplit._split.pipeline import SplitOptions
+from cudasplit._rulebook import load_ruleset
 from cudasplit.cli import main
 from cudasplit.errors import CudasplitError, OptionsError, OutputError, SourceError
 from cudasplit.sinks import _directory as directory_sink
@@ -422,7 +422,7 @@ def test_report_relative_names_no_store_path(tmp_path: Path, archive: Path) -> N
     env = {"NIX_STORE": "/nix/store"}
     report = api.inspect(archive)
     report.source = store
-    from cudasplit._relreport import relative_report
+    from cudasplit._release.relreport import relative_report
     data = relative_report(report, env)
     assert data["source"] == "cuda_demo.tar.xz"
     assert all(not f.startswith("/") for f in data["rules_files"])
@@ -520,7 +520,7 @@ def test_runpath_policy_error_lives_in_errors() -> None:
 def test_the_library_never_prints_a_log_record(capsys: pytest.CaptureFixture[str]) -> None:
     assert any(isinstance(h, logging.NullHandler)
                for h in logging.getLogger("cudasplit").handlers)
-    logger = logging.getLogger("cudasplit._patch")
+    logger = logging.getLogger("cudasplit._elf.patch.patcher")
     saved = logging.getLogger("cudasplit").handlers[:], logging.getLogger("cudasplit").propagate
     try:
         logging.getLogger("cudasplit").handlers = [
@@ -562,9 +562,9 @@ def test_errors_name_archive_and_member_not_the_staging_dir(tmp_path: Path) -> N
 
 
 def test_stdin_respects_the_size_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    from cudasplit._sources import open_source
+    from cudasplit._source import open_source
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x" * 5000)))
-    from cudasplit._sources import Limits
+    from cudasplit._source import Limits
     with pytest.raises(SourceError, match="larger than 4096 bytes"):
         open_source("-", limits=Limits(4096, 200.0))
 
@@ -577,7 +577,7 @@ def test_packageid_must_be_a_packageid() -> None:
 
 def test_status_line_is_cleared_before_any_message(capsys: pytest.CaptureFixture[str],
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from cudasplit._pipeline import Progress
+    from cudasplit._split.pipeline import Progress
     from cudasplit.cli import _terminal as terminal
 
     monkeypatch.setattr(terminal, "_ACTIVE", [None])

@@ -222,7 +222,7 @@ def test_explain_reads_only_the_file_it_explains(redist_tarballs: dict[str, Path
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """One pass over the member records; the plan is the dry run's for that file, but only
     that ELF file is copied out and read (a dry run copies every one)."""
-    from cudasplit._patchstage import PatchStage
+    from cudasplit._split.patchstage import PatchStage
 
     source = redist_tarballs["zst"]
     options = SplitOptions(runpath=POLICY)

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from cudasplit import SplitOptions, split_to_dir
-from cudasplit._ldd import LddOptions, view, view_tree
+from cudasplit._release.ldd import LddOptions, view, view_tree
 from cudasplit.cli import main
 from tests.builders import compile_executable, compile_shared
 from tests.tarutil import write_archive
@@ -141,7 +141,7 @@ def test_agrees_with_the_real_loader_on_split_nvidia_files(tmp_path: Path) -> No
 
 
 def _host_libs():  # type: ignore[no-untyped-def]
-    from cudasplit._runpath import RunpathPolicy
+    from cudasplit._elf.plan.runpath import RunpathPolicy
 
     found = subprocess.run(["gcc", "-print-file-name=libstdc++.so.6"], capture_output=True,
                            text=True).stdout.strip()

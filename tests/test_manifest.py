@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from cudasplit._manifest import (
+from cudasplit._release.manifest import (
     VerifyStatus,
     find_tarball,
     load_manifest,

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit._rules import load_ruleset
+from cudasplit._rulebook import load_ruleset
 from tests import test_nix
 from tests.builders import dynamic_entries, have_compiler, tree_from_reference, write_tarball
 from tests.test_nix import CHECKOUT, Nix

@@ -16,18 +16,18 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudasplit._api import inspect
-from cudasplit._manifest import load_manifest
-from cudasplit._nixify import (
+from cudasplit._api.entry import inspect
+from cudasplit._release.manifest import load_manifest
+from cudasplit._release.nixify import (
     EXTERNAL_PROVIDERS,
     nixify,
     plan_release,
     render_package,
 )
-from cudasplit._nixplan import package_roots, table_needs
-from cudasplit._pkgtable import Where
-from cudasplit._rules import load_ruleset
-from cudasplit._sonames import PackageLinks, provider_index, scan_elf_dir
+from cudasplit._release.nixify.plan import package_roots, table_needs
+from cudasplit._rulebook.pkgtable import Where
+from cudasplit._rulebook import load_ruleset
+from cudasplit._release.sonames import PackageLinks, provider_index, scan_elf_dir
 from cudasplit.cli import main
 from tests.releases import Release, release
 
@@ -224,7 +224,7 @@ def test_dlopen_targets_become_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Where dlopen detection is present, a dlopen target provided by another package of the
     release is a buildInput, marked as such. The detector is stood in for here (it is another
     module's work); the rest is the real path on real bytes."""
-    import cudasplit._sonames as sonames
+    import cudasplit._release.sonames as sonames
 
     def fake(file: str, info: object) -> tuple[str, ...]:
         soname = getattr(info, "soname", None) or ""
@@ -300,7 +300,7 @@ def test_table_needs_gates_and_package_roots() -> None:
 def test_stubs_and_driver_names_provide_nothing() -> None:
     """cuda_cudart's lib/stubs/libcuda.so (SONAME libcuda.so.1) must not make every package
     that needs or dlopens the driver depend on cuda_cudart; a real library still counts."""
-    from cudasplit._sonames import ElfFacts, dependencies
+    from cudasplit._release.sonames import ElfFacts, dependencies
 
     cudart = PackageLinks("cuda_cudart", (
         ElfFacts("lib/libcudart.so.12", "libcudart.so.12", ()),
@@ -366,7 +366,7 @@ def test_generated_expressions_build_with_the_setup_hook(tmp_path: Path) -> None
     import sys
     import uuid
 
-    from cudasplit._closure import closure_of_roots
+    from cudasplit._release.closure import closure_of_roots
     from tests.test_nix import CHECKOUT, HOOK, STORE_PATH, Nix, nix  # noqa: F401
 
     _need_nix()

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit._api import inspect
+from cudasplit._api.entry import inspect
 from cudasplit._model import Kind
-from cudasplit._pipeline import SplitOptions, fallback_output
-from cudasplit._rules import RuleSet, default_rules_dir, load_ruleset
+from cudasplit._split.pipeline import SplitOptions, fallback_output
+from cudasplit._rulebook import RuleSet, default_rules_dir, load_ruleset
 from tests.tarutil import write_archive
 
 PACKAGE_FILES = sorted((default_rules_dir() / "packages").glob("*.toml"))
@@ -245,7 +245,7 @@ def test_platform_option_decides_gated_outputs(tmp_path: Path) -> None:
 
 
 def test_manifest_platform_words_resolve_jetson_builds() -> None:
-    from cudasplit._manifest import parse_manifest, resolve_platforms
+    from cudasplit._release.manifest import parse_manifest, resolve_platforms
 
     manifest = parse_manifest({"release_label": "12.9.1"})
     assert resolve_platforms(["aarch64-linux:8.7"], manifest) == {"linux-aarch64"}

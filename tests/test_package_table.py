@@ -23,7 +23,7 @@ import pytest
 
 from cudasplit import SplitOptions, split_to_dir
 from cudasplit._report import Report
-from cudasplit._rules import load_ruleset
+from cudasplit._rulebook import load_ruleset
 from tests.builders import dynamic_entries, have_compiler, tree_from_reference
 
 LISTS = sorted((Path(__file__).parent / "data" / "trees" / "packages").glob("*.txt"))

@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cudasplit import _patch as patch_mod
-from cudasplit import _patchtiers
-from cudasplit._elf import read_elf_info
-from cudasplit._elfedit import ElfEdit, UnknownPatcherError, backend_for
-from cudasplit._patch import SPARE_BYTES, apply_edit, set_runpath
+import cudasplit._elf.read.info.patch.tiers as _patchtiers
+from cudasplit._elf.read.info import read_elf_info
+from cudasplit._elf.patch.backends import ElfEdit, UnknownPatcherError, backend_for
+from cudasplit._elf.patch.patcher import SPARE_BYTES, apply_edit, set_runpath
 from cudasplit.errors import CudasplitError, ElfError, PatchError
 from tests import nvlayout
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from cudasplit import MemorySink, ProblemsFound, SplitOptions, split, split_to_dir
-from cudasplit._pipeline import fallback_output
+from cudasplit._split.pipeline import fallback_output
 from cudasplit.errors import OutputError
 from tests.tarutil import write_archive
 

@@ -104,10 +104,10 @@ def test_the_cli_imports_only_public_names(path: Path) -> None:
 
 def test_the_import_check_sees_internal_imports(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
-    module.write_text("from .. import _api\nfrom .._rules import x\nfrom cudasplit._sources "
+    module.write_text("from .. import _api\nfrom .._rules import x\nfrom cudasplit._source "
                       "import y\nimport cudasplit._model\nfrom .. import split\n")
     assert _cudasplit_imports(module) == [
-        ("cudasplit", "_api"), ("cudasplit._rules", "x"), ("cudasplit._sources", "y"),
+        ("cudasplit", "_api"), ("cudasplit._rulebook", "x"), ("cudasplit._source", "y"),
         ("cudasplit._model", ""), ("cudasplit", "split")]
 
 
@@ -319,8 +319,8 @@ def test_a_split_does_not_load_the_release_tools() -> None:
     import sys
     code = (
         "import sys, cudasplit.cli, cudasplit\n"
-        "lazy = ('cudasplit._api_release', 'cudasplit._api_checks', 'cudasplit._features',"
-        " 'cudasplit._closure', 'cudasplit._diff', 'cudasplit._nixify')\n"
+        "lazy = ('cudasplit._api.release', 'cudasplit._api.checks', 'cudasplit._release.features',"
+        " 'cudasplit._release.closure', 'cudasplit._release.diff', 'cudasplit._release.nixify')\n"
         "print(sorted(m for m in lazy if m in sys.modules))\n"
         "from cudasplit import closure_of, diff_releases\n"
         "print(callable(closure_of), cudasplit.diff_releases is diff_releases,"

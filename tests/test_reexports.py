@@ -34,13 +34,13 @@ def test_old_module_still_exports_every_name(old: str) -> None:
                                   "load_ruleset", "build_ruleset", "read_rule_file",
                                   "describe_package", "default_rules_dir"])
 def test_rules_names_the_package_imports(name: str) -> None:
-    from cudasplit import _rules
+    import cudasplit._rulebook as _rules
     assert name in _rules.__all__ and getattr(_rules, name) is not None
 
 
 def test_every_gated_entry_defaults_to_no_gate() -> None:
-    from cudasplit._gates import UNGATED, Where
-    from cudasplit._pkgtable import DropEdit, LinkInto, PcEdit, RunpathPackage, TextEdit
+    from cudasplit._rulebook.gates import UNGATED, Where
+    from cudasplit._rulebook.pkgtable import DropEdit, LinkInto, PcEdit, RunpathPackage, TextEdit
 
     assert RunpathPackage("libnvvm").gate is UNGATED
     assert all(entry.gate is UNGATED for entry in (

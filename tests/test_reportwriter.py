@@ -15,11 +15,11 @@ import pytest
 
 from cudasplit import SplitOptions, split_to_dir
 from cudasplit import _patchstage as patchstage
-from cudasplit._elfedit import EditResult, ElfEdit
-from cudasplit._elfplan import Layout
-from cudasplit._outcomes import ElfOutcome, MemberFacts, PlaceOutcome
+from cudasplit._elf.patch.backends import EditResult, ElfEdit
+from cudasplit._elf.plan.planner import Layout
+from cudasplit._split.outcomes import ElfOutcome, MemberFacts, PlaceOutcome
 from cudasplit._report import MemberRecord, OutputRecord, Problem, Report
-from cudasplit._reportwriter import ReportWriter
+from cudasplit._split.reportwriter import ReportWriter
 from cudasplit.errors import PatchError
 from tests.test_plan_agreement import POLICY
 

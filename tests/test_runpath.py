@@ -1,4 +1,4 @@
-"""Tests for cudasplit._runpath: exact plans for typical files, then properties."""
+"""Tests for cudasplit._elf.plan.runpath: exact plans for typical files, then properties."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cudasplit._runpath import (
+from cudasplit._elf.plan.runpath import (
     ORIGIN,
     RunpathPlan,
     RunpathPolicy,

@@ -7,7 +7,7 @@ import tarfile
 
 import pytest
 
-from cudasplit._tarfields import (
+from cudasplit._source.tarfields import (
     BLOCK,
     DIRECTORY,
     REGULAR,

@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cudasplit import SplitOptions, split_to_dir
-from cudasplit._sources import Limits, open_source
-from cudasplit._tarheaders import (
+from cudasplit._source import Limits, open_source
+from cudasplit._source.tarheaders import (
     DIRECTORY,
     HARDLINK,
     REGULAR,

@@ -6,11 +6,11 @@ placement and hostile-input guards) and leaves only ``finish()`` to write.
 
 from __future__ import annotations
 
-from ._base import Sink, safe_join
-from ._directory import DirectorySink
-from ._memory import MemorySink
-from ._staged import StagedSink
-from ._tarball import TarballSink
+from cudasplit.sinks._base import Sink, safe_join
+from cudasplit.sinks._directory import DirectorySink
+from cudasplit.sinks._memory import MemorySink
+from cudasplit.sinks._staged import StagedSink
+from cudasplit.sinks._tarball import TarballSink
 
 __all__ = ["DirectorySink", "MemorySink", "Sink", "StagedSink", "TarballSink", "safe_join"]
 

@@ -6,9 +6,9 @@ import io
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from .._layout import Layout, LayoutSpec
-from .._model import PackageId
-from ..errors import OutputError
+from cudasplit._layout import Layout, LayoutSpec
+from cudasplit._model import PackageId
+from cudasplit.errors import OutputError
 
 
 class Sink(Protocol):

@@ -14,13 +14,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import BinaryIO
 
-from .._layout import Layout, LayoutSpec
-from .._model import PackageId
-from ..errors import OutputError
-from ._base import safe_join
-from ._placement import PlacementGuard, check_roots, translate
-from ._promote import Promotion
-from ._staging import STAGING_PREFIX, record_owner, remove_stale, sync_dir, sync_tree
+from cudasplit._layout import Layout, LayoutSpec
+from cudasplit._model import PackageId
+from cudasplit.errors import OutputError
+from cudasplit.sinks._base import safe_join
+from cudasplit.sinks._placement import PlacementGuard, check_roots, translate
+from cudasplit.sinks._promote import Promotion
+from cudasplit.sinks._staging import STAGING_PREFIX, record_owner, remove_stale, sync_dir, sync_tree
 
 __all__ = ["COPY_CHUNK", "MODE_MASK", "DirectorySink"]
 

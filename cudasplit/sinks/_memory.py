@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .._layout import LayoutSpec
-from .._model import OUTPUT_NAMES
-from ._staged import StagedSink
+from cudasplit._layout import LayoutSpec
+from cudasplit._model import OUTPUT_NAMES
+from cudasplit.sinks._staged import StagedSink
 
 _VIRTUAL = Path("/cudasplit-memory")
 

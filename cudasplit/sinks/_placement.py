@@ -15,8 +15,8 @@ import shutil
 from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 
-from ..errors import OutputError
-from ._base import safe_join
+from cudasplit.errors import OutputError
+from cudasplit.sinks._base import safe_join
 
 __all__ = ["PlacementGuard", "check_roots", "translate"]
 

@@ -12,8 +12,8 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from ._placement import translate
-from ._staging import PREVIOUS_DIR, STAGING_PREFIX
+from cudasplit.sinks._placement import translate
+from cudasplit.sinks._staging import PREVIOUS_DIR, STAGING_PREFIX
 
 __all__ = ["Promotion"]
 

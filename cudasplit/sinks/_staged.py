@@ -14,10 +14,10 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import BinaryIO
 
-from .._layout import Layout, LayoutSpec
-from .._model import OUTPUT_NAMES, PackageId
-from ..errors import OutputError
-from ._directory import DirectorySink
+from cudasplit._layout import Layout, LayoutSpec
+from cudasplit._model import OUTPUT_NAMES, PackageId
+from cudasplit.errors import OutputError
+from cudasplit.sinks._directory import DirectorySink
 
 __all__ = ["StagedSink"]
 

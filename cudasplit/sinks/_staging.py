@@ -18,7 +18,7 @@ import socket
 import sys
 from pathlib import Path
 
-from ..errors import OutputError
+from cudasplit.errors import OutputError
 
 log = logging.getLogger("cudasplit")
 

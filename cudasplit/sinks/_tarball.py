@@ -23,12 +23,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Final
 
-from .._layout import Layout, LayoutSpec, archive_stem
-from .._model import PackageId
-from ..errors import OutputError
-from ._staged import StagedSink
-from ._tarpack import TarPacker, sorted_members
-from ._tarpack import translate as _translate
+from cudasplit._layout import Layout, LayoutSpec, archive_stem
+from cudasplit._model import PackageId
+from cudasplit.errors import OutputError
+from cudasplit.sinks._staged import StagedSink
+from cudasplit.sinks._tarpack import TarPacker, sorted_members
+from cudasplit.sinks._tarpack import translate as _translate
 
 __all__ = [
     "COPY_CHUNK",

@@ -22,7 +22,7 @@ from typing import IO, BinaryIO
 
 import zstandard
 
-from ..errors import OutputError
+from cudasplit.errors import OutputError
 
 __all__ = ["TarPacker", "sorted_members", "translate"]
 

@@ -1,0 +1,168 @@
+"""Many sources at once: which paths form a batch, and :func:`split_many` with its report.
+
+A batch writes each source to ``DIR/<pname>-<platform>-<version>/<output>/`` and keeps going
+past a failing source; :func:`batch_report` is the JSON that ``split --report`` writes for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from cudasplit._api.entry import split_to_dir
+from cudasplit._source.codecs import detect_codec
+from cudasplit._model import PackageId
+from cudasplit._split.pipeline import Progress, SplitOptions
+from cudasplit._release.relreport import relative_report
+from cudasplit._report import Report
+from cudasplit._source import package_from_filename, parse_top_dir
+from cudasplit.errors import CudasplitError, SourceError
+
+PathLike = str | os.PathLike[str]
+BATCH_SCHEMA = 1  # the version of batch_report's JSON, as Report's own "schema"
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    """One source of :func:`split_many`: its report, or the error that stopped it."""
+
+    source: str
+    output_dir: str
+    report: Report | None
+    error: CudasplitError | None
+
+    def as_dict(self, *, relative: bool = False) -> dict[str, Any]:
+        """This run as JSON data; ``relative``: the report without absolute store paths
+        (see :func:`relative_report`)."""
+        report = None
+        if self.report is not None:
+            report = relative_report(self.report) if relative else self.report.as_dict()
+        return {"source": self.source, "output_dir": self.output_dir,
+                "error": None if self.error is None else str(self.error), "report": report}
+
+
+def batch_report(results: Sequence[BatchResult], *, relative: bool = False) -> dict[str, Any]:
+    """The JSON of a whole batch (``split --report`` with several sources): every run in
+    order, with its report or its error."""
+    return {"schema": BATCH_SCHEMA, "runs": [r.as_dict(relative=relative) for r in results]}
+
+
+def batch_sources(paths: Sequence[PathLike]) -> list[Path]:
+    """Expand directories that hold tarballs (not an unpacked redistributable) into their files."""
+    result: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir() and directory_kind(path) == "batch":
+            result.extend(_archives_in(path))
+        else:
+            result.append(path)
+    return result
+
+
+def directory_kind(path: PathLike) -> str:
+    """``"tree"`` (an unpacked redistributable) or ``"batch"`` (a downloads directory), by
+    content: a ``*-archive`` directory itself, or a directory holding exactly one, is a tree;
+    otherwise a directory holding tarballs (by magic bytes) is a batch, whatever else it holds.
+    """
+    directory = Path(path)
+    if parse_top_dir(directory.name) is not None:
+        return "tree"
+    entries = [p for p in directory.iterdir() if not p.name.startswith(".")]
+    tops = [p for p in entries if p.is_dir() and parse_top_dir(p.name) is not None]
+    if len(tops) == 1 and len(entries) == 1:
+        return "tree"
+    return "batch" if any(p.is_file() and _is_archive(p) for p in entries) else "tree"
+
+
+def _archives_in(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.iterdir()
+                  if p.is_file() and not p.name.startswith(".") and _is_archive(p))
+
+
+def _is_archive(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            detect_codec(fh.read(512))
+    except (OSError, CudasplitError):
+        return False
+    return True
+
+
+def batch_output_dir(source: Path) -> str:
+    """``<pname>-<platform>-<version>-archive.tar.xz`` -> ``<pname>-<platform>-<version>``."""
+    package = package_from_filename(source) if source.is_file() else (
+        parse_top_dir(source.name) or PackageId(source.name))
+    parts = [package.name, package.platform, package.version]
+    name = "-".join(p for p in parts if p)
+    return name + (f"_cuda{package.cuda_variant}" if package.cuda_variant else "")
+
+
+def split_many(sources: Sequence[PathLike], output_dir: PathLike,
+               options: SplitOptions | None = None) -> list[BatchResult]:
+    """Split several sources concurrently (within ``options.jobs``) into
+    ``DIR/<pname>-<platform>-<version>/<output>/``. One failing source does not stop the others.
+    """
+    opts = options or SplitOptions()
+    paths = batch_sources(sources)
+    names = [batch_output_dir(p) for p in paths]
+    if len(set(names)) != len(names):
+        raise SourceError("two sources would share one output directory: "
+                          + ", ".join(sorted({n for n in names if names.count(n) > 1})))
+    workers = max(1, min(opts.effective_jobs(), len(paths)))
+    cancel = threading.Event()
+    # Each source gets its share of the jobs; decompression and writes release the GIL.
+    inner = replace(opts, jobs=max(1, opts.effective_jobs() // workers),
+                    progress=_cancellable(opts.progress, cancel))
+    def one(item: tuple[Path, str]) -> BatchResult:
+        path, name = item
+        target = Path(output_dir) / name
+        try:
+            return BatchResult(str(path), str(target), split_to_dir(path, target, inner), None)
+        except CudasplitError as exc:
+            return BatchResult(str(path), str(target), getattr(exc, "report", None), exc)
+    root_existed = Path(output_dir).exists()
+    try:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            try:
+                return list(pool.map(one, zip(paths, names, strict=True)))
+            except BaseException:
+                # Ctrl-C or SIGTERM reached the main thread: the workers stop at their next
+                # member (their staging is removed) instead of finishing during the shutdown.
+                cancel.set()
+                raise
+    finally:
+        if not root_existed:
+            # Workers race to create DIR; whichever aborts last may not know it made DIR.
+            with contextlib.suppress(OSError):
+                Path(output_dir).rmdir()  # only if empty
+
+
+class _Cancelled(BaseException):
+    """Stops a batch worker; not an Exception, so only the pipeline's cleanup sees it."""
+
+
+def _cancellable(progress: Callable[[Progress], None] | None,
+                 cancel: threading.Event) -> Callable[[Progress], None]:
+    def call(update: Progress) -> None:
+        # Not on the last call: that one comes after the pipeline's cleanup handler.
+        if cancel.is_set() and not update.done:
+            raise _Cancelled()
+        if progress is not None:
+            progress(update)
+    return call
+
+
+__all__ = [
+    "BatchResult",
+    "batch_output_dir",
+    "batch_report",
+    "batch_sources",
+    "directory_kind",
+    "split_many",
+]

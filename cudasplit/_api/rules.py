@@ -1,0 +1,36 @@
+"""Rule files for a front end: the effective rule set of a package, and checking one file."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from cudasplit._model import PackageId
+from cudasplit._split.optioncheck import check_package_known
+from cudasplit._rulebook import RuleSet, build_ruleset, describe_package, load_ruleset, read_rule_file
+from cudasplit._split.options import SplitOptions
+
+__all__ = ["check_rule_file", "package_entry_lines", "ruleset_for"]
+
+
+def ruleset_for(package: str | None = None, files: Sequence[str | os.PathLike[str]] = (), *,
+                default_rules: bool = False) -> RuleSet:
+    """The rules a split of ``package`` would use, ``files`` first (highest precedence), then
+    the shipped ones. A package without ``rules/packages/<NAME>.toml`` is refused as most
+    likely misspelt (:class:`OptionsError` naming near matches) unless ``default_rules``."""
+    if package is not None:
+        check_package_known(SplitOptions(package=PackageId(package), default_rules=default_rules))
+    return load_ruleset(package, [os.fspath(f) for f in files])
+
+
+def check_rule_file(path: str | os.PathLike[str]) -> RuleSet:
+    """Read and validate one rule file on its own (:class:`RulesError` names ``file:rule``)."""
+    name = os.fspath(path)
+    return build_ruleset([(name, read_rule_file(Path(name)))])
+
+
+def package_entry_lines(ruleset: RuleSet) -> list[str]:
+    """The rule set's package-table entry as ``key = value`` lines, every key (defaults too)
+    with its gates spelt out, so the entry reads the same for every package."""
+    return describe_package(ruleset.package)

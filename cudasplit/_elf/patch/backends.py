@@ -1,0 +1,77 @@
+"""The planned edit of one ELF file, and the backends that apply it.
+
+Planning is pure (``patchstage``/``runpath`` decide an :class:`ElfEdit` per ELF member from the
+member, the output layout and the policy); applying is done once per file by an
+:class:`ElfBackend`: the native tiered writer, LIEF, or :class:`DryRunBackend`, which writes
+nothing and is what a dry run, ``inspect`` and ``explain`` use. Because every caller goes
+through the same plan value, the dry run and the real run cannot disagree. The values
+themselves live in :mod:`cudasplit._elf.plan.edit` (the writer imports them, not the backends).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from cudasplit._elf.plan.edit import EditResult, ElfEdit, UnknownPatcherError
+from cudasplit._elf.patch.patcher import apply_edit
+
+__all__ = ["BACKENDS", "DryRunBackend", "EditResult", "ElfBackend", "ElfEdit", "LiefBackend",
+           "NativeBackend", "UnknownPatcherError", "backend_for"]
+
+
+class ElfBackend(Protocol):
+    """Applies a planned edit to a file; raises ``ElfError``/``PatchError`` (file untouched)."""
+
+    name: str
+
+    def apply(self, path: str, edit: ElfEdit) -> EditResult: ...
+
+
+class DryRunBackend:
+    """The backend of a dry run: applies nothing, reports the plan as ``planned``."""
+
+    name = "dry-run"
+
+    def apply(self, path: str, edit: ElfEdit) -> EditResult:
+        return EditResult("unchanged" if edit.is_empty else "planned")
+
+
+class NativeBackend:
+    """Tiers 1-2 (in place, then append), LIEF only as the fallback (``fallback=False``: never).
+
+    The tiers and their guarantees are described in :mod:`cudasplit._elf.patch.patcher`.
+    """
+
+    name = "native"
+
+    def __init__(self, *, fallback: bool = True) -> None:
+        self.fallback = fallback
+
+    def apply(self, path: str, edit: ElfEdit) -> EditResult:
+        return apply_edit(path, edit, patcher="auto" if self.fallback else "native")
+
+
+class LiefBackend:
+    """LIEF only, isolated in a capped child process (see :mod:`cudasplit._elf.patch.lief_worker`)."""
+
+    name = "lief"
+
+    def apply(self, path: str, edit: ElfEdit) -> EditResult:
+        return apply_edit(path, edit, patcher="lief")
+
+
+BACKENDS = ("auto", "native", "lief", "dry-run")
+
+
+def backend_for(patcher: str) -> ElfBackend:
+    """The backend for a ``patcher`` option value: ``auto`` (native tiers, LIEF as fallback),
+    ``native`` (no LIEF), ``lief``, ``dry-run``; UnknownPatcherError for anything else."""
+    if patcher == "auto":
+        return NativeBackend()
+    if patcher == "native":
+        return NativeBackend(fallback=False)
+    if patcher == "lief":
+        return LiefBackend()
+    if patcher == "dry-run":
+        return DryRunBackend()
+    raise UnknownPatcherError(f"unknown patcher {patcher!r}; one of {', '.join(BACKENDS)}")

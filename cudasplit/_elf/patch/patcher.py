@@ -1,0 +1,167 @@
+"""Apply planned ELF edits (RUNPATH, interpreter, DT_NEEDED), cheapest safe method first.
+
+Tiers, tried in order by the native backend (``patcher="auto"``):
+
+1. **in place** - every new string goes into ``.dynstr`` without moving anything: a search path
+   into the old one's slot (its bytes plus the unreferenced NULs that follow it) or into
+   unreferenced NUL slack at the end of ``.dynstr``; a shorter DT_NEEDED rename over the old
+   name; new DT_NEEDED names into slack; an interpreter that is not longer than the old one into
+   ``PT_INTERP``. Every reference into ``.dynstr`` is checked first (string-valued dynamic tags,
+   symbol names, version need/def names, and the byte before the slot: linkers merge string
+   tails, so a slot that looks free may be the tail of another name).
+2. **append** - a copy of ``.dynstr`` plus the new strings plus ``SPARE_BYTES`` NULs (and a
+   longer interpreter) go to the end of the file, mapped by a new read-only ``PT_LOAD`` that
+   keeps the file's own ``p_align`` (64 KiB-page aarch64 kernels refuse smaller).
+   ``DT_STRTAB``/``DT_STRSZ`` and the ``.dynstr`` section header follow the copy; the spare
+   bytes make a later rewrite go in place. Where the new program header goes is explained in
+   :mod:`cudasplit._elf.patch.room`; the program header table never moves, so ``strip``, ``objcopy``
+   and ``patchelf`` keep the file loadable.
+3. **LIEF** (default parser and builder configs, the only ones that keep files intact) when
+   tiers 1-2 do not apply (no spare ``DT_NULL``). LIEF runs in a child process with a memory
+   cap (``RLIMIT_AS``) and a time limit, after the file passed the same validation as the native
+   tiers, so a LIEF abort or segfault is a one-line :class:`PatchError` about that file. Its
+   output is used only when it verifies, and only when it still verifies after
+   ``strip --strip-debug`` on a scratch copy (LIEF's layout broke after ``strip`` on 8 of 16
+   NVIDIA libraries).
+
+Every written file is re-read and verified: the search path, interpreter and DT_NEEDED list are
+as planned, every other dynamic string name (SONAME, version need files and names, version
+definitions) reads the same as before, and the program headers are sane (bounds, congruence,
+order, alignment). A file that fails is restored byte-identically from an undo log (the
+overwritten bytes plus the original length), and :class:`PatchError` is raised. What cannot be
+written safely is refused before anything is written (ElfError/PatchError, file untouched):
+``DT_STRSZ`` smaller than the strings in use, two ``DT_STRTAB``, ``PT_LOAD`` alignment below
+the page size (for a new segment), version chains that cycle or outgrow the file.
+
+Tiers 1-2 write at most the headers, the dynamic array, a few small sections and one copy of
+``.dynstr``, never read a whole file: well under a millisecond per file (see
+``benchmarks/bench_patch.py``), and safe to run in threads on different files.
+
+The work is split: the edit in bytes (:mod:`cudasplit._elf.patch.delta`), the tiers with the undo log
+(:mod:`cudasplit._elf.patch.tiers`) and the verification (:mod:`cudasplit._elf.patch.verify`); this module
+is the public entry (:func:`apply_edit` and its wrappers).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+from cudasplit._elf.read.info import read_elf_info
+from cudasplit._elf.read.dynamic import dyn_names
+from cudasplit._elf.plan.edit import EditResult, ElfEdit, UnknownPatcherError
+from cudasplit._elf.read import read_raw
+from cudasplit._elf.patch import SPARE_BYTES
+from cudasplit._elf.patch.tiers import Before, lief, native
+from cudasplit._elf.patch.delta import TAG_BY_NAME, edit_bytes, interp_of
+from cudasplit.errors import ElfError, PatchError
+
+__all__ = ["SPARE_BYTES", "PatchResult", "apply_edit", "rename_needed", "set_runpath"]
+
+log = logging.getLogger(__name__)
+
+PATCHERS = ("auto", "in-place", "append", "native", "lief")
+
+
+@dataclass(frozen=True, slots=True)
+class PatchResult:
+    """What :func:`set_runpath` did."""
+
+    method: str  # "in-place" | "append" | "lief" | "unchanged"
+    before: str | None  # old value of DT_RUNPATH or DT_RPATH, whichever was present
+    before_tag: str | None  # "RUNPATH" | "RPATH" | None
+    after: str
+    tag: str  # "RUNPATH" | "RPATH": the tag written
+
+
+
+# --------------------------------------------------------------------------- public API
+
+def apply_edit(path: str | os.PathLike[str], edit: ElfEdit, *, patcher: str = "auto",
+               ) -> EditResult:
+    """Apply one planned edit; see the module docstring for tiers and guarantees.
+
+    ``patcher``: "auto" (tiers 1, 2, then 3), "lief" (tier 3 only), or for tests and callers
+    that must not fall back to LIEF: "native" (tiers 1-2), "in-place", "append" (one tier).
+    A forced tier that does not apply raises PatchError with the file untouched.
+    Raises ElfError when the file is not ELF or is damaged (file untouched), PatchError when
+    it cannot be written (file restored), UnknownPatcherError for an unknown patcher, ValueError
+    for a string with NUL.
+    """
+    name = os.fspath(path)
+    if patcher not in PATCHERS:
+        raise UnknownPatcherError(f"unknown patcher {patcher!r}; one of {', '.join(PATCHERS)}")
+    want = edit_bytes(edit)
+    try:
+        with open(name, "rb") as stream:
+            magic = stream.read(4)
+    except OSError as exc:
+        raise ElfError(f"{name}: cannot read ELF file ({exc.strerror or exc})") from exc
+    if magic != b"\x7fELF":
+        raise ElfError(f"{name}: not an ELF file")
+    method: str | None = None
+    before: Before | None = None
+    if patcher != "lief":
+        forced = None if patcher in ("auto", "native") else patcher
+        method, before = native(name, want, forced)
+    if method is None:
+        if patcher not in ("auto", "lief"):
+            raise PatchError(f"{name}: patcher {patcher!r} does not apply (no room in .dynstr, "
+                             "no spare DT_NULL or program header slot)")
+        if patcher == "auto":
+            log.warning("%s: no room for an in-place or appended edit, using LIEF", name)
+        if before is None:
+            with open(name, "rb") as stream:
+                elf = read_raw(name, stream.fileno())
+                before = Before(dyn_names(elf), interp_of(elf))
+        lief(name, want)
+        method = "lief"
+    return _result(method, before, edit.tag)
+
+
+def _result(method: str, before: Before | None, tag: str) -> EditResult:
+    if before is None:
+        return EditResult(method)
+    order = [("RUNPATH", before.names.runpath), ("RPATH", before.names.rpath)]
+    if tag == "RPATH":
+        order.reverse()
+    old, old_tag = next(((v[-1].decode("utf-8", "surrogateescape"), n) for n, v in order if v),
+                        (None, None))
+    interp = None if before.interp is None else before.interp.decode("utf-8", "surrogateescape")
+    return EditResult(method, old, old_tag, interp)
+
+
+def set_runpath(path: str | os.PathLike[str], value: str, *, tag: str = "RUNPATH",
+                patcher: str = "auto") -> PatchResult:
+    """Make `path` carry exactly one search-path tag, `tag`, holding `value`.
+
+    A thin wrapper around :func:`apply_edit`; raises PatchError for a file without a dynamic
+    section, ValueError for a value with NUL or a bad tag.
+    """
+    if tag not in TAG_BY_NAME:
+        raise ValueError("tag must be RUNPATH or RPATH")
+    res = apply_edit(path, ElfEdit(runpath=value, tag=tag), patcher=patcher)
+    log.debug("%s: %s=%r via %s (was %s=%r)", os.fspath(path), tag, value, res.method,
+              res.before_tag, res.before)
+    return PatchResult(res.method, res.before, res.before_tag, value, tag)
+
+
+def rename_needed(path: str | os.PathLike[str], old: str, new: str) -> bool:
+    """Rename the DT_NEEDED entry ``old`` to ``new``, like ``patchelf --replace-needed``
+    (nsight_systems' ``libqtiff.so`` wants ``libtiff.so.5``; distributions ship ``libtiff.so``).
+
+    In place when the new name is not longer and the old string is not shared, else through
+    the append tier (a version need naming the library is renamed with it, as patchelf does).
+    Returns False when the file does not need ``old``. Raises PatchError when it cannot be done
+    (file untouched or restored), ElfError for a damaged file.
+    """
+    name = os.fspath(path)
+    info = read_elf_info(name)
+    if info is None:
+        raise ElfError(f"{name}: not an ELF file")
+    if old not in info.needed:
+        edit_bytes(ElfEdit(replace_needed=((old, new),)))  # still validate the names
+        return False
+    apply_edit(name, ElfEdit(replace_needed=((old, new),)), patcher="native")
+    return True

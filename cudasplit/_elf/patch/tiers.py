@@ -1,0 +1,120 @@
+"""Tiers 1-3 on one file: plan, write through an undo log, verify, restore on failure.
+
+Tiers 1-2 write in place through :class:`Undo` (the overwritten bytes plus the original length:
+a file that fails verification is restored byte-identically). Tier 3 (LIEF) writes a scratch
+copy in a capped child process and renames it over the file only once it verifies.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+
+from cudasplit._elf.read.dynamic import DynNames, dyn_names
+from cudasplit._elf.read import read_raw
+from cudasplit._elf.read.raw import RawElf
+from cudasplit._elf.patch import Plan, Want, plan_append, plan_in_place
+from cudasplit._elf.patch.verify import Expect, expected, verify, verify_after_strip
+from cudasplit._elf.patch.delta import changes_nothing, check_interp, interp_of, reduce_to_changes
+from cudasplit.errors import PatchError
+
+
+class Undo:
+    """The bytes a patch overwrote plus the original length: enough to restore the file exactly."""
+
+    def __init__(self, fd: int, size: int) -> None:
+        self.fd, self.size = fd, size
+        self.saved: list[tuple[int, bytes]] = []
+
+    def write(self, offset: int, data: bytes) -> None:
+        keep = min(len(data), max(self.size - offset, 0))
+        if keep:
+            self.saved.append((offset, os.pread(self.fd, keep, offset)))
+        _pwrite_all(self.fd, data, offset)
+
+    def restore(self) -> None:
+        os.ftruncate(self.fd, self.size)
+        for offset, data in reversed(self.saved):
+            _pwrite_all(self.fd, data, offset)
+
+
+def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        done = os.pwrite(fd, view, offset)
+        view, offset = view[done:], offset + done
+
+
+def write_verified(path: str, fd: int, elf: RawElf, plan: Plan, expect: Expect) -> None:
+    """Write `plan`, verify; on any failure restore the file exactly, then raise."""
+    undo = Undo(fd, elf.size)
+    try:
+        for offset, data in plan.writes:
+            undo.write(offset, data)
+        verify(path, expect)
+    except BaseException as exc:
+        undo.restore()
+        if isinstance(exc, OSError):
+            raise PatchError(f"{path}: write failed ({exc.strerror or exc}); file restored"
+                             ) from exc
+        raise
+
+
+# --------------------------------------------------------------------------- tiers
+
+@dataclass(frozen=True, slots=True)
+class Before:
+    """What the file read before the edit: the names and the interpreter, for the result."""
+
+    names: DynNames
+    interp: bytes | None
+
+
+def native(path: str, edit: Want, method: str | None) -> tuple[str | None, Before]:
+    """Tiers 1-2. Returns (method used or None when neither applies, facts before)."""
+    with open(path, "r+b") as stream:
+        fd = stream.fileno()
+        elf = read_raw(path, fd)
+        names = dyn_names(elf)  # refuses names outside DT_STRSZ, cyclic version chains
+        before = Before(names, interp_of(elf))
+        want = reduce_to_changes(elf, edit, names)
+        if changes_nothing(want):
+            return "unchanged", before
+        check_interp(elf, want)
+        plan = None
+        if method in (None, "in-place"):
+            plan = plan_in_place(elf, want)
+        if plan is None and method in (None, "append"):
+            plan = plan_append(elf, want)
+        if plan is None:
+            return None, before
+        write_verified(path, fd, elf, plan, expected(elf, want, names))
+        return plan.method, before
+
+
+def lief(path: str, want: Want) -> None:
+    """Tier 3: validated here, rewritten by a capped child process, verified, renamed over."""
+    import cudasplit._elf.read.info.patch.lief_worker as _lief_worker
+
+    with open(path, "rb") as stream:
+        elf = read_raw(path, stream.fileno())
+        names = dyn_names(elf)
+        want = reduce_to_changes(elf, want, names)
+        check_interp(elf, want)
+        expect = expected(elf, want, names)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".cudasplit-", dir=folder)
+    os.close(fd)
+    try:
+        _lief_worker.run(path, tmp, want, elf.size)
+        verify(tmp, expect)
+        verify_after_strip(tmp, expect)
+        os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise PatchError(f"{path}: LIEF rewrite failed ({exc.strerror or exc})") from exc
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+

@@ -1,0 +1,115 @@
+"""Read and check the ELF header, the program headers and the section headers of a file.
+
+The program headers are checked the way the loader would refuse them (bounds, alignment,
+congruence, order); section headers that overlap a segment or the headers are ignored, since
+the writer updates them in place.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import struct
+
+from cudasplit._elf.read.const import (
+    EHDR_FORMAT,
+    PHDR_FIELDS,
+    PHDR_FORMAT,
+    PT_DYNAMIC,
+    PT_INTERP,
+    PT_LOAD,
+    PT_NULL,
+    SHDR_FORMAT,
+)
+from cudasplit._elf.read.raw import Phdr, RawElf, Shdr
+from cudasplit.errors import ElfError
+
+
+def _unpack_phdr(elf_bits: int, bo: str, data: bytes) -> Phdr:
+    fmt, order = PHDR_FORMAT[elf_bits]
+    raw = struct.unpack(bo + fmt, data[: struct.calcsize(fmt)])
+    values = {PHDR_FIELDS[i]: raw[pos] for pos, i in enumerate(order)}
+    return Phdr(**values)
+
+
+def read_header(path: str, fd: int, strict: bool = True) -> dict[str, int | str]:
+    """The ELF header's fields, named as :class:`RawElf` names them; ElfError when not ELF."""
+    head = os.pread(fd, 64, 0)
+    if head[:4] != b"\x7fELF":
+        raise ElfError(f"{path}: not an ELF file")
+    if len(head) < 52 or head[4] not in (1, 2) or head[5] not in (1, 2):
+        raise ElfError(f"{path}: corrupt ELF header (class/data byte)")
+    bits = 32 if head[4] == 1 else 64
+    bo = "<" if head[5] == 1 else ">"
+    fmt = bo + EHDR_FORMAT[bits]
+    if len(head) < struct.calcsize(fmt):
+        raise ElfError(f"{path}: truncated ELF header")
+    (_, e_type, e_machine, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum, _) = \
+        struct.unpack_from(fmt, head)
+    if strict and phnum == 0:
+        from cudasplit.errors import PatchError
+        raise PatchError(f"{path}: no dynamic section (no program headers: relocatable file)")
+    if phnum and phentsize != struct.calcsize(PHDR_FORMAT[bits][0]):
+        raise ElfError(f"{path}: corrupt ELF header (program header size {phentsize}, "
+                       f"count {phnum})")
+    return {"bits": bits, "bo": bo, "e_type": e_type, "e_machine": e_machine, "phoff": phoff,
+            "shoff": shoff, "phentsize": phentsize, "phnum": phnum, "shentsize": shentsize,
+            "shnum": shnum}
+
+
+def read_shdrs(elf: RawElf) -> list[Shdr]:
+    """Section headers; [] when absent or malformed (sections are optional for the loader)."""
+    fmt = elf.bo + SHDR_FORMAT[elf.bits]
+    if elf.shnum == 0 or elf.shentsize != struct.calcsize(fmt) or \
+            elf.shoff + elf.shnum * elf.shentsize > elf.size:
+        return []
+    lo, hi = elf.shoff, elf.shoff + elf.shnum * elf.shentsize
+    # The writer updates section headers and .symtab entries in place: a table that overlaps
+    # the headers or any segment (hostile, or damaged) is ignored rather than written into.
+    used = [(0, elf.phoff + elf.phnum * elf.phentsize)]
+    used += [(ph.p_offset, ph.file_end) for ph in elf.phdrs if ph.p_type != PT_NULL]
+    if any(a < hi and lo < b for a, b in used):
+        return []
+    data = elf.pread(elf.shnum * elf.shentsize, elf.shoff)
+    out = []
+    for i, fields in enumerate(struct.iter_unpack(fmt, data)):
+        _, sh_type, flags, addr, offset, size, link, _, align, entsize = fields
+        out.append(Shdr(i, sh_type, flags, addr, offset, size, link, align, entsize))
+    return out
+
+
+def read_phdrs(elf: RawElf) -> list[Phdr]:
+    """The program header table (its size was checked against the ELF class by the header)."""
+    table = elf.pread(elf.phnum * elf.phentsize, elf.phoff)
+    return [_unpack_phdr(elf.bits, elf.bo, table[i * elf.phentsize:(i + 1) * elf.phentsize])
+            for i in range(elf.phnum)]
+
+
+_INSIDE_TYPES = (PT_DYNAMIC, PT_INTERP, 7, 0x6474E550, 0x6474E552)  # TLS, EH_FRAME, RELRO
+
+
+def check_phdrs(elf: RawElf) -> None:
+    """Refuse program headers the loader would refuse (or that would make us write nonsense)."""
+    loads = [ph for ph in elf.phdrs if ph.p_type == PT_LOAD]
+    if not loads:
+        raise elf.fail("no PT_LOAD segment")
+    for ph in elf.phdrs:
+        if ph.p_type != PT_NULL and ph.file_end > elf.size:
+            raise elf.fail(f"segment at {ph.p_offset:#x} (+{ph.p_filesz:#x}) lies past the end "
+                           "of the file")
+    for ph in loads:
+        if ph.p_align & (ph.p_align - 1) or ph.p_filesz > ph.p_memsz:
+            raise elf.fail(f"bad PT_LOAD at {ph.p_offset:#x}")
+        if ph.p_align > 1 and ph.p_offset % ph.p_align != ph.p_vaddr % ph.p_align:
+            raise elf.fail(f"PT_LOAD at {ph.p_offset:#x} breaks offset/address congruence")
+    for ph in elf.phdrs:
+        # The loader uses these addresses (l_ld, mprotect of RELRO, TLS image, unwinding):
+        # outside every PT_LOAD they reach whatever is mapped next to the object.
+        if ph.p_type in _INSIDE_TYPES and ph.p_memsz and not any(
+                ld.p_vaddr <= ph.p_vaddr and ph.mem_end <= ld.mem_end for ld in loads):
+            raise elf.fail(f"segment type {ph.p_type:#x} at {ph.p_vaddr:#x} lies outside every "
+                           "PT_LOAD")
+    for prev, cur in itertools.pairwise(loads):
+        if cur.p_vaddr < prev.mem_end:
+            raise elf.fail(f"PT_LOAD segments overlap or are unsorted ({prev.p_vaddr:#x}, "
+                           f"{cur.p_vaddr:#x})")

@@ -1,0 +1,106 @@
+"""Reading a Nix builder's outputs: ``$outputs`` + one variable each, or structured attrs."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from cudasplit._model import OUTPUT_NAMES
+from cudasplit.errors import NixEnvironmentError
+
+
+def nix_outputs(env: Mapping[str, str] | None = None) -> dict[str, Path]:
+    """Output name -> store path, from the builder environment.
+
+    With ``__structuredAttrs = true`` Nix puts everything into the JSON file named by
+    ``$NIX_ATTRS_JSON_FILE`` (``outputs`` is then an object name -> path); otherwise
+    ``$outputs`` lists the names and each name is a variable holding its path.
+    """
+    env = os.environ if env is None else env
+    attrs_file = env.get("NIX_ATTRS_JSON_FILE")
+    outputs = _from_attrs(Path(attrs_file)) if attrs_file else _from_variables(env)
+    unknown = sorted(set(outputs) - set(OUTPUT_NAMES))
+    if unknown:
+        raise NixEnvironmentError(
+            f"Nix output(s) {', '.join(unknown)} are not cudasplit outputs "
+            f"(known: {', '.join(OUTPUT_NAMES)})")
+    if "out" not in outputs:
+        raise NixEnvironmentError("the Nix outputs do not include 'out'")
+    return outputs
+
+
+def _from_variables(env: Mapping[str, str]) -> dict[str, Path]:
+    names = env.get("outputs", "").split()
+    if not names:
+        raise NixEnvironmentError(
+            "$outputs is not set: --nix must run inside a Nix builder "
+            "(or set NIX_ATTRS_JSON_FILE with structured attrs)")
+    result: dict[str, Path] = {}
+    for name in names:
+        value = env.get(name)
+        if not value:
+            raise NixEnvironmentError(f"$outputs names {name!r} but ${name} is not set")
+        result[name] = _store_path(value, name)
+    return result
+
+
+def _from_attrs(path: Path) -> dict[str, Path]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise NixEnvironmentError(f"{path}: cannot read NIX_ATTRS_JSON_FILE ({exc})") from exc
+    outputs = data.get("outputs") if isinstance(data, dict) else None
+    if not isinstance(outputs, dict) or not outputs:
+        raise NixEnvironmentError(f"{path}: structured attrs have no 'outputs' object")
+    return {str(k): _store_path(str(v), str(k)) for k, v in outputs.items()}
+
+
+def _store_path(value: str, name: str) -> Path:
+    if not value.startswith("/"):
+        raise NixEnvironmentError(f"output {name!r} is not an absolute path: {value!r}")
+    return Path(value)
+
+
+def nix_dynamic_linker(env: Mapping[str, str] | None = None) -> str | None:
+    """The loader the cc-wrapper links against: ``$NIX_CC/nix-support/dynamic-linker``
+    (what Nixpkgs' autoPatchelf sets as the interpreter), or None when there is none."""
+    env = os.environ if env is None else env
+    cc = env.get("NIX_CC")
+    if not cc:
+        return None
+    try:
+        text = (Path(cc) / "nix-support" / "dynamic-linker").read_text().strip()
+    except OSError:
+        return None
+    return text if text.startswith("/") else None
+
+
+def nix_library_dirs(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Where a Nix build finds libraries, in autoPatchelf's order: every ``buildInputs`` (and
+    propagated) entry's ``lib``, then the ``-L`` dirs of ``$NIX_LDFLAGS`` and of the compiler
+    wrapper's ``nix-support/cc-ldflags`` (gcc's own lib dir: libstdc++, libgcc_s)."""
+    env = os.environ if env is None else env
+    dirs: list[str] = []
+    for variable in ("buildInputs", "propagatedBuildInputs"):
+        dirs += [f"{p.rstrip('/')}/lib" for p in env.get(variable, "").split() if p.startswith("/")]
+    dirs += _link_dirs(env.get("NIX_LDFLAGS", ""))
+    cc = env.get("NIX_CC")
+    if cc:
+        with contextlib.suppress(OSError):
+            dirs += _link_dirs((Path(cc) / "nix-support" / "cc-ldflags").read_text())
+    return tuple(dict.fromkeys(dirs))
+
+
+def _link_dirs(flags: str) -> list[str]:
+    """``-L/dir`` and ``-L /dir`` entries of a linker flag string."""
+    words = flags.split()
+    dirs = []
+    for i, word in enumerate(words):
+        if word == "-L" and i + 1 < len(words):
+            dirs.append(words[i + 1])
+        elif word.startswith("-L") and len(word) > 2:
+            dirs.append(word[2:])
+    return [d for d in dirs if d.startswith("/")]

@@ -1,0 +1,182 @@
+"""Closure report: how big each output is and which other outputs it keeps alive.
+
+A Nix output's runtime closure is every store path whose name (hash) occurs in its bytes, found
+by a plain byte scan over every file and symlink. The same scan works on a split directory
+(``DIR/<output>/``) with the output roots' absolute paths as the needles, so a maintainer sees
+the closure before anything reaches a store. The scan, how each reference is attributed
+(symlink, runpath, pkgconfig, nix-support, text) and what the needles are, is
+:mod:`cudasplit._release.closurescan`; here are the report, its sizes and its warnings.
+
+Warnings: static archives, stubs, samples, documentation or a compiler (nvcc, ptxas, cicc, ...)
+reachable from ``lib`` or ``out``. ``out``'s ``nix-support/propagated-build-inputs`` names every
+other output on purpose (a dependency on ``out`` brings the whole package to a build); those
+edges are reported but not followed for ``out``'s warnings, since they are the convention, not
+an accident of the split.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cudasplit._release.closurescan import ClosureScanner, OutputSize, Reference
+from cudasplit._model import OUTPUT_NAMES
+from cudasplit.errors import OutputError
+
+__all__ = ["ClosureReport", "ClosureWarning", "Reference", "closure_of_dir", "closure_of_roots"]
+
+# Categories an output may hold that a runtime library should never drag along.
+HEAVY = ("static", "stubs", "samples", "doc", "compiler")
+# Outputs whose closure should stay small; out's propagation list is exempt (see module text).
+WATCHED = ("lib", "out")
+PROPAGATION = "nix-support/propagated-build-inputs"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ClosureWarning:
+    output: str    # lib or out: whose closure holds it
+    category: str  # static | stubs | samples | doc | compiler
+    holder: str    # the output that holds it
+    example: str   # one path inside holder, for the message
+    chain: tuple[str, ...]  # output -> ... -> holder
+
+    def __str__(self) -> str:
+        route = " -> ".join(self.chain)
+        return (f"{self.output} reaches {self.category} ({self.holder}:{self.example}) "
+                f"via {route}")
+
+
+@dataclass(frozen=True, slots=True)
+class ClosureReport:
+    roots: dict[str, str]
+    sizes: dict[str, OutputSize]
+    references: tuple[Reference, ...]  # sorted, self references left out
+    warnings: tuple[ClosureWarning, ...]
+    # Store roots only: other store paths each output names (dependencies' outputs).
+    external: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def edges(self, *, skip_propagation_of: str | None = None) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {name: set() for name in self.roots}
+        for ref in self.references:
+            if ref.source == skip_propagation_of and ref.path == PROPAGATION:
+                continue
+            out[ref.source].add(ref.target)
+        return out
+
+    def referenced(self, output: str) -> set[str]:
+        return self.edges()[output]
+
+    def closure_bytes(self, output: str) -> int:
+        """Bytes of ``output`` and everything it reaches (its runtime closure in Nix)."""
+        return sum(self.sizes[name].bytes for name in _reach(self.edges(), output))
+
+    def as_dict(self) -> dict[str, Any]:
+        edges = self.edges()
+        return {
+            "outputs": {
+                name: {"root": self.roots[name], "files": size.files, "bytes": size.bytes,
+                       "closure_bytes": self.closure_bytes(name), "holds": size.holds,
+                       "references": sorted(edges[name]),
+                       "external": list(self.external.get(name, ()))}
+                for name, size in sorted(self.sizes.items(), key=_output_order)
+            },
+            "references": [asdict(r) for r in self.references],
+            "warnings": [{**asdict(w), "chain": list(w.chain), "message": str(w)}
+                         for w in self.warnings],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_dict(), indent=2) + "\n"
+
+    def text_lines(self) -> list[str]:
+        lines = []
+        for name, size in sorted(self.sizes.items(), key=_output_order):
+            refs = sorted(self.referenced(name), key=_order_key)
+            lines.append(f"{name:8} {size.files:6} files {size.bytes:>14,} bytes  "
+                         f"closure {self.closure_bytes(name):>14,}  -> "
+                         + (", ".join(f"{t} ({_vias(self.references, name, t)})" for t in refs)
+                            or "nothing"))
+            lines.extend(f"{'':8} also {path}" for path in self.external.get(name, ()))
+        lines.extend(f"warning: {w}" for w in self.warnings)
+        return lines
+
+
+def _vias(references: tuple[Reference, ...], source: str, target: str) -> str:
+    return ",".join(sorted({r.via for r in references if r.source == source
+                            and r.target == target}))
+
+
+def _order_key(name: str) -> tuple[int, str]:
+    return (OUTPUT_NAMES.index(name) if name in OUTPUT_NAMES else len(OUTPUT_NAMES), name)
+
+
+def _output_order(item: tuple[str, Any]) -> tuple[int, str]:
+    return _order_key(item[0])
+
+
+def closure_of_dir(split_dir: str | os.PathLike[str]) -> ClosureReport:
+    """The outputs of a split directory (``DIR/<output>/``, as ``split -o DIR`` writes it)."""
+    base = Path(split_dir)
+    if not base.is_dir():
+        raise OutputError(f"{base}: not a directory")
+    roots = {p.name: str(p.resolve()) for p in sorted(base.iterdir())
+             if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")}
+    unknown = sorted(set(roots) - set(OUTPUT_NAMES))
+    if not roots or unknown:
+        what = ("no output directories" if not unknown else f"{unknown[0]} is not an output name"
+                if len(unknown) == 1 else f"{', '.join(unknown[:3])} are not output names")
+        raise OutputError(f"{base}: not a split directory (DIR/<output>/...): {what}; for a "
+                          "batch split give DIR/<pname>-<platform>-<version>")
+    return closure_of_roots(roots)
+
+
+def closure_of_roots(roots: Mapping[str, str]) -> ClosureReport:
+    """Any output -> root mapping: a split directory's outputs or a derivation's store paths."""
+    scanner = ClosureScanner(dict(roots))
+    sizes = {name: scanner.scan_output(name) for name in roots}
+    references = tuple(sorted(set(scanner.references)))
+    external = {name: tuple(sorted(paths)) for name, paths in scanner.external.items()}
+    report = ClosureReport(dict(roots), sizes, references, ())
+    return ClosureReport(report.roots, sizes, references, _warnings(report), external)
+
+
+def _warnings(report: ClosureReport) -> tuple[ClosureWarning, ...]:
+    found: list[ClosureWarning] = []
+    for start in WATCHED:
+        if start not in report.roots:
+            continue
+        edges = report.edges(skip_propagation_of=start if start == "out" else None)
+        for holder, chain in _paths(edges, start).items():
+            for category in HEAVY:
+                example = report.sizes[holder].holds.get(category)
+                if example is not None and not _expected(start, holder, category):
+                    found.append(ClosureWarning(start, category, holder, example, chain))
+    return tuple(sorted(found))
+
+
+def _expected(start: str, holder: str, category: str) -> bool:
+    """``out`` holding its own compiler is what single-output packages (cuda_nvcc) are."""
+    return start == "out" and holder == "out" and category == "compiler"
+
+
+def _paths(edges: Mapping[str, set[str]], start: str) -> dict[str, tuple[str, ...]]:
+    """Shortest chain from ``start`` to each output it reaches (itself included)."""
+    chains: dict[str, tuple[str, ...]] = {start: (start,)}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for target in sorted(edges.get(node, ())):
+                if target not in chains:
+                    chains[target] = (*chains[node], target)
+                    following.append(target)
+        frontier = following
+    return chains
+
+
+def _reach(edges: Mapping[str, set[str]], start: str) -> set[str]:
+    return set(_paths(edges, start))

@@ -1,0 +1,227 @@
+"""``cudasplit diff``: what changed between two releases, as a packager needs to know it.
+
+Either side is a :class:`~cudasplit._release.snapshot.Snapshot` (of a tarball, a split directory or a
+manifest with its tarballs: :mod:`cudasplit._release.snapshot`); this module compares two of them, and
+:mod:`cudasplit._release.diffrender` writes the comparison as text.
+
+The comparison reports packages and outputs that appear or vanish, the size of each output,
+members added, removed, moved to another output, moved to another package (crt, CCCL and NVVM
+leaving cuda_nvcc in 13.0) and relocated within the tree (``include/cub/`` becoming
+``include/cccl/cub/``), and SONAME, DT_NEEDED and ``dlopen`` target changes (the last where
+:mod:`cudasplit._elf.read.dlopen` is present, see :mod:`cudasplit._release.sonames`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from cudasplit._release.diffrender import render_diff
+from cudasplit._model import OUTPUT_NAMES
+from cudasplit._release.snapshot import Snapshot, snapshot
+from cudasplit._release.sonames import ElfFacts
+
+__all__ = ["Change", "ReleaseDiff", "Snapshot", "diff_snapshots", "snapshot"]
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Change:
+    """One line of the diff; ``what`` names the kind of change."""
+
+    what: str      # package-added|package-removed|output-added|output-removed|member-added|
+    #                member-removed|member-moved|package-moved|relocated|soname-added|
+    #                soname-removed|soname-moved|needed-added|needed-removed|
+    #                dlopen-added|dlopen-removed|version
+    package: str
+    path: str = ""
+    old: str = ""
+    new: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseDiff:
+    old: str
+    new: str
+    changes: tuple[Change, ...]
+    sizes: dict[str, dict[str, tuple[int, int]]]  # package -> output -> (old bytes, new bytes)
+
+    def of(self, what: str) -> tuple[Change, ...]:
+        return tuple(c for c in self.changes if c.what == what)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"old": self.old, "new": self.new,
+                "sizes": {p: {o: {"old": a, "new": b} for o, (a, b) in outs.items()}
+                          for p, outs in self.sizes.items()},
+                "changes": [asdict(c) for c in self.changes]}
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_dict(), indent=2) + "\n"
+
+    def text_lines(self, *, members: bool = False) -> list[str]:
+        return render_diff(self, members)
+
+
+def diff_snapshots(old: Snapshot, new: Snapshot) -> ReleaseDiff:
+    changes: list[Change] = []
+    changes += _package_changes(old, new)
+    changes += _member_changes(old, new)
+    changes += _elf_changes(old, new)
+    sizes = _sizes(old, new)
+    changes += _output_changes(sizes)
+    return ReleaseDiff(old.label, new.label, tuple(sorted(set(changes))), sizes)
+
+
+def _package_changes(old: Snapshot, new: Snapshot) -> list[Change]:
+    found = [Change("package-removed", p, old=old.versions[p])
+             for p in old.versions if p not in new.versions]
+    found += [Change("package-added", p, new=new.versions[p])
+              for p in new.versions if p not in old.versions]
+    found += [Change("version", p, old=old.versions[p], new=new.versions[p])
+              for p in old.versions if p in new.versions and old.versions[p] != new.versions[p]]
+    return found
+
+
+def _sizes(old: Snapshot, new: Snapshot) -> dict[str, dict[str, tuple[int, int]]]:
+    a, b = old.output_sizes(), new.output_sizes()
+    result: dict[str, dict[str, tuple[int, int]]] = {}
+    for package in sorted(set(a) | set(b)):
+        outs = set(a.get(package, {})) | set(b.get(package, {}))
+        result[package] = {o: (a.get(package, {}).get(o, 0), b.get(package, {}).get(o, 0))
+                           for o in sorted(outs, key=_output_index)}
+    return result
+
+
+def _output_index(name: str) -> int:
+    return OUTPUT_NAMES.index(name) if name in OUTPUT_NAMES else len(OUTPUT_NAMES)
+
+
+def _output_changes(sizes: Mapping[str, Mapping[str, tuple[int, int]]]) -> list[Change]:
+    found = []
+    for package, outs in sizes.items():
+        for output, (before, after) in outs.items():
+            if not before and after:
+                found.append(Change("output-added", package, output))
+            elif before and not after:
+                found.append(Change("output-removed", package, output))
+    return found
+
+
+def _member_changes(old: Snapshot, new: Snapshot) -> list[Change]:
+    found: list[Change] = []
+    old_paths, new_paths = old.by_path(), new.by_path()
+    for path in sorted(set(old_paths) | set(new_paths)):
+        before, after = old_paths.get(path, set()), new_paths.get(path, set())
+        if before == after:
+            continue
+        found += _path_change(path, before, after)
+    return _relocations(found)
+
+
+def _path_change(path: str, before: set[tuple[str, str]], after: set[tuple[str, str]]
+                 ) -> list[Change]:
+    old_pkgs, new_pkgs = {p for p, _ in before}, {p for p, _ in after}
+    if len(before) == 1 and len(after) == 1:
+        (p0, o0), (p1, o1) = next(iter(before)), next(iter(after))
+        what = "member-moved" if p0 == p1 else "package-moved"
+        return [Change(what, p1, path, f"{p0}:{o0}", f"{p1}:{o1}")]
+    found = [Change("member-removed", p, path, o, "") for p, o in before - after
+             if p not in new_pkgs or (p, o) not in after]
+    found += [Change("member-added", p, path, "", o) for p, o in after - before
+              if p not in old_pkgs or (p, o) not in before]
+    return found
+
+
+def _relocations(changes: list[Change]) -> list[Change]:
+    """A removed path that reappears with one or two directories more or fewer
+    (``include/cub/x`` -> ``include/cccl/cub/x``, ``nvvm/libdevice/x`` -> ``libdevice/x``), in
+    the same package or another, is one relocation, not a removal and an addition."""
+    exact: dict[str, Change] = {}
+    deeper: dict[str, Change] = {}  # an added path with directories dropped -> that addition
+    for change in changes:
+        if change.what == "member-added":
+            exact.setdefault(change.path, change)
+            for key in _shallower(change.path):
+                deeper.setdefault(key, change)
+    kept: list[Change] = []
+    used: set[int] = set()
+    for change in changes:
+        target = _relocated_to(change, exact, deeper, used)
+        if target is None:
+            kept.append(change)
+            continue
+        used.add(id(target))
+        kept.append(Change("relocated", target.package, change.path,
+                           f"{change.package}:{change.old}",
+                           f"{target.package}:{target.new}:{target.path}"))
+    return [c for c in kept if not (c.what == "member-added" and id(c) in used)]
+
+
+def _relocated_to(change: Change, exact: Mapping[str, Change], deeper: Mapping[str, Change],
+                  used: set[int]) -> Change | None:
+    """Only one side loses directories: ``a/x/f`` and ``a/y/f`` are two files, not a move."""
+    if change.what != "member-removed":
+        return None
+    candidates = [deeper.get(change.path)] + [exact.get(k) for k in _shallower(change.path)]
+    for target in candidates:
+        if target is not None and id(target) not in used:
+            return target
+    return None
+
+
+def _shallower(path: str) -> Iterable[str]:
+    """``path`` without one or two consecutive directories (never the file name, and at least
+    one directory is left: ``LICENSE`` matches nothing)."""
+    parts = path.split("/")
+    for drop in (1, 2):
+        for start in range(len(parts) - 1 - drop + 1):
+            rest = parts[:start] + parts[start + drop:]
+            if len(rest) >= 2:
+                yield "/".join(rest)
+
+
+def _elf_changes(old: Snapshot, new: Snapshot) -> list[Change]:
+    found: list[Change] = []
+    for package in sorted(set(old.versions) & set(new.versions)):
+        a = _package_elf(old, package)
+        b = _package_elf(new, package)
+        found += [Change("soname-removed", package, old=s) for s in _sonames(a) - _sonames(b)]
+        found += [Change("soname-added", package, new=s) for s in _sonames(b) - _sonames(a)]
+        found += [Change("needed-removed", package, old=n) for n in _needed(a) - _needed(b)]
+        found += [Change("needed-added", package, new=n) for n in _needed(b) - _needed(a)]
+        found += [Change("dlopen-removed", package, old=n) for n in _dlopen(a) - _dlopen(b)]
+        found += [Change("dlopen-added", package, new=n) for n in _dlopen(b) - _dlopen(a)]
+    return found + _soname_moves(old, new)
+
+
+def _soname_moves(old: Snapshot, new: Snapshot) -> list[Change]:
+    """A SONAME that another package provides now (libnvvm.so.4: cuda_nvcc -> libnvvm)."""
+    before, after = _providers(old), _providers(new)
+    return [Change("soname-moved", ",".join(sorted(after[s])), s, ",".join(sorted(before[s])),
+                   ",".join(sorted(after[s])))
+            for s in sorted(set(before) & set(after)) if before[s] != after[s]]
+
+
+def _providers(snap: Snapshot) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for (package, _), facts in snap.elf.items():
+        if facts.soname:
+            found.setdefault(facts.soname, set()).add(package)
+    return found
+
+
+def _package_elf(snap: Snapshot, package: str) -> list[ElfFacts]:
+    return [f for (p, _), f in snap.elf.items() if p == package]
+
+
+def _sonames(facts: list[ElfFacts]) -> set[str]:
+    return {f.soname for f in facts if f.soname}
+
+
+def _needed(facts: list[ElfFacts]) -> set[str]:
+    return {n for f in facts for n in f.needed}
+
+
+def _dlopen(facts: list[ElfFacts]) -> set[str]:
+    return {n for f in facts for n in f.dlopen}

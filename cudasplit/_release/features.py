@@ -1,0 +1,165 @@
+"""Which outputs a redistributable has: the ``feature_*.json`` manifests, computed by streaming.
+
+Each tarball is read once, front to back, through :func:`~cudasplit._source.open_source`; no
+member is unpacked to disk. The flags follow the rules of NVIDIA-manifest tooling in Nixpkgs
+(cuda-redist-find-features), with deliberate differences: :mod:`cudasplit._release.featurescan` holds
+the per-member rules, says where they differ, and how the extended form (SONAMEs, DT_NEEDED)
+reads ELF members with bounded disk use. Windows zips are read by :mod:`cudasplit._source.zip`.
+
+Here: one tarball (:func:`features_of`) and every tarball of a manifest, scanned concurrently
+(:func:`features_for_manifest`), as a ``feature_*.json`` report.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+import zipfile
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from cudasplit._release.featurescan import Features, FeatureScan
+from cudasplit._release.manifest import Artifact, Manifest, find_tarball, select_artifacts
+from cudasplit._model import Member
+from cudasplit._source import open_source
+from cudasplit._source.zip import zip_members
+from cudasplit.errors import CudasplitError
+
+__all__ = ["FeatureReport", "FeatureResult", "FeatureStatus", "Features", "features_for_manifest",
+           "features_of"]
+
+
+def features_of(tarball: str | os.PathLike[str], *, extended: bool = False,
+                jobs: int = 1) -> Features:
+    """Stream ``tarball`` (or a Windows ``.zip``, or an unpacked directory) once and report its
+    outputs. ``extended`` also reads each ELF member's dynamic section (SONAME, NEEDED)."""
+    path = Path(tarball)
+    scan = FeatureScan(extended)
+    try:
+        for member, stream in _members(path, jobs):
+            scan.take(member, stream, str(path))
+        return scan.result()
+    finally:
+        scan.close()
+
+
+def _members(path: Path, jobs: int) -> Iterator[tuple[Member, BinaryIO | None]]:
+    if path.is_file() and zipfile.is_zipfile(path):
+        return zip_members(path)
+    return open_source(path, jobs=jobs).members()
+
+
+class FeatureStatus(enum.StrEnum):
+    OK = "ok"
+    MISSING = "missing"
+    ERROR = "error"
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureResult:
+    artifact: Artifact
+    status: FeatureStatus
+    path: str | None = None
+    features: Features | None = None
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureReport:
+    manifest: str
+    tarball_dir: str
+    extended: bool
+    results: tuple[FeatureResult, ...]  # in manifest order
+
+    def with_status(self, status: FeatureStatus) -> tuple[FeatureResult, ...]:
+        return tuple(r for r in self.results if r.status is status)
+
+    @property
+    def complete(self) -> bool:
+        return all(r.status is FeatureStatus.OK for r in self.results)
+
+    def feature_manifest(self) -> dict[str, Any]:
+        """``{pname: {platform: {"outputs": {...}}}}``; cuda_variant packages nest one level
+        deeper (``{platform: {"cuda12": {"outputs": ...}}}``) as the redistrib manifest does.
+        Only tarballs that were read appear: a missing one is never guessed."""
+        out: dict[str, Any] = {}
+        for result in self.with_status(FeatureStatus.OK):
+            assert result.features is not None
+            a = result.artifact
+            slot = out.setdefault(a.package, {})
+            entry = result.features.entry(extended=self.extended)
+            if a.cuda_variant is None:
+                slot[a.platform] = entry
+            else:
+                slot.setdefault(a.platform, {})[f"cuda{a.cuda_variant}"] = entry
+        return out
+
+    def to_feature_json(self) -> str:
+        return dump_feature_json(self.feature_manifest())
+
+
+def dump_feature_json(data: Any) -> str:
+    """The byte format of NVIDIA-manifest tooling: sorted keys, 2-space indent, final newline."""
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def _scan_one(artifact: Artifact, path: str, extended: bool) -> FeatureResult:
+    """Worker body (a top-level function so a process pool can pickle it)."""
+    try:
+        features = features_of(path, extended=extended)
+    except CudasplitError as exc:
+        return FeatureResult(artifact, FeatureStatus.ERROR, path, None, str(exc))
+    except OSError as exc:
+        return FeatureResult(artifact, FeatureStatus.ERROR, path, None,
+                             f"{path}: {exc.strerror or exc}")
+    return FeatureResult(artifact, FeatureStatus.OK, path, features)
+
+
+def features_for_manifest(
+    manifest: Manifest,
+    tarball_dir: str | os.PathLike[str],
+    *,
+    platforms: Iterable[str] | None = None,
+    cuda_variants: Iterable[str] | None = None,
+    packages: Iterable[str] | None = None,
+    jobs: int = 0,
+    extended: bool = False,
+    executor: str = "auto",
+) -> FeatureReport:
+    """Scan every selected tarball found in ``tarball_dir`` concurrently (``jobs`` at a time).
+
+    ``executor``: ``"process"``, ``"thread"`` or ``"auto"`` (processes when more than one
+    tarball is scanned at once). Processes were measured to scale (8 tarballs on 16 cores:
+    4.05 s -> 0.57 s with 8 workers) where threads stall at about 2x (3.59 s -> 1.67 s):
+    liblzma drops the GIL, but tar header parsing and member bookkeeping are Python code.
+    Missing tarballs and unreadable ones are results, not exceptions.
+    """
+    artifacts = select_artifacts(manifest, platforms=platforms, cuda_variants=cuda_variants,
+                                 packages=packages)
+    found = [(a, find_tarball(a, tarball_dir)) for a in artifacts]
+    todo = [(a, str(p)) for a, p in found if p is not None]
+    workers = jobs if jobs > 0 else max(1, len(os.sched_getaffinity(0)))
+    scanned: dict[int, FeatureResult] = {}
+    if todo:
+        workers = min(workers, len(todo))
+        if executor == "auto":
+            executor = "process" if workers > 1 else "thread"
+        with _executor(executor, workers) as pool:
+            futures = [pool.submit(_scan_one, a, p, extended) for a, p in todo]
+            for (a, _), future in zip(todo, futures, strict=True):
+                scanned[id(a)] = future.result()
+    results = tuple(scanned.get(id(a)) or FeatureResult(a, FeatureStatus.MISSING)
+                    for a, _ in found)
+    return FeatureReport(manifest.source, os.fspath(tarball_dir), extended, results)
+
+
+def _executor(kind: str, workers: int) -> Executor:
+    if kind == "thread":
+        return ThreadPoolExecutor(max_workers=workers)
+    if kind == "process":
+        return ProcessPoolExecutor(max_workers=workers)
+    raise ValueError(f"executor must be 'auto', 'thread' or 'process', not {kind!r}")

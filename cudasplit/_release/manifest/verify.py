@@ -1,0 +1,142 @@
+"""Checking downloaded tarballs against their manifest: size first, then sha256.
+
+Verification hashes in threads: :mod:`hashlib` releases the GIL while it digests buffers larger
+than 2 KiB, so sha256 of several tarballs runs on several cores without processes.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cudasplit._release.manifest.parse import Artifact, Manifest
+from cudasplit._release.manifest.select import find_tarball, select_artifacts
+
+__all__ = ["CHUNK", "VerifyReport", "VerifyResult", "VerifyStatus", "sha256_file", "verify",
+           "verify_artifact"]
+
+CHUNK = 1 << 20  # 1 MiB: large enough that hashlib drops the GIL, small enough to stay cached
+
+
+class VerifyStatus(enum.StrEnum):
+    OK = "ok"
+    MISSING = "missing"
+    SIZE_MISMATCH = "size-mismatch"
+    HASH_MISMATCH = "hash-mismatch"
+    UNREADABLE = "unreadable"
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyResult:
+    artifact: Artifact
+    status: VerifyStatus
+    path: str | None = None
+    actual_size: int | None = None
+    actual_sha256: str | None = None
+    detail: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        a = self.artifact
+        return {
+            "package": a.package, "platform": a.platform, "cuda_variant": a.cuda_variant,
+            "relative_path": a.relative_path, "status": self.status.value, "path": self.path,
+            "expected_size": a.size, "actual_size": self.actual_size,
+            "expected_sha256": a.sha256, "actual_sha256": self.actual_sha256,
+            "detail": self.detail,
+        }
+
+    def line(self) -> str:
+        a = self.artifact
+        if self.status is VerifyStatus.OK:
+            return f"ok        {a.label}  {self.path}"
+        if self.status is VerifyStatus.MISSING:
+            return f"MISSING   {a.label}  {a.filename}"
+        if self.status is VerifyStatus.SIZE_MISMATCH:
+            return (f"SIZE      {a.label}  {self.path}: {self.actual_size} bytes, "
+                    f"manifest says {a.size}")
+        if self.status is VerifyStatus.HASH_MISMATCH:
+            return (f"SHA256    {a.label}  {self.path}: {self.actual_sha256}, "
+                    f"manifest says {a.sha256}")
+        return f"UNREADABLE {a.label}  {self.path}: {self.detail}"
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    manifest: str
+    tarball_dir: str
+    results: tuple[VerifyResult, ...]  # in manifest order
+
+    def with_status(self, *statuses: VerifyStatus) -> tuple[VerifyResult, ...]:
+        return tuple(r for r in self.results if r.status in statuses)
+
+    @property
+    def ok(self) -> bool:
+        return all(r.status is VerifyStatus.OK for r in self.results)
+
+    def counts(self) -> dict[str, int]:
+        return {s.value: len(self.with_status(s)) for s in VerifyStatus}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"manifest": self.manifest, "tarball_dir": self.tarball_dir, "ok": self.ok,
+                "counts": self.counts(), "results": [r.as_dict() for r in self.results]}
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_dict(), indent=2, sort_keys=True) + "\n"
+
+
+def verify(
+    manifest: Manifest,
+    tarball_dir: str | os.PathLike[str],
+    *,
+    platforms: Iterable[str] | None = None,
+    cuda_variants: Iterable[str] | None = None,
+    packages: Sequence[str] | None = None,
+    jobs: int = 0,
+) -> VerifyReport:
+    """Check size, then sha256, of every selected artifact found in ``tarball_dir``.
+
+    Never raises for a bad tarball: missing, short, altered and unreadable files are results.
+    The size is compared first, so a truncated download is reported without hashing it.
+    """
+    artifacts = select_artifacts(manifest, platforms=platforms, cuda_variants=cuda_variants,
+                                 packages=packages)
+    workers = jobs if jobs > 0 else max(1, min(len(os.sched_getaffinity(0)), 8))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results = tuple(pool.map(lambda a: verify_artifact(a, tarball_dir), artifacts))
+    return VerifyReport(manifest.source, os.fspath(tarball_dir), results)
+
+
+def verify_artifact(artifact: Artifact, tarball_dir: str | os.PathLike[str]) -> VerifyResult:
+    path = find_tarball(artifact, tarball_dir)
+    if path is None:
+        return VerifyResult(artifact, VerifyStatus.MISSING)
+    try:
+        size = path.stat().st_size
+        if size != artifact.size:
+            return VerifyResult(artifact, VerifyStatus.SIZE_MISMATCH, str(path), size)
+        digest = sha256_file(path)
+    except OSError as exc:
+        return VerifyResult(artifact, VerifyStatus.UNREADABLE, str(path),
+                            detail=exc.strerror or str(exc))
+    status = VerifyStatus.OK if digest == artifact.sha256 else VerifyStatus.HASH_MISMATCH
+    return VerifyResult(artifact, status, str(path), size, digest)
+
+
+def sha256_file(path: Path) -> str:
+    """Stream in 1 MiB chunks into one reused buffer (no per-chunk allocation)."""
+    digest = hashlib.sha256()
+    buffer = bytearray(CHUNK)
+    view = memoryview(buffer)
+    with open(path, "rb", buffering=0) as fh:
+        while True:
+            n = fh.readinto(buffer)
+            if not n:
+                return digest.hexdigest()
+            digest.update(view[:n])

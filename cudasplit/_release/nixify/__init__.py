@@ -1,0 +1,89 @@
+"""Nix expressions for a whole release, from its manifest and its tarballs.
+
+For each package of ``redistrib_*.json`` whose tarballs are at hand, one ``<pname>.nix``:
+
+* ``outputs`` per platform: those the split fills from that tarball's members: the package
+  table's declared ``outputs`` (the rest falls back) less any this tarball leaves empty;
+* ``buildInputs``: the packages of the release that provide a ``DT_NEEDED`` name or a
+  ``dlopen`` target (where :mod:`cudasplit._elf.read.dlopen` is present) of one of its ELF files (the
+  soname graph), plus those its table names in ``runpath_append`` (``@cuda_nvrtc@``), plus
+  the Nixpkgs attributes of well-known outside libraries (``libstdc++.so.6`` ->
+  ``stdenv.cc.cc.lib``: :data:`EXTERNAL_PROVIDERS`); other names nothing provides are written
+  as a comment (the strict split fails on them until an input or ``--ignore-missing`` is
+  added);
+* the cudasplit hook's variables: ``cudasplitLibraryPath`` (the providers' ``lib``),
+  ``cudasplitPackageRoots`` (each package the table appends to RUNPATH), ``cudasplitCudaVersion``
+  (the release's X.Y, for the table's gates), ``cudasplitStrict``;
+* ``src`` from the manifest's ``relative_path`` and ``sha256``; ``meta.platforms``.
+
+Plus ``default.nix``, a function of ``callPackage`` returning every package, so an overlay or a
+package scope (``lib.makeScope``) can take it. Everything is sorted and laid out by one writer,
+so a release bump is a readable diff. Tarballs are read once each (the classification) plus
+once for the ELF dynamic sections.
+
+Deciding each expression is :mod:`cudasplit._release.nixify.plan`, writing it :mod:`cudasplit._release.nixify.render`;
+this module writes the files.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cudasplit._release.manifest import Manifest
+from cudasplit._release.nixify.plan import (
+    DEFAULT_BASE_URL,
+    EXTERNAL_PROVIDERS,
+    NIX_SYSTEMS,
+    PackagePlan,
+    PlatformPlan,
+    cuda_version_of,
+    plan_release,
+)
+from cudasplit._release.nixify.render import render_default, render_package
+from cudasplit.errors import ManifestError, OutputError
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "EXTERNAL_PROVIDERS",
+    "NIX_SYSTEMS",
+    "NixifyResult",
+    "PackagePlan",
+    "PlatformPlan",
+    "cuda_version_of",
+    "nixify",
+    "plan_release",
+    "render_default",
+    "render_package",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class NixifyResult:
+    output_dir: str
+    packages: tuple[PackagePlan, ...]
+    files: tuple[str, ...] = field(default=())
+
+
+def nixify(manifest: Manifest, tarball_dir: str | os.PathLike[str],
+           output_dir: str | os.PathLike[str], *, platforms: Iterable[str] | None = None,
+           packages: Iterable[str] | None = None, base_url: str = DEFAULT_BASE_URL,
+           jobs: int = 1) -> NixifyResult:
+    """Write ``<pname>.nix`` per package and ``default.nix`` into ``output_dir``."""
+    plans = plan_release(manifest, tarball_dir, platforms=platforms, packages=packages,
+                         base_url=base_url, jobs=jobs)
+    if not plans:
+        raise ManifestError(f"{manifest.source}: none of its tarballs is in {tarball_dir}")
+    name = Path(manifest.source).name
+    texts = {f"{p.pname}.nix": render_package(p, name) for p in plans}
+    texts["default.nix"] = render_default(plans, name)
+    out = Path(output_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for filename, text in sorted(texts.items()):
+            (out / filename).write_text(text)
+    except OSError as exc:
+        raise OutputError(f"{out}: cannot write ({exc.strerror or exc})") from exc
+    return NixifyResult(str(out), plans, tuple(sorted(texts)))

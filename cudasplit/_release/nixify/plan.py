@@ -1,0 +1,240 @@
+"""What each package's Nix expression says, decided from the release's manifest and tarballs.
+
+A :class:`PackagePlan` per package: the outputs each platform's tarball fills, the build inputs
+the soname graph and the package table call for, and the hook's package roots. Reading is
+:func:`plan_release`'s job; :mod:`cudasplit._release.nixify.render` writes the plans as Nix.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cudasplit._release.manifest import Artifact, Manifest, Package, find_tarball, select_artifacts
+from cudasplit._model import OUTPUT_NAMES
+from cudasplit._split.pipeline import SplitOptions
+from cudasplit._split.pipeline import split as _split
+from cudasplit._rulebook.pkgtable import Where
+from cudasplit._rulebook import PackageSettings, load_ruleset
+from cudasplit._elf.plan.runpath import is_glibc_name
+from cudasplit._release.sonames import PackageLinks, dependencies, provider_index, scan_elf_source
+from cudasplit.errors import ManifestError
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "EXTERNAL_PROVIDERS",
+    "NIX_SYSTEMS",
+    "PackagePlan",
+    "PlatformPlan",
+    "cuda_version_of",
+    "nix_ident",
+    "package_roots",
+    "plan_release",
+    "table_needs",
+]
+
+DEFAULT_BASE_URL = "https://developer.download.nvidia.com/compute/cuda/redist/"
+# Redistributable platform -> Nix system. linux-aarch64 (Jetson) shares aarch64-linux with
+# linux-sbsa and needs a capability switch Nixpkgs keeps elsewhere: it is left out here.
+NIX_SYSTEMS = {"linux-x86_64": "x86_64-linux", "linux-sbsa": "aarch64-linux",
+               "linux-ppc64le": "powerpc64le-linux"}
+_PLACEHOLDER = re.compile(r"@([A-Za-z0-9_.+-]+)@")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_'-]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformPlan:
+    platform: str
+    url: str
+    sha256: str
+    outputs: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PackagePlan:
+    """What one package's expression says (everything sorted)."""
+
+    pname: str
+    version: str
+    description: str
+    license: str | None
+    platforms: tuple[PlatformPlan, ...]
+    build_inputs: tuple[str, ...]
+    resolves: dict[str, tuple[str, ...]]  # provider -> the DT_NEEDED names it resolves
+    unresolved: tuple[str, ...]  # DT_NEEDED names nothing here provides (glibc's left out)
+    dlopened: tuple[str, ...]  # names of ``resolves`` found only as dlopen targets
+    package_roots: tuple[tuple[str, str], ...]  # --package-root KEY=${EXPR}: (KEY, EXPR)
+    table_inputs: dict[str, str] = field(default_factory=dict)  # pname -> the table key
+    outside: tuple[str, ...] = ()  # packages the table names that the manifest lacks
+    external: dict[str, tuple[str, ...]] = field(default_factory=dict)  # Nixpkgs expr -> names
+    cuda_version: str | None = None  # the release's X.Y: cudasplitCudaVersion
+    missing: tuple[str, ...] = ()  # platforms named by the manifest without a tarball here
+
+
+def plan_release(manifest: Manifest, tarball_dir: str | os.PathLike[str], *,
+                 platforms: Iterable[str] | None = None, packages: Iterable[str] | None = None,
+                 base_url: str = DEFAULT_BASE_URL, jobs: int = 1) -> tuple[PackagePlan, ...]:
+    """Read every tarball of the selection and decide each package's expression."""
+    wanted = None if platforms is None else tuple(platforms)
+    chosen = [a for a in select_artifacts(manifest, platforms=wanted or ("linux",),
+                                          packages=packages)
+              if a.platform in NIX_SYSTEMS and a.cuda_variant is None]
+    found = {a: find_tarball(a, tarball_dir) for a in chosen}
+    cuda = cuda_version_of(manifest)
+    links: dict[tuple[str, str], PackageLinks] = {}
+    outputs: dict[Artifact, tuple[str, ...]] = {}
+    for artifact, path in found.items():
+        if path is None:
+            continue
+        where = Where(manifest.package(artifact.package).version, cuda, artifact.platform)
+        outputs[artifact] = _outputs_of(path, where, jobs)
+        links[(artifact.package, artifact.platform)] = PackageLinks(
+            artifact.package, scan_elf_source(path, jobs=jobs))
+    plans = []
+    for package in manifest.packages:
+        arts = [a for a in chosen if a.package == package.pname]
+        have = [a for a in arts if a in outputs]
+        if have:
+            plans.append(_plan_package(package, have, [a for a in arts if a not in outputs],
+                                       outputs, links, base_url,
+                                       {p.pname for p in manifest.packages}, cuda))
+    return tuple(sorted(plans, key=lambda p: p.pname))
+
+
+def cuda_version_of(manifest: Manifest) -> str | None:
+    """The release's CUDA major.minor (``12.9`` for ``redistrib_12.9.1.json``): the package
+    table's gates and the setup hook's ``cudasplitCudaVersion``."""
+    label = manifest.release_label or ""
+    parts = label.split(".")
+    if manifest.release_product not in (None, "cuda") or len(parts) < 2:
+        return None
+    return ".".join(parts[:2]) if all(p.isdigit() for p in parts[:2]) else None
+
+
+def _outputs_of(path: Path, where: Where, jobs: int) -> tuple[str, ...]:
+    """The outputs the split fills from this tarball: the package table's where it declares
+    them (members of undeclared outputs fall back), less those this tarball leaves empty (a
+    declared output that stays empty fails a strict build, as buildRedist's check does)."""
+    options = SplitOptions(dry_run=True, patch=False, jobs=jobs, cuda_version=where.cuda_version,
+                           platform=where.platform)
+    report = _split(path, None, options=options)
+    filled = {name for name, rec in report.outputs.items() if rec.files}
+    return _ordered({"out", *filled})
+
+
+def _ordered(names: Iterable[str]) -> tuple[str, ...]:
+    """``out`` first (the default output), then the order buildRedist claims files in."""
+    return tuple(sorted(set(names), key=lambda n: (OUTPUT_NAMES.index(n)
+                                                   if n in OUTPUT_NAMES else 99, n)))
+
+
+def _plan_package(package: Package, arts: Sequence[Artifact], missing: Sequence[Artifact],
+                  outputs: Mapping[Artifact, tuple[str, ...]],
+                  links: Mapping[tuple[str, str], PackageLinks], base_url: str,
+                  release: set[str], cuda: str | None) -> PackagePlan:
+    table = load_ruleset(package.pname).package
+    resolves: dict[str, set[str]] = {}
+    unresolved: set[str] = set()
+    dlopened: set[str] = set()
+    for artifact in arts:
+        same_platform = [v for (_, plat), v in links.items() if plat == artifact.platform]
+        own = links[(package.pname, artifact.platform)]
+        deps, left = dependencies(own, provider_index(same_platform))
+        for provider, names in deps.items():
+            resolves.setdefault(provider, set()).update(names)
+        unresolved.update(left)
+        dlopened.update(own.dlopened - own.needed)
+    # A package the table names but the manifest lacks cannot be a callPackage argument.
+    wanted = table_needs(table, Where(package.version, cuda))
+    needs = {k: v for k, v in wanted.items() if k in release and k != package.pname}
+    roots = package_roots(table, needs)
+    inputs = sorted(set(resolves) | set(needs))
+    external = _external(unresolved)
+    external_names = {n for names in external.values() for n in names}
+    return PackagePlan(
+        pname=package.pname, version=package.version, description=package.name,
+        license=package.license,
+        platforms=tuple(PlatformPlan(a.platform, base_url + a.relative_path, a.sha256,
+                                     outputs[a]) for a in sorted(arts, key=_platform_key)),
+        build_inputs=tuple(inputs),
+        resolves={k: tuple(sorted(v)) for k, v in sorted(resolves.items())},
+        unresolved=tuple(sorted(n for n in unresolved if n not in external_names
+                                and not is_glibc_name(n))),
+        package_roots=roots, table_inputs=needs, external=external,
+        outside=tuple(sorted(set(wanted) - set(needs) - {package.pname})), cuda_version=cuda,
+        dlopened=tuple(sorted(dlopened & {n for v in resolves.values() for n in v})),
+        missing=tuple(sorted(a.platform for a in missing)))
+
+
+def _platform_key(artifact: Artifact) -> str:
+    return artifact.platform
+
+
+# Libraries CUDA packages need from outside the release, and the Nixpkgs attribute that provides
+# them (what Nixpkgs' CUDA packages give autoPatchelf). glibc's names need nothing: the
+# toolchain's dynamic linker and libc resolve them. Anything else is listed as unresolved.
+EXTERNAL_PROVIDERS = {
+    "libgcc_s.so.1": "stdenv.cc.cc.lib",
+    "libstdc++.so.6": "stdenv.cc.cc.lib",
+    "libz.so.1": "zlib",
+}
+
+
+def _external(names: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    found: dict[str, set[str]] = {}
+    for name in names:
+        expr = EXTERNAL_PROVIDERS.get(name)
+        if expr is not None:
+            found.setdefault(expr, set()).add(name)
+    return {expr: tuple(sorted(v)) for expr, v in sorted(found.items())}
+
+
+def package_roots(table: PackageSettings, needs: Mapping[str, str]
+                   ) -> tuple[tuple[str, str], ...]:
+    """What the split needs to know about the packages the table names: ``--package-root``
+    keys (``PNAME`` or ``PNAME.OUTPUT``) and the Nix expression of each directory."""
+    roots: dict[str, str] = {}
+    for pname, key in needs.items():
+        name = nix_ident(pname)
+        if key in ("runpath_append", "dlopen"):
+            roots[pname] = f"lib.getLib {name}"
+        elif key == "copy_packages":
+            roots[f"{pname}.out"] = f'lib.getOutput "out" {name}'
+    for pname in table.nvcc_includes:
+        if pname in needs:
+            roots[f"{pname}.include"] = f'lib.getOutput "include" {nix_ident(pname)}'
+    for pname in table.nvcc_libraries:
+        if pname in needs:
+            roots[f"{pname}.lib"] = f"lib.getLib {nix_ident(pname)}"
+            for output in ("static", "stubs"):
+                roots[f"{pname}.{output}"] = f'lib.getOutput "{output}" {nix_ident(pname)}'
+    return tuple(sorted(roots.items()))
+
+
+def table_needs(table: PackageSettings, where: Where) -> dict[str, str]:
+    """pname -> the package-table key that names it, gated entries only where they apply
+    (``dlopen`` gates compare the package's own version, the others ``where``)."""
+    needs: dict[str, str] = {}
+    for entry in table.runpath_append:
+        for match in _PLACEHOLDER.finditer(entry):
+            needs.setdefault(match.group(1), "runpath_append")
+    for need in table.dlopen:
+        if need.applies_to(where.version):
+            needs.setdefault(need.package, "dlopen")
+    for copy in table.copy_packages:
+        if copy.gate.applies(where):
+            needs.setdefault(copy.package, "copy_packages")
+    for key in ("nvcc_includes", "nvcc_libraries"):
+        for name in getattr(table, key):
+            needs.setdefault(name, key)
+    return dict(sorted(needs.items()))
+
+
+def nix_ident(name: str) -> str:
+    """``name`` as a Nix identifier (a ``callPackage`` argument); else a ``ManifestError``."""
+    if not _IDENT.match(name):
+        raise ManifestError(f"package name {name!r} is not a Nix identifier")
+    return name

@@ -1,0 +1,188 @@
+"""The soname graph of a release: which ELF file provides which SONAME and needs which names.
+
+One streaming pass per tarball (or unpacked directory, or split directory). The dynamic section
+of a large library lies near its end and its string table near its start, so ELF members are
+spooled to one reused temporary file and read with :func:`~cudasplit._elf.read.info.read_elf_info` (the
+same technique as the extended feature scan; disk use is bounded by the largest ELF member).
+Non-ELF members are skipped without reading their bytes.
+
+``dlopen`` targets (names in read-only data that the library opens at run time: libcublasLt
+opens ``libnvrtc.so.12``) come from ``cudasplit._elf.read.dlopen.scan_dlopen`` when that module is
+present (the ELF-edits work); without it only DT_NEEDED is read. The module is looked up at run
+time so this file works on either side of that merge. When a package's table names a library
+it loads at run time (``runpath_append = ["@cuda_nvrtc@/lib"]``), :mod:`cudasplit._release.nixify`
+counts that package as a dependency as well.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, BinaryIO
+
+from cudasplit._elf.read.info import ELF_MAGIC, ElfInfo, kind_from_head, read_elf_info
+from cudasplit._model import MemberType
+from cudasplit._elf.plan.runpath import is_driver_name
+from cudasplit._source import open_source
+from cudasplit.errors import ElfError
+
+__all__ = ["ElfFacts", "PackageLinks", "provider_index", "scan_elf_dir", "scan_elf_source"]
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ElfFacts:
+    """One ELF file: where it is (archive path, top directory stripped) and its links."""
+
+    path: str
+    soname: str | None
+    needed: tuple[str, ...]
+    dlopen: tuple[str, ...] = ()  # sorted; empty when dlopen detection is not available
+
+
+@dataclass(frozen=True, slots=True)
+class PackageLinks:
+    """The soname facts of one package (one tarball)."""
+
+    package: str
+    files: tuple[ElfFacts, ...]  # sorted by path
+
+    @property
+    def sonames(self) -> frozenset[str]:
+        """What the package provides: SONAMEs, and file names of libraries without one. Stubs
+        (``lib/stubs/libcuda.so``) provide nothing: they are link-time stand-ins for the
+        driver, never what runs."""
+        real = [f for f in self.files if "stubs" not in f.path.split("/")[:-1]]
+        names = {f.soname for f in real if f.soname}
+        names.update(os.path.basename(f.path) for f in real if ".so" in f.path)
+        return frozenset(names)
+
+    @property
+    def needed(self) -> frozenset[str]:
+        """Every DT_NEEDED name some file of the package lists, minus what it provides."""
+        return frozenset(n for f in self.files for n in f.needed) - self.sonames
+
+    @property
+    def dlopened(self) -> frozenset[str]:
+        """Every name some file of the package may ``dlopen``, minus what it provides."""
+        return frozenset(n for f in self.files for n in f.dlopen) - self.sonames
+
+
+def scan_elf_source(path: str | os.PathLike[str], *, jobs: int = 1) -> tuple[ElfFacts, ...]:
+    """Every ELF member of a tarball or unpacked redistributable, read in one pass."""
+    facts: list[ElfFacts] = []
+    with tempfile.NamedTemporaryFile(prefix="cudasplit-soname-") as spool:
+        for member, stream in open_source(path, jobs=jobs).members():
+            if member.type is not MemberType.FILE or stream is None:
+                continue
+            if kind_from_head(member.head) is None:
+                continue
+            found = _read_spooled(member.path, stream, spool)
+            if found is not None:
+                facts.append(found)
+    return tuple(sorted(facts))
+
+
+def _read_spooled(path: str, stream: BinaryIO, spool: IO[bytes]) -> ElfFacts | None:
+    spool.seek(0)
+    spool.truncate()
+    shutil.copyfileobj(stream, spool, 1 << 20)
+    spool.flush()
+    return _facts(path, spool.name)
+
+
+def _facts(path: str, file: str) -> ElfFacts | None:
+    try:
+        info = read_elf_info(file)
+    except ElfError:
+        # A damaged member has no links to report; the split itself reports it as a problem.
+        return None
+    if info is None or not info.has_dynamic:
+        return None
+    return ElfFacts(path, info.soname, info.needed, _dlopen_names(file, info))
+
+
+DlopenScan = Callable[[str, ElfInfo], tuple[str, ...]]
+
+
+@functools.cache
+def dlopen_scanner() -> DlopenScan | None:
+    """``cudasplit._elf.read.dlopen.scan_dlopen`` as names, or None where that module is absent."""
+    try:
+        module: Any = importlib.import_module("cudasplit._elf.read.dlopen")
+    except ImportError:
+        return None
+    scan = getattr(module, "scan_dlopen", None)
+    if scan is None:
+        return None
+
+    def names(file: str, info: ElfInfo) -> tuple[str, ...]:
+        return tuple(sorted({str(t.name) for t in scan(file, info)}))
+    return names
+
+
+def _dlopen_names(file: str, info: ElfInfo) -> tuple[str, ...]:
+    scan = dlopen_scanner()
+    if scan is None:
+        return ()
+    try:
+        return scan(file, info)
+    except ElfError:
+        return ()  # headers that lie: no dlopen facts, the DT_NEEDED ones stand
+
+
+def scan_elf_dir(root: str | os.PathLike[str]) -> tuple[ElfFacts, ...]:
+    """Every ELF file under ``root`` (an output of a split directory), symlinks not followed."""
+    facts = []
+    for rel, full in _files(Path(root)):
+        with open(full, "rb") as fh:
+            if fh.read(4) != ELF_MAGIC:
+                continue
+        found = _facts(rel, str(full))
+        if found is not None:
+            facts.append(found)
+    return tuple(sorted(facts))
+
+
+def _files(root: Path) -> Iterator[tuple[str, Path]]:
+    for dirpath, _dirs, names in os.walk(root):
+        for name in names:
+            full = Path(dirpath) / name
+            if not full.is_symlink() and full.is_file():
+                yield str(full.relative_to(root)), full
+
+
+def provider_index(packages: Iterable[PackageLinks]) -> dict[str, tuple[str, ...]]:
+    """SONAME -> the packages that provide it (sorted; usually one)."""
+    index: dict[str, set[str]] = {}
+    for package in packages:
+        for soname in package.sonames:
+            index.setdefault(soname, set()).add(package.package)
+    return {name: tuple(sorted(owners)) for name, owners in sorted(index.items())}
+
+
+def dependencies(package: PackageLinks, index: Mapping[str, tuple[str, ...]]
+                 ) -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
+    """(provider package -> the names it resolves, names no package of the release provides).
+
+    DT_NEEDED names and ``dlopen`` names both count (a dlopen'ed library is as needed at run
+    time); a dlopen name nobody in the release provides is not "unresolved": it may be the
+    driver's (``libcuda.so.1``) or optional."""
+    by_provider: dict[str, set[str]] = {}
+    unresolved = []
+    # The driver's libraries come from the driver link at run time, never from a package.
+    for name in sorted(n for n in package.dlopened - package.needed if not is_driver_name(n)):
+        for owner in (o for o in index.get(name, ()) if o != package.package):
+            by_provider.setdefault(owner, set()).add(name)
+    for name in sorted(n for n in package.needed if not is_driver_name(n)):
+        owners = [o for o in index.get(name, ()) if o != package.package]
+        if not owners:
+            unresolved.append(name)
+        for owner in owners:
+            by_provider.setdefault(owner, set()).add(name)
+    return ({k: tuple(sorted(v)) for k, v in sorted(by_provider.items())}, tuple(unresolved))

@@ -1,0 +1,171 @@
+"""The per-package table's structured entries: what each version/platform gate guards.
+
+Each entry is a frozen value parsed from one ``[package]`` key (:mod:`cudasplit._rulebook.pkgparse`)
+and gated by a :class:`~cudasplit._rulebook.gates.Gate` (:mod:`cudasplit._rulebook.gates` says how gates read
+the package's and the CUDA release's versions). ``Where``, ``Gate`` and the version helpers
+are re-exported here, where the rest of the package has always imported them from.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from cudasplit._rulebook.gates import GATE_KEYS, UNGATED, Gate, Where, version_at_least, version_tuple
+from cudasplit._globs import Glob, compile_glob
+
+__all__ = [
+    "GATE_KEYS",
+    "AddNeeded",
+    "DropEdit",
+    "Gate",
+    "LinkInto",
+    "OutputWhen",
+    "PcEdit",
+    "RunpathPackage",
+    "TextEdit",
+    "Where",
+    "added_needed",
+    "declared_outputs",
+    "version_at_least",
+    "version_tuple",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RunpathPackage:
+    """``{package = "libnvvm", subdir = "nvvm", cuda_since = "13.0"}``: another package
+    (root from ``--package-root``), gated; ``copy_packages`` copies it into ``subdir``."""
+
+    package: str
+    subdir: str = "lib"
+    gate: Gate = UNGATED
+
+    def entry(self) -> str:
+        return f"@{self.package}@/{self.subdir}" if self.subdir else f"@{self.package}@"
+
+
+@dataclass(frozen=True, slots=True)
+class PcEdit:
+    """One edit of the ``.pc`` files whose name matches ``files`` (see README, Rules)."""
+
+    files: tuple[Glob, ...]
+    gate: Gate = UNGATED
+    drop: bool = False                    # the file is not shipped (npp's nppi/nppicom)
+    requires: tuple[str, ...] = ()        # "cudart" -> "Requires: cudart-<X.Y of the file>"
+    replace: tuple[tuple[str, str], ...] = ()  # literal text substitutions
+    libdir_output: str | None = None      # libdir=<that output>/lib (nvml: stubs)
+    driver_rpath: bool = False            # Libs: ... -Wl,-rpath,<driver link>/lib
+    drop_cudaroot: bool = False           # cudart: the cudaroot= line is removed
+    cflags_packages: tuple[str, ...] = ()  # Cflags: -I<root of pname>/include (cudart 13)
+
+    def matches(self, name: str, where: Where) -> bool:
+        return any(g.matches(name) for g in self.files) and self.gate.applies(where)
+
+
+@dataclass(frozen=True, slots=True)
+class OutputWhen:
+    """An output declared only where the gate applies (cuda_cupti's static)."""
+
+    output: str
+    gate: Gate
+
+
+@dataclass(frozen=True, slots=True)
+class DropEdit:
+    """Members dropped where the gate applies (cuda_crt on CUDA 12: the nvcc payload), except
+    those matching ``keep``. ``@python@`` in a ``keep`` glob is the build's Python X.Y
+    (cuda_gdb keeps only its ``cuda-gdb-python<X.Y>-tui``); without one the entry drops
+    nothing -- which wrapper the build can run is unknown."""
+
+    globs: tuple[Glob, ...]
+    gate: Gate = UNGATED
+    keep: tuple[str, ...] = ()
+
+    def needs_python(self) -> bool:
+        return any("@python@" in k for k in self.keep)
+
+    def matches(self, path: str, where: Where) -> bool:
+        if not any(g.matches(path) for g in self.globs) or not self.gate.applies(where):
+            return False
+        if self.needs_python() and where.python_version is None:
+            return False
+        python = where.python_version or ""
+        return not any(compile_glob(k.replace("@python@", python)).matches(path)
+                       for k in self.keep)
+
+
+@dataclass(frozen=True, slots=True)
+class AddNeeded:
+    """``DT_NEEDED`` names added to the ELF files whose path matches ``files`` (Nixpkgs'
+    ``patchelf --add-needed`` in a postFixup: tensorrt's ``trtexec``, cuDNN 8). ``@major@`` in a
+    name is the package version's major (``libnvinfer_plugin.so.@major@``)."""
+
+    files: tuple[Glob, ...]
+    names: tuple[str, ...]
+    gate: Gate = UNGATED
+
+    def resolve(self, version: str | None) -> tuple[str, ...]:
+        """The names to add for a package of ``version`` (empty: the gate fails). A name that
+        needs ``@major@`` is left out when the version is unknown (it cannot be written)."""
+        if not self.gate.applies(Where(version=version)):
+            return ()
+        if not version:
+            return tuple(n for n in self.names if "@major@" not in n)
+        major = str(version_tuple(version)[0])
+        return tuple(n.replace("@major@", major) for n in self.names)
+
+
+def added_needed(entries: Sequence[AddNeeded],
+                 version: str | None) -> tuple[tuple[tuple[Glob, ...], tuple[str, ...]], ...]:
+    """``add_needed`` entries resolved for one package version: (file globs, names) pairs."""
+    return tuple((e.files, names) for e in entries if (names := e.resolve(version)))
+
+
+@dataclass(frozen=True, slots=True)
+class LinkInto:
+    """A relative link in ``directory`` to every placed file whose path matches ``files``, in
+    the file's output (tensorrt: ``include/onnx/NvOnnxParser.h -> ../NvOnnxParser.h``, what
+    Nixpkgs' ``ln -srt include/onnx/ NvOnnx*.h`` makes)."""
+
+    files: tuple[Glob, ...]
+    directory: str
+    gate: Gate = UNGATED
+
+    def links(self, placed: Iterable[tuple[str, str]],
+              where: Where) -> list[tuple[str, str, str]]:
+        """``(output, link path, link text)`` for the placed ``(output, path)`` pairs."""
+        if not self.gate.applies(where):
+            return []
+        found = []
+        for output, dest in sorted(placed):
+            if posixpath.dirname(dest) != self.directory and any(
+                    g.matches(dest) for g in self.files):
+                found.append((output, posixpath.join(self.directory, posixpath.basename(dest)),
+                              posixpath.relpath(dest, self.directory)))
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class TextEdit:
+    """Replacements in the text files whose path in their output matches ``files`` (libcudss's
+    CMake configs; see _textedits.py): ``replace`` literal ``(old, new)`` pairs, ``regex``
+    ``(pattern, new)`` pairs (Python ``re``, one line at a time like ``sed -E``)."""
+
+    files: tuple[Glob, ...]
+    replace: tuple[tuple[str, str], ...] = ()
+    regex: tuple[tuple[str, str], ...] = ()
+    gate: Gate = UNGATED
+
+    def matches(self, path: str, where: Where) -> bool:
+        return any(g.matches(path) for g in self.files) and self.gate.applies(where)
+
+
+def declared_outputs(outputs: Sequence[str], when: Sequence[OutputWhen],
+                     where: Where) -> tuple[str, ...]:
+    """``outputs`` less the gated ones whose gates all fail here."""
+    gated: dict[str, bool] = {}
+    for entry in when:
+        gated[entry.output] = gated.get(entry.output, False) or entry.gate.applies(where)
+    return tuple(o for o in outputs if gated.get(o, True))

@@ -1,0 +1,85 @@
+"""A loaded rule set's decisions: path renames, then the first matching rule names the output.
+
+The :class:`RuleSet` is frozen and pure: the same path and kind always get the same
+:class:`Decision`, which names the rule that made it (see :mod:`cudasplit._rulebook` for the
+precedence of the files the rules come from).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cudasplit._model import Kind
+from cudasplit._rulebook.pkgsettings import PackageSettings
+from cudasplit._rulebook.match import Rename, Rule, RuleRef
+
+__all__ = ["Decision", "RuleSet"]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Where one member goes and why. ``output`` is None for dropped members."""
+
+    output: str | None
+    rule: RuleRef
+    rule_obj: Rule | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSet:
+    rules: tuple[Rule, ...]
+    renames: tuple[Rename, ...]
+    package: PackageSettings
+    files: tuple[str, ...]
+
+    def normalise(self, path: str) -> tuple[str, Rename | None]:
+        for rename in self.renames:
+            new = rename.apply(path)
+            if new is not None:
+                return new, rename
+        return path, None
+
+    def classify(self, path: str, kind: Kind | str,
+                 allowed: frozenset[str] | None = None) -> Decision:
+        """Pure: the first rule matching ``path`` (already normalised) and ``kind`` whose output
+        the package has (``allowed``; None: all).
+
+        A rule naming a missing output passes the member on to the next matching rule: this is
+        Nixpkgs' positional ``moveToOutput`` (D4) -- with no ``static`` output a ``.a`` stays
+        where the ``lib`` move put it. ``include`` alone falls back to ``dev`` first
+        (``outputInclude``'s fallback). A drop rule wins when it is the first match.
+        """
+        kind = Kind(kind)  # the report's strings ("elf-shared") work as well as Kind members
+        first: Rule | None = None
+        for rule in self.rules:
+            if not rule.matches(path, kind):
+                continue
+            if rule.action == "drop" and first is None:
+                return Decision(None, rule.ref, rule)
+            first = first or rule
+            output = _present(rule.output, allowed) or _present(rule.fallback, allowed)
+            if output is not None:
+                # The first matching rule still names the decision and decides transforms
+                # and patching (nvcc.profile is rewritten wherever it lands).
+                return Decision(output, first.ref, first)
+        if first is not None:
+            return Decision("out", first.ref, first)
+        return Decision("out", RuleRef("<builtin>", "unclaimed"), None)
+
+    def explain(self, path: str, kind: Kind) -> list[tuple[Rule, bool]]:
+        """Each rule tried, in order, with whether it matched; stops at the first match."""
+        tried: list[tuple[Rule, bool]] = []
+        for rule in self.rules:
+            hit = rule.matches(path, kind)
+            tried.append((rule, hit))
+            if hit:
+                break
+        return tried
+
+
+def _present(output: str | None, allowed: frozenset[str] | None) -> str | None:
+    if output is None or allowed is None or output in allowed:
+        return output
+    if output == "include" and "dev" in allowed:
+        return "dev"
+    return None

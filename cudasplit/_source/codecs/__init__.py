@@ -1,0 +1,180 @@
+"""Opening a (compressed) tarball as one stream of tar bytes: the decoder for its codec.
+
+``open_decompressed`` yields one readable binary stream of tar bytes, whatever the codec:
+
+* ``.xz``: the stream footer and index are parsed up front (this also finds truncation and
+  trailing garbage before a single byte is delivered).  With ``jobs > 1`` the blocks listed
+  in the index are decoded concurrently by ``jobs`` threads (liblzma releases the GIL) and
+  delivered in order with bounded read-ahead.  Each block is decoded by wrapping it in a
+  minimal single-block .xz stream, so liblzma itself verifies the block header CRC, the
+  block check (CRC32/CRC64/SHA-256) and the block sizes against the index; the real index
+  CRC32 and the stream header/footer are verified here.
+* ``.zst``: ``zstandard`` decompression objects, frame by frame (the streaming reader of
+  ``zstandard`` silently accepts truncated input, so it is not used).
+* ``.gz``: the stdlib ``gzip`` reader; ``.bz2``: ``bz2`` decompressors, stream by stream.
+* ``external=True`` (or the measured default, see ``_EXTERNAL_BY_DEFAULT``) pipes the file
+  through the system ``xz``/``zstd`` binary instead.
+
+Every failure of the data becomes :class:`~cudasplit.errors.CorruptArchiveError` (or
+:class:`~cudasplit.errors.SourceError` for an unreadable file) with a one-line message that
+names the source; threads are stopped and subprocesses killed and reaped on close.
+
+This module picks the decoder; each lives in its own module: detection (``_codecdetect``),
+the chunk plumbing and the reader (``_codecchunks``), the .xz container (``_xz``), the
+decoder threads (``_codecthreads``), zstd (``_zstd``), gzip/bzip2/plain (``_codecstdlib``)
+and the system tools (``_codecexternal``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import IO, BinaryIO, cast
+
+from cudasplit._source.codecs.chunks import CHUNK, CODEC_ERRORS, ChunkReader
+from cudasplit._source.codecs.detect import Codec, detect_codec
+from cudasplit._source.codecs.external import ExternalDecompressor, external_command
+from cudasplit._source.codecs.stdlib import bz2_chunks, gzip_chunks, plain_chunks
+from cudasplit._source.codecs.threads import BlockPipeline
+from cudasplit._source.codecs.xz import XzBlock, XzStream, read_xz_layout, xz_block_chunks, xz_sequential_chunks
+from cudasplit._source.codecs.zstd import zstd_chunks
+from cudasplit.errors import SourceError
+
+__all__ = [
+    "CHUNK",
+    "CODEC_ERRORS",
+    "DEFAULT_READ_AHEAD",
+    "Codec",
+    "XzBlock",
+    "XzStream",
+    "detect_codec",
+    "external_command",
+    "open_decompressed",
+    "read_xz_layout",
+]
+
+log = logging.getLogger(__name__)
+
+# Bytes of decoded output the parallel xz decoder may buffer ahead of the reader.
+DEFAULT_READ_AHEAD = 64 << 20
+
+# Measured on 2 cores (benchmarks/README.md): single-block xz and zstd decode as
+# fast in-process as with the binaries; for multi-block xz, `xz -T2` is ~6% faster than the
+# threaded in-process decoder with 24 MiB blocks (2.6x faster with 192 MiB blocks) but only
+# because it buffers whole blocks: 160 MB RSS at 24 MiB blocks, 700 MB at 192 MiB, against
+# a fixed ~75/150 MB in-process.  Bounded memory wins the default; external=True is there
+# for those who prefer speed.
+_EXTERNAL_BY_DEFAULT: dict[Codec, bool] = {Codec.XZ: False, Codec.ZSTD: False}
+
+
+def _normalise_jobs(jobs: int) -> int:
+    return jobs if jobs >= 1 else (os.cpu_count() or 1)
+
+
+def _use_external(codec: Codec, external: bool | None) -> bool:
+    if external is None:
+        return _EXTERNAL_BY_DEFAULT.get(codec, False)
+    return external
+
+
+def _threaded_reader(tasks: Sequence[Callable[[], Iterator[bytes]]], source: str, jobs: int,
+                     read_ahead: int) -> ChunkReader:
+    pipeline = BlockPipeline(tasks, jobs, read_ahead)
+    return ChunkReader(pipeline.chunks(), source, on_close=pipeline.close)
+
+
+def _xz_reader(fh: IO[bytes], source: str, jobs: int, read_ahead: int,
+               threaded: bool) -> ChunkReader:
+    fd = fh.fileno()
+    streams = read_xz_layout(fd, os.fstat(fd).st_size, source=source)
+    blocks = [(s, b) for s in streams for b in s.blocks]
+    log.debug("%s: %d xz streams, %d blocks, %s", source, len(streams), len(blocks),
+              f"{jobs} decoder threads" if threaded else "decoding in the caller's thread")
+    if not threaded:
+        return ChunkReader(xz_sequential_chunks(fd, streams, source), source)
+    tasks = [functools.partial(xz_block_chunks, fd, s, b, source) for s, b in blocks]
+    return _threaded_reader(tasks, source, jobs, read_ahead)
+
+
+def _in_process_reader(fh: IO[bytes], codec: Codec, source: str, jobs: int,
+                       read_ahead: int, background: bool | None) -> ChunkReader:
+    # With jobs > 1 decoding happens in worker threads even when it cannot be split (one
+    # xz block, zstd, gzip): the caller's own work on the tar stream then overlaps with the
+    # decoder (which releases the GIL) instead of alternating with it.
+    threaded = background if background is not None else jobs > 1
+    if codec is Codec.XZ:
+        return _xz_reader(fh, source, jobs, read_ahead, threaded)
+    chunks: Callable[[], Iterator[bytes]]
+    if codec is Codec.GZIP:
+        chunks = functools.partial(gzip_chunks, fh)
+    elif codec is Codec.BZIP2:
+        chunks = functools.partial(bz2_chunks, fh, source)
+    elif codec is Codec.ZSTD:
+        chunks = functools.partial(zstd_chunks, fh, source)
+    else:
+        chunks = functools.partial(plain_chunks, fh)
+    if threaded:
+        return _threaded_reader([chunks], source, 1, read_ahead)
+    return ChunkReader(chunks(), source)
+
+
+def _external_reader(fh: IO[bytes], codec: Codec, path: Path, source: str,
+                     jobs: int) -> ChunkReader | None:
+    argv = external_command(codec, path, jobs)
+    if argv is None:
+        return None
+    if codec is Codec.XZ:
+        # Same up-front structure check as in-process, so that trailing garbage and
+        # truncation are reported identically (xz itself would also catch them, later).
+        fd = fh.fileno()
+        read_xz_layout(fd, os.fstat(fd).st_size, source=source)
+    try:
+        proc = ExternalDecompressor(argv, source)
+    except OSError as exc:
+        log.warning("%s: cannot run %s (%s); decompressing in-process", source, argv[0], exc)
+        return None
+    return ChunkReader(proc.chunks(), source, on_close=proc.close)
+
+
+@contextlib.contextmanager
+def open_decompressed(
+    path: Path,
+    *,
+    jobs: int = 1,
+    external: bool | None = None,
+    read_ahead: int = DEFAULT_READ_AHEAD,
+    background: bool | None = None,
+) -> Iterator[BinaryIO]:
+    """Open ``path`` as a stream of decompressed tar bytes.
+
+    ``jobs``: decoder threads for multi-block .xz (``xz -T`` for the external path);
+    ``< 1`` means one per CPU.  ``external``: True pipes through the system ``xz``/``zstd``
+    (falling back to in-process when the binary is absent), False never does, None picks
+    what measured fastest.  ``read_ahead``: bytes of decoded output the threaded xz decoder
+    may buffer.  ``background``: decode in worker threads (a read-ahead thread for codecs
+    that cannot be split) even with ``jobs=1`` (True) or never (False); None means
+    "when ``jobs > 1``".
+    """
+    source = str(path)
+    jobs = _normalise_jobs(jobs)
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise SourceError(f"cannot open ({exc.strerror})", source=source) from exc
+    with fh:
+        try:
+            codec = detect_codec(fh.read(512), source=source)
+        except OSError as exc:
+            raise SourceError(f"cannot read ({exc.strerror})", source=source) from exc
+        fh.seek(0)
+        reader = None
+        if codec is not Codec.NONE and _use_external(codec, external):
+            reader = _external_reader(fh, codec, path, source, jobs)
+        if reader is None:
+            reader = _in_process_reader(fh, codec, source, jobs, read_ahead, background)
+        with reader:
+            yield cast(BinaryIO, reader)

@@ -1,0 +1,65 @@
+"""The system-tool fallback: the ``xz``/``zstd`` binaries piped, killed and reaped on close."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from cudasplit._source.codecs.chunks import CHUNK
+from cudasplit._source.codecs.detect import Codec
+from cudasplit.errors import CorruptArchiveError
+
+__all__ = ["ExternalDecompressor", "external_command"]
+
+log = logging.getLogger(__name__)
+
+
+def external_command(codec: Codec, path: Path, jobs: int) -> list[str] | None:
+    """The system command line that decompresses ``path`` to stdout, if the binary exists."""
+    if codec is Codec.XZ and (exe := shutil.which("xz")):
+        return [exe, "-dc", f"-T{jobs}", "--", str(path)]
+    if codec is Codec.ZSTD and (exe := shutil.which("zstd")):
+        return [exe, "-dcq", "--", str(path)]
+    return None
+
+
+class ExternalDecompressor:
+    """A decompressor process whose stdout we read; killed and reaped on close."""
+
+    def __init__(self, argv: list[str], source: str) -> None:
+        self._source = source
+        # stderr goes to a file, not a pipe: nothing to drain, so no deadlock either way.
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
+        self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                      stderr=self._stderr)
+        assert self._proc.stdout is not None
+        self._out = self._proc.stdout
+        with contextlib.suppress(OSError):  # a bigger pipe means fewer context switches
+            fcntl.fcntl(self._out.fileno(), fcntl.F_SETPIPE_SZ, CHUNK)
+        log.debug("started %s (pid %d)", argv, self._proc.pid)
+
+    def chunks(self) -> Iterator[bytes]:
+        fd = self._out.fileno()
+        while chunk := os.read(fd, CHUNK):
+            yield chunk
+        rc = self._proc.wait()
+        self._stderr.seek(0)
+        message = self._stderr.read().decode(errors="replace").strip()
+        if rc != 0 or message:
+            first = message.splitlines()[0] if message else f"exit status {rc}"
+            raise CorruptArchiveError(f"external decompressor failed: {first}",
+                                      source=self._source)
+
+    def close(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.kill()
+        self._proc.wait()
+        self._out.close()
+        self._stderr.close()

@@ -1,0 +1,83 @@
+"""Bomb guards: the limits a source may expand to, and their one-line refusals."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cudasplit._source.names import short_name
+from cudasplit.errors import LimitExceededError
+
+__all__ = [
+    "DEFAULT_MAX_MEMBERS",
+    "DEFAULT_MAX_RATIO",
+    "DEFAULT_MAX_TOTAL_BYTES",
+    "RATIO_GRACE",
+    "Guard",
+    "Limits",
+]
+
+# Decompression bomb guard defaults (``--max-size`` / ``--max-ratio`` raise them). The ratio
+# only counts once the archive has expanded past ``RATIO_GRACE``: tiny archives of small
+# files have high ratios without being dangerous.
+DEFAULT_MAX_TOTAL_BYTES = 64 << 30
+DEFAULT_MAX_RATIO = 200.0
+RATIO_GRACE = 16 << 20
+# Member count guard (``--max-members``). The largest redistributables hold a few thousand
+# members (cuda_cccl 13.0: 1,845 entries; nsight's Qt and Python trees fewer than 10,000);
+# every member costs a report record, a file and ~1.1 KB of memory in the pipeline, so a
+# million empty ones (3.5 MB of .tar.zst) is a bomb of its own.
+DEFAULT_MAX_MEMBERS = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Bomb guards: bytes the members may expand to (absolute and per input byte), and how
+    many members a source may have (archives and directories).
+
+    Sizes are charged from the headers, before a member's data is read, so nothing of a
+    member that would cross a limit is written. Hard links count again (they may be copied
+    between outputs), GNU sparse members count with their expanded size (and are then
+    refused), pax and GNU long-name headers count with their size.
+    """
+
+    max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES
+    max_ratio: float = DEFAULT_MAX_RATIO
+    max_members: int = DEFAULT_MAX_MEMBERS
+
+
+class Guard:
+    """The bomb limits of one source: expanded bytes (absolute and per input byte) and the
+    member count, each refused with a one-line LimitExceededError naming its option."""
+
+    def __init__(self, limits: Limits, source: str, compressed_size: Callable[[], int]) -> None:
+        self.limits = limits
+        self.source = source
+        self._compressed_size = compressed_size
+        self.expanded = 0
+        self.members = 0
+
+    def count_member(self, name: str, *, at_least: int = 0) -> None:
+        """One more member (or, for a directory listing, at least ``at_least`` in all)."""
+        self.members = max(self.members + 1, at_least)
+        if self.members > self.limits.max_members:
+            raise LimitExceededError(
+                f"more than {self.limits.max_members} members "
+                "(member count guard; raise it with --max-members)",
+                source=self.source, member=short_name(name))
+
+    def charge(self, size: int, name: str) -> None:
+        self.expanded += size
+        limits = self.limits
+        if self.expanded > limits.max_total_bytes:
+            raise LimitExceededError(
+                f"archive expands to more than {limits.max_total_bytes} bytes "
+                "(decompression bomb guard; raise it with --max-size)",
+                source=self.source, member=short_name(name))
+        if self.expanded > RATIO_GRACE:
+            ratio = self.expanded / max(self._compressed_size(), 1)
+            if ratio > limits.max_ratio:
+                raise LimitExceededError(
+                    f"archive expands {ratio:.0f} times its size, more than {limits.max_ratio:g} "
+                    "(decompression bomb guard; raise it with --max-ratio)",
+                    source=self.source, member=short_name(name))

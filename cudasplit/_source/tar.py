@@ -1,0 +1,233 @@
+"""The tarball source: one pass over a (compressed) tar stream, member by member.
+
+Each member is checked and charged against the bomb limits before its data is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO, cast
+
+from cudasplit._source.codecs import open_decompressed
+from cudasplit._source.limits import Guard, Limits
+from cudasplit._source.names import MAX_PATH_BYTES, check_text, normalise_member_path, short_name
+from cudasplit._model import Member, MemberType, PackageId
+from cudasplit._source.base import HEAD_SIZE
+from cudasplit._source.topdir import TopDir, decide_top_dir, package_from_filename
+from cudasplit._source.tarheaders import (
+    DIRECTORY,
+    HARDLINK,
+    REGULAR,
+    SPECIAL,
+    SYMLINK,
+    TarFormatError,
+    TarHeader,
+    TarReader,
+)
+from cudasplit.errors import CorruptArchiveError, LimitExceededError, UnsafeMemberError
+
+__all__ = ["TarSource"]
+
+# What the codec stream under the tar reader raises for damaged input besides
+# CorruptArchiveError (the codecs translate their own errors; these are the stragglers).
+_TAR_ERRORS: tuple[type[BaseException], ...] = (EOFError, OSError, ValueError)
+_MEMBER_ERRORS: tuple[type[BaseException], ...] = (TarFormatError, *_TAR_ERRORS)
+
+
+class TarSource:
+    """A (compressed) tarball, streamed in one pass."""
+
+    def __init__(self, path: Path, *, package: PackageId | None = None, jobs: int = 1,
+                 limits: Limits | None = None, strip_components: int | None = None) -> None:
+        self.strip_components = strip_components
+        self.keep_alive: object = None
+        self.path = path
+        self.description = str(path)
+        self.jobs = jobs
+        self._override = package
+        self._package: PackageId | None = package
+        self.last_good_member: str | None = None
+        self.limits = limits or Limits()
+        self._guard = Guard(self.limits, self.description, self._compressed_size)
+        # member path -> size, to charge hard links; empty files are left out (a million
+        # empty members must not cost a million entries)
+        self._sizes: dict[str, int] = {}
+
+    @property
+    def package(self) -> PackageId:
+        """Known once the first member was read (or from the file name / override)."""
+        if self._package is None:
+            return package_from_filename(self.path)
+        return self._package
+
+    def members(self) -> Iterator[tuple[Member, BinaryIO | None]]:
+        with open_decompressed(self.path, jobs=self.jobs) as stream:
+            reader = TarReader(stream, self._charge_extended)
+            yield from self._iterate(reader)
+
+    def _iterate(self, reader: TarReader) -> Iterator[tuple[Member, BinaryIO | None]]:
+        top = TopDir()
+        while True:
+            info = self._next(reader)
+            if info is None:
+                return
+            self._guard.count_member(info.name)
+            raw_path = normalise_member_path(info.name, source=self.description)
+            self._charge(info, raw_path)
+            if not top.decided:
+                self._decide_top(top, raw_path)
+            path = top.strip(raw_path, source=self.description)
+            if path:
+                yield self._member(reader, info, path, top)
+            self.last_good_member = info.name
+
+    def _next(self, reader: TarReader) -> TarHeader | None:
+        try:
+            return reader.next()
+        except CorruptArchiveError as exc:  # from the codec, while skipping data
+            raise self._located(exc) from exc
+        except TarFormatError as exc:
+            if exc.limit:
+                raise LimitExceededError(f"{exc}{self._after()} (header bomb guard)",
+                                         source=self.description) from exc
+            raise CorruptArchiveError(f"corrupt or truncated tar data{self._after()} ({exc})",
+                                      source=self.description) from exc
+        except _TAR_ERRORS as exc:
+            raise CorruptArchiveError(f"corrupt or truncated tar data{self._after()} ({exc})",
+                                      source=self.description) from exc
+
+    def _after(self) -> str:
+        return (f" after member {self.last_good_member!r}" if self.last_good_member
+                else " before the first member")
+
+    def _located(self, exc: CorruptArchiveError) -> CorruptArchiveError:
+        """The codec's error, naming the last good member (the codec cannot know it)."""
+        message = str(exc).removeprefix(f"{self.description}: ")
+        return CorruptArchiveError(f"{message}{self._after()}", source=self.description)
+
+    def _charge_extended(self, size: int) -> None:
+        """pax and GNU long-name headers expand in memory: they count like member data."""
+        self._guard.charge(size, self.last_good_member or "(extended header)")
+
+    def _charge(self, info: TarHeader, path: str) -> None:
+        """Count a member against the bomb limits before any of its data is read."""
+        if info.sparse_size is not None:
+            self._guard.charge(info.sparse_size, info.name)
+            raise UnsafeMemberError("GNU sparse file (not supported: no redistributable "
+                                    "uses them)", source=self.description,
+                                    member=short_name(info.name))
+        if info.type == REGULAR:
+            size = info.size
+            if size:
+                self._sizes[path] = size
+        elif info.type == HARDLINK:
+            size = self._sizes.get(normalise_member_path(info.linkname,
+                                                         source=self.description), 0)
+        else:
+            return
+        self._guard.charge(size, info.name)
+
+    def _compressed_size(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except OSError:
+            return 0
+
+    def _decide_top(self, top: TopDir, first: str) -> None:
+        top.decided = True
+        top.name, top.count, parsed = decide_top_dir(
+            first, strip_components=self.strip_components, override=self._override,
+            source=self.description)
+        if parsed is not None and self._override is None:
+            self._package = parsed
+
+    def _member(
+        self, reader: TarReader, info: TarHeader, path: str, top: TopDir
+    ) -> tuple[Member, BinaryIO | None]:
+        mode = info.mode
+        if info.type == REGULAR:
+            raw = cast(BinaryIO, reader.data(info.size))
+            head = self._read_head(raw, info.name)
+            member = Member(path, MemberType.FILE, mode, info.size, None, info.mtime, head)
+            guarded = _Guarded(raw, self, info.name)
+            return member, cast(BinaryIO, _Replay(head, cast(BinaryIO, guarded)))
+        if info.type == DIRECTORY:
+            return Member(path, MemberType.DIR, mode, 0, None, info.mtime), None
+        if info.type == SYMLINK:
+            check_text(info.linkname, source=self.description, what="link target",
+                       member=info.name)
+            if len(info.linkname.encode()) > MAX_PATH_BYTES:  # resolving it costs O(length^2)
+                raise UnsafeMemberError("link target too long", source=self.description,
+                                        member=short_name(info.name))
+            return Member(path, MemberType.SYMLINK, mode, 0, info.linkname, info.mtime), None
+        if info.type == HARDLINK:
+            target = normalise_member_path(info.linkname, source=self.description)
+            stripped = top.strip(target, source=self.description) or ""
+            return Member(path, MemberType.HARDLINK, mode, 0, stripped, info.mtime), None
+        if info.type in SPECIAL:
+            raise UnsafeMemberError("device node, FIFO or other special file",
+                                    source=self.description, member=short_name(info.name))
+        raise UnsafeMemberError(f"unsupported member type {info.type!r}",
+                                source=self.description, member=short_name(info.name))
+
+    def _read_head(self, raw: BinaryIO, name: str) -> bytes:
+        try:
+            return raw.read(HEAD_SIZE)
+        except CorruptArchiveError as exc:
+            raise _in_member(exc, self.description, name) from exc
+        except _MEMBER_ERRORS as exc:
+            raise CorruptArchiveError(f"truncated member data ({exc})", source=self.description,
+                                      member=short_name(name)) from exc
+
+
+class _Guarded:
+    """Member stream that turns truncation into CorruptArchiveError naming the member."""
+
+    def __init__(self, raw: BinaryIO, source: TarSource, name: str) -> None:
+        self._raw = raw
+        self._source = source
+        self._name = name
+
+    def read(self, n: int = -1) -> bytes:
+        try:
+            return self._raw.read(n)
+        except CorruptArchiveError as exc:
+            raise _in_member(exc, self._source.description, self._name) from exc
+        except _MEMBER_ERRORS as exc:
+            raise CorruptArchiveError(f"truncated member data ({exc})",
+                                      source=self._source.description,
+                                      member=short_name(self._name)) from exc
+
+
+def _in_member(exc: CorruptArchiveError, source: str, name: str) -> CorruptArchiveError:
+    """A codec error raised while a member's data was read: name that member."""
+    if exc.member is not None:
+        return exc
+    message = str(exc).removeprefix(f"{source}: ")
+    return CorruptArchiveError(message, source=source, member=short_name(name))
+
+
+class _Replay:
+    """A stream that returns ``head`` and then the rest of ``raw`` (the head was peeked)."""
+
+    def __init__(self, head: bytes, raw: BinaryIO) -> None:
+        self._head = memoryview(head)
+        self._raw = raw
+
+    def read(self, n: int = -1) -> bytes:
+        if self._head:
+            if n < 0 or n >= len(self._head):
+                out = bytes(self._head)
+                self._head = memoryview(b"")
+                rest = self._raw.read(-1 if n < 0 else n - len(out))
+                return out + rest
+            out = bytes(self._head[:n])
+            self._head = self._head[n:]
+            return out
+        return self._raw.read(n)
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)

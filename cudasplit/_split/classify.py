@@ -1,0 +1,132 @@
+"""The normalise and classify stages: archive path -> output path, member -> kind -> output.
+
+Pure functions of the member record and the frozen rule set (no sink, no report), so ``explain``
+and every planner get the same answer for a path. A member's facts are returned as a frozen
+value (:class:`~cudasplit._split.outcomes.MemberFacts`) for the report writer.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from enum import Enum
+
+from cudasplit._elf.read.info import kind_from_head
+from cudasplit._split.libmajor import LibMajor
+from cudasplit._model import Kind, Member, MemberType
+from cudasplit._split.outcomes import MemberFacts
+from cudasplit._rulebook.pkgtable import Where
+from cudasplit._rulebook import Decision, Rename, RuleSet
+
+__all__ = ["AR_MAGIC", "BUILTIN", "PACKAGE_DROP", "Action", "Classified", "Normaliser",
+           "classify_member", "fallback_output", "member_kind"]
+
+AR_MAGIC = b"!<arch>\n"
+PACKAGE_DROP = "dropped by the package table"
+BUILTIN = "<builtin>"
+
+
+def member_kind(member: Member) -> Kind:
+    """Content-aware kind: ELF files and ``ar`` archives are recognised by magic bytes."""
+    if member.type is MemberType.DIR:
+        return Kind.DIR
+    if member.type is MemberType.SYMLINK:
+        return Kind.SYMLINK
+    if member.type is MemberType.HARDLINK:
+        return Kind.HARDLINK
+    elf_kind = kind_from_head(member.head)
+    if elf_kind is not None:
+        return elf_kind
+    if member.head.startswith(AR_MAGIC) or member.path.endswith(".a"):
+        return Kind.STATIC
+    return Kind.FILE
+
+
+def fallback_output(output: str, allowed: frozenset[str] | None) -> str:
+    """Nixpkgs' fallback when an output does not exist: include -> dev -> out, others -> out."""
+    if allowed is None or output in allowed:
+        return output
+    if output == "include" and "dev" in allowed:
+        return "dev"
+    return "out"
+
+
+@dataclass(frozen=True, slots=True)
+class Normaliser:
+    """Archive path -> (dest, rename used, reason to drop). ``dest`` None: a lifted directory.
+
+    Order: package lift (``nsight-systems/<ver>/``), then ``lib/<cudaMajor>/`` lifting
+    (multi-CUDA packages; other majors are dropped, as Nixpkgs does), then renames.
+    """
+
+    ruleset: RuleSet
+    where: Where
+    lib_major: LibMajor   # D9 (_libmajor.py); it learns from the members as they arrive
+
+    def __call__(self, path: str) -> tuple[str | None, Rename | None, str | None]:
+        lifted = self.ruleset.package.lift_path(path)
+        if lifted is None:
+            return None, None, None
+        lifted, lib_drop = self.lib_major.route(lifted)
+        if lib_drop is not None:
+            return None, None, lib_drop
+        # Drops name archive paths before renames: cuda_cccl 13 deletes the stale top-level
+        # include/nv/ *before* include/cccl/nv/ is un-nested into its place.
+        if self.ruleset.package.dropped(lifted, self.where):
+            return None, None, PACKAGE_DROP + " (drop)"
+        dest, rename = self.ruleset.normalise(lifted)
+        if dest.endswith(".pc") and any(
+                e.drop and e.matches(posixpath.basename(dest), self.where)
+                for e in self.ruleset.package.pkgconfig_edits):
+            return None, None, PACKAGE_DROP + " (pkgconfig_edits)"
+        return dest, rename, None
+
+    def dest(self, path: str) -> str | None:
+        return self(path)[0]
+
+
+class Action(Enum):
+    SKIP = "skip"               # dropped, or a directory (created where its content lands)
+    SYMLINK = "symlink"         # deferred to the link plan
+    HARDLINK = "hardlink"       # deferred to the link plan
+    PLACE = "place"             # a file: written to its output
+
+
+@dataclass(frozen=True, slots=True)
+class Classified:
+    facts: MemberFacts          # what the report says of the member, as classified
+    action: Action
+    kind: Kind
+    decision: Decision
+    rename: Rename | None
+
+
+def classify_member(member: Member, normalise: Normaliser,
+                    allowed: frozenset[str] | None) -> Classified:
+    """The normalise and classify stages for one member: its record and what to do with it."""
+    kind = member_kind(member)
+    dest, rename, dropped = normalise(member.path)
+    decision = normalise.ruleset.classify(dest or member.path, kind, allowed)
+    output, rule, note = None, str(decision.rule), None
+    action = Action.SKIP
+    if dropped is not None:
+        why = "package-drop" if dropped.startswith(PACKAGE_DROP) else "cuda-major"
+        dest, rule, note = None, f"{BUILTIN}:{why}", dropped
+    elif member.type is MemberType.DIR or dest is None:
+        rule, dest = f"{BUILTIN}:directory", None
+        note = "directories are created where their content lands"
+    elif decision.output is None and decision.rule_obj is not None:
+        # An explicit drop rule wins over link placement too (tensorrt's bin -> targets/…).
+        dest, note = None, "dropped by rule"
+    elif member.type is MemberType.SYMLINK:
+        action = Action.SYMLINK
+    elif member.type is MemberType.HARDLINK:
+        action = Action.HARDLINK
+    elif decision.output is None:
+        dest, note = None, "dropped by rule"
+    else:
+        action = Action.PLACE
+        output = fallback_output(decision.output, allowed)
+    facts = MemberFacts(member.path, kind.value, output, dest, rule, member.size, member.link,
+                        note)
+    return Classified(facts, action, kind, decision, rename)

@@ -1,0 +1,219 @@
+"""The link plan: symlinks, hard links and generated links, placed once the stream has ended.
+
+Symlinks may name members that come later in the archive, so they are deferred and resolved
+against the complete :class:`~cudasplit._split.placements.Placements`: a symlink follows its target's
+output (or every output holding a directory target), never dangles and never climbs out of
+the package root. The planner returns what to create (:class:`SymlinkOp`, :class:`HardlinkOp`),
+which hard-linked ELF copies need their own patch, and the link members' revised facts (where
+each went, or why not) for the report writer; the split loop hands the ops to the sink.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from cudasplit._split.classify import BUILTIN, fallback_output
+from cudasplit._split.linkresolve import LinkResolver, join_link, link_text
+from cudasplit._model import Kind, Member
+from cudasplit._split.outcomes import MemberFacts
+from cudasplit._rulebook.pkgtable import Where
+from cudasplit._split.placements import Placed, Placements
+from cudasplit._rulebook import Rename, Rule, RuleSet
+from cudasplit._source import member_parent
+
+__all__ = ["BUILTIN", "Deferred", "ElfCopy", "HardlinkOp", "LinkOp", "LinkPlanner", "SymlinkOp",
+           "join_link", "link_text"]
+
+Complain = Callable[[str, str | None, str], None]   # (code, archive path, message)
+
+
+@dataclass(frozen=True, slots=True)
+class SymlinkOp:
+    output: str
+    dest: str
+    target: str
+
+
+@dataclass(frozen=True, slots=True)
+class HardlinkOp:
+    output: str
+    dest: str
+    src_output: str
+    src_dest: str
+
+
+@dataclass(frozen=True, slots=True)
+class ElfCopy:
+    """A hard link to an ELF file that landed in another output: a copy with its own RUNPATH."""
+
+    position: int       # the hard link member's, in source order
+    path: str
+    output: str
+    dest: str
+    rule: Rule | None
+
+
+LinkOp = SymlinkOp | HardlinkOp
+
+
+@dataclass(slots=True)
+class LinkPlanner:
+    ruleset: RuleSet
+    where: Where
+    allowed: frozenset[str] | None
+    normalise: Callable[[str], str | None]
+    placements: Placements
+    problem: Complain
+    warn: Complain
+    symlinks: list[Deferred] = field(default_factory=list)
+    hardlinks: list[Deferred] = field(default_factory=list)
+    revised: list[tuple[int, MemberFacts]] = field(default_factory=list)  # link members' facts
+    link_backs: set[tuple[str, Rename]] = field(default_factory=set)
+    pc_aliases: list[tuple[str, str, str]] = field(default_factory=list)  # output, dest, alias
+    ops: list[LinkOp] = field(default_factory=list)
+    elf_copies: list[ElfCopy] = field(default_factory=list)
+    _resolver: LinkResolver | None = None   # once the stream has ended
+
+    # -- during the stream ------------------------------------------------------------------
+
+    def defer_symlink(self, member: Member, facts: MemberFacts, position: int) -> None:
+        self.symlinks.append(Deferred(member, facts, position))
+
+    def defer_hardlink(self, member: Member, facts: MemberFacts, position: int) -> None:
+        """Tar semantics: a hard link names an *earlier* file. Links are placed at the end, so
+        without this check a link to itself, to a later member or to a symlink could resolve."""
+        link = Deferred(member, facts, position)
+        if member.link in self.placements.placed:
+            self.hardlinks.append(link)
+            return
+        self._revise(link, replace(link.facts, dest=None))
+        self.warn("dangling-hardlink", member.path,
+                  f"hard link to {member.link!r}, which is not an earlier placed file; skipped")
+
+    # -- after the stream -------------------------------------------------------------------
+
+    def plan(self) -> None:
+        index = {d.member.path: d.member.link for d in self.symlinks if d.member.link is not None}
+        self._resolver = LinkResolver(self.placements, index)
+        for link in self.hardlinks:
+            self._place_hardlink(link)
+        for link in self.symlinks:
+            self._place_symlink(link)
+        self._place_link_backs()
+        self._place_pc_aliases()
+        self._place_extra_links()
+
+    def take(self) -> tuple[list[LinkOp], list[ElfCopy], list[tuple[int, MemberFacts]]]:
+        """The ops, ELF copies and revised facts so far (handed over once: later calls start
+        anew)."""
+        ops, copies, revised = self.ops, self.elf_copies, self.revised
+        self.ops, self.elf_copies, self.revised = [], [], []
+        return ops, copies, revised
+
+    def add_link(self, output: str, dest: str, text: str, origin: str) -> None:
+        """Create a symlink unless the name is taken: by a member, an earlier link, or a real
+        directory holding files (the link would replace it)."""
+        if (output, dest) in self.placements.occupied:
+            return
+        if (output, dest) in self.placements.output_dirs:
+            self.warn("link-over-directory", origin,
+                      f"not placed in {output}: a directory of that name holds files")
+            return
+        self.ops.append(SymlinkOp(output, dest, text))
+        self.placements.occupied[(output, dest)] = origin
+
+    def _revise(self, link: Deferred, facts: MemberFacts) -> None:
+        """The link member's facts as the plan leaves them (a new value for the writer)."""
+        self.revised.append((link.position, facts))
+
+    def _place_hardlink(self, link: Deferred) -> None:
+        member, facts = link.member, link.facts
+        assert member.link is not None
+        source = self.placements.placed.get(member.link)
+        if source is None:
+            self._revise(link, replace(link.facts, dest=None))
+            self.warn("dangling-hardlink", member.path,
+                      f"hard link to {member.link!r}, which was not placed")
+            return
+        decision = self.ruleset.classify(facts.dest or member.path, source.kind, self.allowed)
+        if decision.output is None:
+            self._revise(link, replace(link.facts, dest=None, note="dropped by rule",
+                                       rule=str(decision.rule)))
+            return
+        output = fallback_output(decision.output, self.allowed)
+        self._revise(link, replace(link.facts, output=output, rule=str(decision.rule)))
+        assert facts.dest is not None
+        self.ops.append(HardlinkOp(output, facts.dest, source.output, source.dest))
+        self.placements.remember(member.path, Placed(output, facts.dest, source.kind))
+        if output != source.output and source.kind.value.startswith("elf-"):
+            self.elf_copies.append(ElfCopy(link.position, member.path, output, facts.dest,
+                                           decision.rule_obj))
+
+    def _place_symlink(self, link: Deferred) -> None:
+        member = link.member
+        assert member.link is not None and link.facts.dest is not None
+        assert self._resolver is not None
+        refusal = self._resolver.refusal(member.path, member.link)
+        if refusal is not None:
+            self._revise(link, replace(link.facts, dest=None))
+            self.problem(refusal[0], member.path, refusal[1])
+            return
+        target = self._resolver.resolve(member.path)
+        if target is None:
+            self._revise(link, replace(link.facts, dest=None))
+            self.problem("dangling-symlink", member.path,
+                         f"symlink target {member.link!r} is not in the archive "
+                         "(or was dropped); link skipped")
+            return
+        self._follow_target(link, target)
+
+    def _follow_target(self, link: Deferred, target: Placed | set[str]) -> None:
+        member, dest = link.member, link.facts.dest
+        assert member.link is not None and dest is not None
+        immediate = join_link(member.path, member.link)
+        assert immediate is not None
+        outputs = [target.output] if isinstance(target, Placed) else sorted(target)
+        text = link_text(self.normalise, member.link, dest, immediate)
+        note = f"placed with its target (own rule {link.facts.rule})" + (
+            f"; also in {', '.join(outputs[1:])}" if len(outputs) > 1 else "")
+        self._revise(link, replace(link.facts, output=outputs[0], link=text,
+                                   rule=f"{BUILTIN}:follow-target", note=note))
+        for output in outputs:
+            self.add_link(output, dest, text, member.path)
+        if isinstance(target, Placed):
+            self.placements.placed[member.path] = Placed(target.output, dest, Kind.SYMLINK)
+
+    def _place_link_backs(self) -> None:
+        """``lib64 -> lib`` in each output that received files from a real ``lib64/``."""
+        for output, rename in sorted(self.link_backs, key=lambda x: (x[0], x[1].source)):
+            dest = rename.source.rstrip("/")
+            text = posixpath.relpath(rename.target.rstrip("/"), member_parent(dest) or ".")
+            self.add_link(output, dest, text, f"{BUILTIN}:{rename.ref}")
+
+    def _place_pc_aliases(self) -> None:
+        """``cuda.pc -> cuda-12.9.pc``: pkg-config users ask for the unversioned name."""
+        for output, dest, alias in self.pc_aliases:
+            self.add_link(output, posixpath.join(member_parent(dest), alias),
+                          posixpath.basename(dest), f"{BUILTIN}:pkgconfig-alias")
+
+    def _place_extra_links(self) -> None:
+        """Package ``stub_links``: created in every output holding the target, if still free."""
+        for dest, target in sorted(self.ruleset.package.stub_links.items()):
+            target_dest = posixpath.normpath(posixpath.join(member_parent(dest), target))
+            # A link to a directory (cuda_cccl's include/cccl -> .) goes where it has content.
+            for output in sorted(self.placements.holders(target_dest)):
+                self.add_link(output, dest, target, f"{BUILTIN}:stub-link")
+        for entry in self.ruleset.package.link_into:  # tensorrt's include/onnx
+            for output, dest, target in entry.links(list(self.placements.occupied), self.where):
+                self.add_link(output, dest, target, f"{BUILTIN}:link-into")
+
+
+@dataclass(frozen=True, slots=True)
+class Deferred:
+    """A link member waiting for the end of the stream, with its facts as classified."""
+
+    member: Member
+    facts: MemberFacts
+    position: int

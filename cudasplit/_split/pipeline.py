@@ -1,0 +1,233 @@
+"""The split loop: source -> classify -> place -> (links, pkg-config, RUNPATH) -> sink -> report.
+
+One direction only: the loop pulls members from the source, asks the rule set (pure) where each
+goes, hands bytes to the sink and hands what each stage returns to the report writer
+(:mod:`~cudasplit._split.reportwriter`), which assembles the report at the end. Work that needs the
+whole archive (symlinks whose targets come later, RUNPATH resolution against every library of
+the package) runs once the stream has ended (:mod:`~cudasplit._split.endrun`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import BinaryIO
+
+from cudasplit._split.classify import (
+    Action,
+    Normaliser,
+    classify_member,
+    fallback_output,
+    member_kind,
+)
+from cudasplit._split.endrun import EndOfRun, RunState
+from cudasplit._layout import LayoutSpec
+from cudasplit._split.libmajor import LibMajor
+from cudasplit._split.links import LinkPlanner
+from cudasplit._model import Member
+from cudasplit._split.optioncheck import check_package_known
+from cudasplit._split.outcomes import MemberFacts
+from cudasplit._split.patchstage import PatchStage
+from cudasplit._split.place import Placer
+from cudasplit._split.placements import Placements
+from cudasplit._split.prepare import patch_settings, prepare
+from cudasplit._report import MemberRecord, Report
+from cudasplit._split.reportwriter import ReportWriter, record_of
+from cudasplit._split.rewrites import RewriteContext
+from cudasplit._rulebook import RuleSet
+from cudasplit._source import Limits, Source, open_source
+from cudasplit._split.options import Progress, SplitOptions
+from cudasplit.errors import OutputError
+from cudasplit.sinks._base import Sink
+
+log = logging.getLogger(__name__)
+
+
+
+class SplitRun:
+    """State of one split. Use :func:`split`; this class is the loop's working memory."""
+
+    def __init__(self, source: Source, sink: Sink | None, options: SplitOptions,
+                 layout: LayoutSpec | None = None,
+                 plan_elf: Callable[[MemberRecord], bool] | None = None) -> None:
+        self.source = source
+        # Without a sink, which ELF members to read and plan (default: all). ``explain`` plans
+        # only the file it explains: a plan needs the file's own dynamic section and the
+        # names placed, not the other files' contents.
+        self.plan_elf = plan_elf
+        self.sink = sink
+        self.options = options
+        # Links, .pc files and RUNPATHs are planned against the layout (never asked of the
+        # sink); unknown outputs show as ``/${output}`` (absolute, as RUNPATH entries must be).
+        self.layout_spec = layout or (sink.layout if sink is not None else LayoutSpec())
+        self.ruleset: RuleSet | None = None
+        self.allowed: frozenset[str] | None = None
+        # The only writer of the report: stages return values, it assembles them at the end.
+        self.writer = ReportWriter(source.description, dry_run=sink is None)
+        self.placements = Placements()
+        self.normalise: Normaliser | None = None   # with the rules, before the first member
+        self.links: LinkPlanner | None = None
+        self.placer: Placer | None = None           # the place stage, with the rules
+        self.lib_major = LibMajor()  # D9, set up with the rules (_libmajor.py)
+        self.patches: PatchStage | None = None  # created with the rules (first member)
+        self.members_seen = 0
+        self.bytes_seen = 0
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def run(self) -> Report:
+        try:
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cudasplit-patch") as pool:
+                # The first header names the package (its top directory): identity, rules
+                # and layout are fixed after reading it and before taking any member.
+                members = self.source.members()
+                first = next(members, None)
+                end = self._prepare(pool)
+                for member, stream in itertools.chain(() if first is None else (first,),
+                                                      members):
+                    with _naming(self.source.description, member.path):
+                        self._take(member, stream)
+                    self._tick(member)
+                self._release_held()
+                end.state.patches.wait_early()
+            end.settle()
+        except BaseException:
+            if self.sink is not None:
+                self.sink.abort()
+            raise
+        end.complete(self.members_seen, self.bytes_seen)
+        return self.writer.assemble()
+
+    def _tick(self, member: Member) -> None:
+        self.members_seen += 1
+        self.bytes_seen += member.size
+        if self.options.progress is not None:
+            self.options.progress(Progress(self.source.description, self.members_seen,
+                                           self.bytes_seen, member.path))
+
+    def _prepare(self, pool: ThreadPoolExecutor) -> EndOfRun:
+        """Identity, rule set, layout, patch stage and declared outputs, once, in that order;
+        the end of the run, given what it will need."""
+        ident = self.options.package or self.source.package
+        plan = prepare(ident, self.options, self.layout_spec)
+        ruleset = self.ruleset = plan.ruleset
+        self.writer.start(ident.as_dict(), ruleset.files, plan.layout)
+        self.writer.warnings(plan.warnings)
+        self.normalise, self.lib_major, self.allowed = plan.normalise, plan.lib_major, plan.allowed
+        self.links = LinkPlanner(ruleset, plan.where, plan.allowed, plan.normalise.dest,
+                                 self.placements, self.writer.problem, self.writer.warn)
+        rewrites = RewriteContext(
+            ruleset, plan.where, plan.allowed, plan.layout, self.options.package_roots,
+            self.options.runpath.driver_lib_dir(), plan.normalise.dest)
+        if self.sink is not None:
+            self.sink.start(ident, plan.layout)
+        self.patches = patches = PatchStage(
+            patch_settings(self.options, writing=self.sink is not None,
+                           package_version=ident.version),
+            ruleset.package, plan.layout.root,
+            has_stubs_output=plan.allowed is None or "stubs" in plan.allowed, early_pool=pool)
+        self.writer.warnings(patches.warnings)
+        self.placer = Placer(self.sink, self.placements, self.links, rewrites, patches,
+                             plan.layout, self.source.description, self._spool_elf())
+        if self.sink is not None and plan.declared is not None:
+            for name in ("out", *plan.declared):
+                self.sink.ensure_output(name)
+                self.writer.declare(name)
+        return EndOfRun(RunState(
+            self.source.description, ident, self.sink, self.options, ruleset, plan.where,
+            plan.allowed, plan.declared, plan.layout, self.placements, self.links, patches,
+            self.writer))
+
+    def _spool_elf(self) -> Callable[[MemberFacts], bool] | None:
+        """Dry run with patching: ELF members are spooled and planned (all, or plan_elf's)."""
+        if self.sink is not None or not self.options.patch:
+            return None
+        plan_elf = self.plan_elf
+        if plan_elf is None:
+            return _all
+        return lambda facts: plan_elf(record_of(facts))
+
+    def _take(self, member: Member, stream: BinaryIO | None) -> None:
+        assert self.normalise is not None and self.links is not None
+        if self._held(member, stream, self.normalise.ruleset.package.lift_path(member.path)):
+            return
+        classified = classify_member(member, self.normalise, self.allowed)
+        position = self.writer.member(classified.facts)
+        if classified.action is Action.SYMLINK:
+            self.links.defer_symlink(member, classified.facts, position)
+        elif classified.action is Action.HARDLINK:
+            self.links.defer_hardlink(member, classified.facts, position)
+        elif classified.action is Action.PLACE:
+            assert stream is not None and self.placer is not None
+            self.writer.placed(self.placer.place(member, stream, classified, position))
+
+    def _release_held(self) -> None:
+        """D9: members held until the stream ended go through the loop now (placed, or dropped
+        when a lib/<major>/ arrived meanwhile)."""
+        for held in self.lib_major.release():
+            with _naming(self.source.description, held.member.path):
+                self._take(held.member, held.spool)
+            if held.spool is not None:
+                held.spool.close()
+
+    def _held(self, member: Member, stream: BinaryIO | None, lifted: str | None) -> bool:
+        """D9: hold ``member`` until the stream ends, or note its arrival (_libmajor.py)."""
+        if lifted is not None and self.lib_major.should_hold(member, lifted):
+            self.lib_major.keep(member, stream)
+            return True
+        self.lib_major.arrive(member, lifted or "")
+        late = self.lib_major.late()
+        if late:
+            self.writer.problem("cuda-major-late", late[0], (
+                f"lib/{self.lib_major.major}/ arrived after {len(late)} member(s) directly in "
+                "lib/ were written; Nixpkgs deletes them (D9), a stream cannot (_libmajor.py)"))
+        return False
+
+
+def _all(facts: MemberFacts) -> bool:
+    return True
+
+
+@contextlib.contextmanager
+def _naming(description: str, path: str) -> Iterator[None]:
+    """Sink errors name the archive and the member, not only the file being written."""
+    try:
+        yield
+    except OutputError as exc:
+        if f"member {path!r}" in str(exc):
+            raise
+        raise OutputError(f"{description}: member {path!r}: {exc}") from exc
+
+
+# -- public entry points ---------------------------------------------------------------------
+
+
+def open_for(source: str | os.PathLike[str] | Source, options: SplitOptions) -> Source:
+    """A path opened the way ``options`` asks (identity override, jobs, bomb limits)."""
+    check_package_known(options)
+    if not isinstance(source, (str, os.PathLike)):
+        return source
+    return open_source(source, package=options.package, jobs=options.effective_jobs(),
+                       limits=Limits(options.max_total_bytes, options.max_ratio,
+                                     options.max_members),
+                       strip_components=options.strip_components)
+
+
+def split(source: str | os.PathLike[str] | Source, sink: Sink | None, *,
+          options: SplitOptions | None = None, layout: LayoutSpec | None = None) -> Report:
+    """Split ``source`` into ``sink`` (``None``: plan only, write nothing). RUNPATHs, links
+    and ``.pc`` files name the roots of ``layout`` (default: the sink's declared layout;
+    without a sink ``/${output}`` placeholders)."""
+    opts = options or SplitOptions()
+    source = open_for(source, opts)
+    if opts.dry_run:
+        sink = None
+    return SplitRun(source, sink, opts, layout).run()
+
+
+__all__ = ["Progress", "SplitOptions", "SplitRun", "fallback_output", "member_kind", "open_for",
+           "split"]

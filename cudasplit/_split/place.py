@@ -1,0 +1,105 @@
+"""The place stage: a classified file goes to its output (through the sink, or only into the
+plan), text rewrites run, the ELF job is handed to the patch stage; returns what it did.
+
+One call per file member, on the split loop's thread, in source order. The same steps run in
+a dry run (no sink): rewrites report their warnings, and an ELF member is spooled to read its
+dynamic section, so the plan and the report are the real run's. What happened comes back as a
+:class:`~cudasplit._split.outcomes.PlaceOutcome` for the report writer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from cudasplit._split.classify import Classified
+from cudasplit._elf.plan.planner import Layout
+from cudasplit._split.links import LinkPlanner
+from cudasplit._model import Member
+from cudasplit._split.outcomes import MemberFacts, PlaceOutcome
+from cudasplit._split.patchstage import ElfJob, PatchStage
+from cudasplit._split.placements import Placed, Placements
+from cudasplit._report import Problem
+from cudasplit._split.rewrites import (
+    REWRITES,
+    Rewrite,
+    RewriteContext,
+    read_small_text,
+    rewrite_text_edits,
+    text_edits_for,
+)
+from cudasplit._source import member_parent
+from cudasplit.errors import OutputError
+from cudasplit.sinks._base import Sink, write_bytes
+
+__all__ = ["Placer"]
+
+_Said = tuple[tuple[Problem, ...], tuple[Problem, ...]]   # a rewrite's warnings and problems
+
+
+@dataclass(slots=True)
+class Placer:
+    sink: Sink | None                 # None: a dry run
+    placements: Placements
+    links: LinkPlanner
+    rewrites: RewriteContext
+    patches: PatchStage
+    layout: Layout
+    description: str                  # the source, for error messages
+    spool_elf: Callable[[MemberFacts], bool] | None  # dry run: which ELF members to plan
+
+    def place(self, member: Member, stream: BinaryIO, classified: Classified,
+              position: int) -> PlaceOutcome:
+        facts, kind = classified.facts, classified.kind
+        output, dest = facts.output, facts.dest
+        assert output is not None and dest is not None
+        conflict = self.placements.conflict(output, dest)
+        if conflict is not None:
+            raise OutputError(f"{self.layout.root(output)}/{dest}: {conflict}")
+        superseded = self.patches.supersede(output, dest)  # never patch a file being rewritten
+        local, said = self._write(member, stream, output, dest, classified)
+        self.placements.remember(member.path, Placed(output, dest, kind))
+        rename = classified.rename
+        if rename is not None and rename.link_back:
+            self.links.link_backs.add((output, rename))
+        if kind.value.startswith("elf-"):
+            self._elf_job(member, stream, facts, local, classified, position)
+        return PlaceOutcome(output, member.size, superseded, *said)
+
+    def _write(self, member: Member, stream: BinaryIO, output: str, dest: str,
+               classified: Classified) -> tuple[Path | None, _Said]:
+        rule = classified.decision.rule_obj
+        rewrite = REWRITES.get(rule.transform or "") if rule is not None else None
+        if rewrite is None and text_edits_for(self.rewrites, dest):
+            rewrite = rewrite_text_edits
+        said: _Said = ((), ())
+        if rewrite is not None:  # dry runs too: the same warnings and alias links
+            said = self._write_rewritten(rewrite, member, stream, output, dest)
+        elif self.sink is not None:
+            self.sink.write_file(output, dest, stream, member.mode)
+        return (self.sink.staged_path(output, dest) if self.sink is not None else None), said
+
+    def _write_rewritten(self, rewrite: Rewrite, member: Member, stream: BinaryIO, output: str,
+                         dest: str) -> _Said:
+        text = read_small_text(stream, self.description, member.path)
+        result = rewrite(self.rewrites, member.path, output, dest, text)
+        if result.alias is not None:
+            self.links.pc_aliases.append((output, dest, result.alias))
+        if self.sink is not None:
+            write_bytes(self.sink, output, dest, result.text.encode("utf-8", "surrogateescape"),
+                        member.mode)
+        return tuple(result.warnings), tuple(result.problems)
+
+    def _elf_job(self, member: Member, stream: BinaryIO, facts: MemberFacts,
+                 local: Path | None, classified: Classified, position: int) -> None:
+        rule, output, dest = classified.decision.rule_obj, facts.output, facts.dest
+        assert output is not None and dest is not None
+        if local is not None:
+            # The names beside the file so far, as a snapshot: the early worker keeps it.
+            own = frozenset(self.placements.own_names.get((output, member_parent(dest)), ()))
+            self.patches.add(ElfJob(position, member.path, output, dest, local, rule), own)
+        elif self.spool_elf is not None and self.spool_elf(facts):
+            self.patches.spool_info(member.path, stream, f"{self.layout.root(output)}/{dest}")
+            self.patches.add(ElfJob(position, member.path, output, dest, None, rule))
