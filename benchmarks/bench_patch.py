@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cudasplit._elf.read.info import read_elf_info  # noqa: E402
 from cudasplit._elf.patch.patcher import set_runpath  # noqa: E402
+from cudasplit._elf.read.info import read_elf_info  # noqa: E402
 from tests.realwheels import cu12  # noqa: E402
 
 WORK = Path(os.environ.get("TMPDIR", "/tmp")) / "cudasplit-bench-patch"

@@ -19,20 +19,25 @@ import importlib
 import logging
 from typing import TYPE_CHECKING, Any
 
-from cudasplit._api.entry import Explanation, explain, inspect, split, split_nix, split_to_dir
 from cudasplit._api.batch import BatchResult, batch_report, directory_kind, split_many
+from cudasplit._api.entry import Explanation, explain, inspect, split, split_nix, split_to_dir
 from cudasplit._api.options import package_id, platform_name, runpath_policy
 from cudasplit._api.rules import check_rule_file, package_entry_lines, ruleset_for
+from cudasplit._elf.plan.runpath import (
+    DEFAULT_DRIVER_LINK,
+    RunpathPlan,
+    RunpathPolicy,
+    plan_runpath,
+)
 from cudasplit._layout import Layout, LayoutSpec
-from cudasplit._release.manifest import load_manifest, select_artifacts
 from cudasplit._model import OUTPUT_NAMES, Kind, Member, MemberType, PackageId
-from cudasplit._split.pipeline import Progress, SplitOptions
+from cudasplit._release.manifest import load_manifest, select_artifacts
 from cudasplit._release.relreport import relative_report
 from cudasplit._release.repack import RepackOptions, RepackResult, repack_to_dir
 from cudasplit._report import MemberRecord, OutputRecord, Problem, Report
 from cudasplit._rulebook import RuleSet, load_ruleset
-from cudasplit._elf.plan.runpath import DEFAULT_DRIVER_LINK, RunpathPlan, RunpathPolicy, plan_runpath
 from cudasplit._source import DEFAULT_MAX_MEMBERS, open_source
+from cudasplit._split.pipeline import Progress, SplitOptions
 from cudasplit.errors import (
     CorruptArchiveError,
     CudasplitError,
@@ -53,7 +58,12 @@ from cudasplit.sinks import DirectorySink, MemorySink, Sink, StagedSink, Tarball
 
 if TYPE_CHECKING:
     from cudasplit._api.checks import LoadView, closure_of, ldd
-    from cudasplit._api.release import diff_releases, manifest_features, nixify_manifest, verify_manifest
+    from cudasplit._api.release import (
+        diff_releases,
+        manifest_features,
+        nixify_manifest,
+        verify_manifest,
+    )
     from cudasplit._release.features import features_of
 
 # The release and inspection tools load on first use (PEP 562): a split never needs them, and

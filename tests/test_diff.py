@@ -10,9 +10,9 @@ from click.testing import CliRunner
 
 from cudasplit._api.entry import inspect, split_to_dir
 from cudasplit._release.diff import Snapshot, diff_snapshots, snapshot
-from cudasplit._split.pipeline import SplitOptions
-from cudasplit._rulebook import load_ruleset
 from cudasplit._release.sonames import ElfFacts
+from cudasplit._rulebook import load_ruleset
+from cudasplit._split.pipeline import SplitOptions
 from cudasplit.cli import main
 from tests.releases import release
 

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit._elf.read.info import read_elf_info
 from cudasplit._elf.patch.backends import ElfEdit
+from cudasplit._elf.patch.patcher import apply_edit, set_runpath
 from cudasplit._elf.read import (
     DT_NEEDED,
     DT_RUNPATH,
@@ -39,7 +39,7 @@ from cudasplit._elf.read import (
     PT_LOAD,
     open_raw,
 )
-from cudasplit._elf.patch.patcher import apply_edit, set_runpath
+from cudasplit._elf.read.info import read_elf_info
 from cudasplit.errors import CudasplitError, ElfError, PatchError
 from tests import nvlayout
 
@@ -298,7 +298,7 @@ def test_overlapping_version_records_are_bounded(seeds: dict[str, Path], tmp_pat
 
 def test_lief_crash_is_one_line_patch_error(seeds: dict[str, Path], tmp_path: Path) -> None:
     """A LIEF failure in the child (here: killed by its memory cap) is a PatchError line."""
-    import cudasplit._elf.read.info.patch.lief_worker as _lief_worker
+    import cudasplit._elf.patch.lief_worker as _lief_worker
 
     path = tmp_path / "liba.so"
     shutil.copy2(seeds["liba"], path)

@@ -60,16 +60,6 @@ def _defined_in(name: str) -> set[str]:
 
 
 def test_names_used_elsewhere_stay_importable() -> None:
-    from cudasplit._elf.read import (  # noqa: F401
-        DT_NEEDED,
-        DT_RUNPATH,
-        PT_INTERP,
-        DynNames,
-        RawElf,
-        dyn_names,
-        open_raw,
-        read_raw,
-    )
     from cudasplit._elf.patch import SPARE_BYTES, Plan, Want, plan_append, plan_in_place  # noqa: F401
     from cudasplit._elf.patch.patcher import (  # noqa: F401
         PATCHERS,
@@ -88,6 +78,16 @@ def test_names_used_elsewhere_stay_importable() -> None:
         is_glibc_name,
         plan_runpath,
         split_search_path,
+    )
+    from cudasplit._elf.read import (  # noqa: F401
+        DT_NEEDED,
+        DT_RUNPATH,
+        PT_INTERP,
+        DynNames,
+        RawElf,
+        dyn_names,
+        open_raw,
+        read_raw,
     )
     assert SPARE == SPARE_BYTES
 

@@ -18,11 +18,11 @@ import pytest
 from click.testing import CliRunner
 
 import cudasplit
-from cudasplit import _api as api
+import cudasplit._api.entry as api
 from cudasplit._model import Kind, PackageId
+from cudasplit._rulebook import load_ruleset
 from cudasplit._split.optioncheck import available_cpus
 from cudasplit._split.pipeline import SplitOptions
-from cudasplit._rulebook import load_ruleset
 from cudasplit.cli import main
 from cudasplit.errors import CudasplitError, OptionsError, OutputError, SourceError
 from cudasplit.sinks import _directory as directory_sink
@@ -511,7 +511,7 @@ def test_classify_accepts_the_report_kind_strings() -> None:
 
 
 def test_runpath_policy_error_lives_in_errors() -> None:
-    from cudasplit import _runpath as runpath
+    import cudasplit._elf.plan.runpath as runpath
     from cudasplit import errors
     assert runpath.RunpathPolicyError is errors.RunpathPolicyError
     assert issubclass(errors.RunpathPolicyError, CudasplitError)

@@ -200,24 +200,6 @@ def test_tarball_sink_is_told_the_identity(redist_tarballs: dict[str, Path],
             assert tar.next() is not None
 
 
-def test_module_graph_sees_every_module_and_import() -> None:
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(
-        "module_graph", Path(__file__).resolve().parent.parent / "scripts" / "module_graph.py")
-    assert spec is not None and spec.loader is not None
-    graph = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = graph  # dataclasses look their module up there
-    spec.loader.exec_module(graph)
-    mods = {m.name: m for m in graph.modules()}
-    assert {"_pipeline", "_links", "_layout", "sinks._staged", "sinks._base"} <= set(mods)
-    assert "_layout" in mods["_pipeline"].imports and "_links" in mods["_pipeline"].imports
-    assert "sinks._staged" in mods["sinks._tarball"].imports
-    assert all(not m.job.startswith("(no docstring") for m in mods.values()), [
-        m.name for m in mods.values() if m.job.startswith("(no docstring")]
-    block = graph.generated()
-    assert "m__pipeline --> m__links" in block and "flowchart LR" in block
-
-
 def test_explain_reads_only_the_file_it_explains(redist_tarballs: dict[str, Path],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """One pass over the member records; the plan is the dry run's for that file, but only

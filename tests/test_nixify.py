@@ -25,9 +25,9 @@ from cudasplit._release.nixify import (
     render_package,
 )
 from cudasplit._release.nixify.plan import package_roots, table_needs
-from cudasplit._rulebook.pkgtable import Where
-from cudasplit._rulebook import load_ruleset
 from cudasplit._release.sonames import PackageLinks, provider_index, scan_elf_dir
+from cudasplit._rulebook import load_ruleset
+from cudasplit._rulebook.pkgtable import Where
 from cudasplit.cli import main
 from tests.releases import Release, release
 

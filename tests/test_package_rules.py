@@ -9,8 +9,8 @@ import pytest
 
 from cudasplit._api.entry import inspect
 from cudasplit._model import Kind
-from cudasplit._split.pipeline import SplitOptions, fallback_output
 from cudasplit._rulebook import RuleSet, default_rules_dir, load_ruleset
+from cudasplit._split.pipeline import SplitOptions, fallback_output
 from tests.tarutil import write_archive
 
 PACKAGE_FILES = sorted((default_rules_dir() / "packages").glob("*.toml"))

@@ -11,15 +11,15 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import cudasplit._elf.patch.tiers as _patchtiers
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cudasplit import _patch as patch_mod
-import cudasplit._elf.read.info.patch.tiers as _patchtiers
-from cudasplit._elf.read.info import read_elf_info
+import cudasplit._elf.patch.patcher as patch_mod
 from cudasplit._elf.patch.backends import ElfEdit, UnknownPatcherError, backend_for
 from cudasplit._elf.patch.patcher import SPARE_BYTES, apply_edit, set_runpath
+from cudasplit._elf.read.info import read_elf_info
 from cudasplit.errors import CudasplitError, ElfError, PatchError
 from tests import nvlayout
 

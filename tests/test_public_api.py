@@ -107,7 +107,7 @@ def test_the_import_check_sees_internal_imports(tmp_path: Path) -> None:
     module.write_text("from .. import _api\nfrom .._rules import x\nfrom cudasplit._source "
                       "import y\nimport cudasplit._model\nfrom .. import split\n")
     assert _cudasplit_imports(module) == [
-        ("cudasplit", "_api"), ("cudasplit._rulebook", "x"), ("cudasplit._source", "y"),
+        ("cudasplit", "_api"), ("cudasplit._rules", "x"), ("cudasplit._source", "y"),
         ("cudasplit._model", ""), ("cudasplit", "split")]
 
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit._elf.read.info import read_elf_info
 from cudasplit._elf.patch.backends import ElfEdit
 from cudasplit._elf.patch.patcher import apply_edit, set_runpath
+from cudasplit._elf.read.info import read_elf_info
 from tests.realwheels import CU12, wheel_root
 
 HASH = "0123456789abcdfghijklmnpqrsvwxyz"

@@ -14,17 +14,17 @@ from pathlib import Path
 import pytest
 
 from cudasplit import SplitOptions, split_to_dir
-from cudasplit import _patchstage as patchstage
+import cudasplit._split.patchstage as patchstage
 from cudasplit._elf.patch.backends import EditResult, ElfEdit
 from cudasplit._elf.plan.planner import Layout
-from cudasplit._split.outcomes import ElfOutcome, MemberFacts, PlaceOutcome
 from cudasplit._report import MemberRecord, OutputRecord, Problem, Report
+from cudasplit._split.outcomes import ElfOutcome, MemberFacts, PlaceOutcome
 from cudasplit._split.reportwriter import ReportWriter
 from cudasplit.errors import PatchError
 from tests.test_plan_agreement import POLICY
 
 PACKAGE = Path(__file__).resolve().parent.parent / "cudasplit"
-OWNERS = {"_report.py", "_reportwriter.py"}
+OWNERS = {"_report.py", "reportwriter.py"}
 RECORDS = {"MemberRecord", "OutputRecord", "Report"}
 # Fields only report records have (``path``, ``output`` ... are common words elsewhere).
 RECORD_FIELDS = {name for cls in (MemberRecord, OutputRecord, Report)

@@ -20,7 +20,7 @@ from tests.tarutil import TOP, write_archive
 REPO = Path(__file__).resolve().parent.parent
 SLOW_CLI = """
 import sys, time
-from cudasplit import _sources as sources
+import cudasplit._source as sources
 members = sources.TarSource.members
 def slow(self):
     for item in members(self):

@@ -171,8 +171,8 @@ def test_files_needing_only_their_neighbours_are_patched_while_streaming(
         tmp_path: Path, redist_tarballs) -> None:  # type: ignore[no-untyped-def]
     from cudasplit import DirectorySink
     from cudasplit._model import OUTPUT_NAMES
-    from cudasplit._split.pipeline import SplitRun
     from cudasplit._source import open_source
+    from cudasplit._split.pipeline import SplitRun
 
     sink = DirectorySink.for_output_dir(tmp_path / "o", list(OUTPUT_NAMES))
     run = SplitRun(open_source(redist_tarballs["xz"]), sink, SplitOptions(runpath=_policy()))

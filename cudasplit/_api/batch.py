@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from cudasplit._api.entry import split_to_dir
-from cudasplit._source.codecs import detect_codec
 from cudasplit._model import PackageId
-from cudasplit._split.pipeline import Progress, SplitOptions
 from cudasplit._release.relreport import relative_report
 from cudasplit._report import Report
 from cudasplit._source import package_from_filename, parse_top_dir
+from cudasplit._source.codecs import detect_codec
+from cudasplit._split.pipeline import Progress, SplitOptions
 from cudasplit.errors import CudasplitError, SourceError
 
 PathLike = str | os.PathLike[str]

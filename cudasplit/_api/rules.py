@@ -7,8 +7,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cudasplit._model import PackageId
+from cudasplit._rulebook import (
+    RuleSet,
+    build_ruleset,
+    describe_package,
+    load_ruleset,
+    read_rule_file,
+)
 from cudasplit._split.optioncheck import check_package_known
-from cudasplit._rulebook import RuleSet, build_ruleset, describe_package, load_ruleset, read_rule_file
 from cudasplit._split.options import SplitOptions
 
 __all__ = ["check_rule_file", "package_entry_lines", "ruleset_for"]

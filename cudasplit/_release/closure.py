@@ -23,8 +23,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cudasplit._release.closurescan import ClosureScanner, OutputSize, Reference
 from cudasplit._model import OUTPUT_NAMES
+from cudasplit._release.closurescan import ClosureScanner, OutputSize, Reference
 from cudasplit.errors import OutputError
 
 __all__ = ["ClosureReport", "ClosureWarning", "Reference", "closure_of_dir", "closure_of_roots"]

@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from cudasplit._release.diffrender import render_diff
 from cudasplit._model import OUTPUT_NAMES
+from cudasplit._release.diffrender import render_diff
 from cudasplit._release.snapshot import Snapshot, snapshot
 from cudasplit._release.sonames import ElfFacts
 

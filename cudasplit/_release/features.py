@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from cudasplit._model import Member
 from cudasplit._release.featurescan import Features, FeatureScan
 from cudasplit._release.manifest import Artifact, Manifest, find_tarball, select_artifacts
-from cudasplit._model import Member
 from cudasplit._source import open_source
 from cudasplit._source.zip import zip_members
 from cudasplit.errors import CudasplitError

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudasplit._layout import LayoutSpec
-from cudasplit._split.pipeline import SplitOptions
-from cudasplit._split.pipeline import split as _split
 from cudasplit._report import Report
 from cudasplit._source import Source
+from cudasplit._split.pipeline import SplitOptions
+from cudasplit._split.pipeline import split as _split
 from cudasplit.sinks._tarball import DEFAULT_FORMAT, DEFAULT_LEVEL, TarballSink
 
 PathLike = str | os.PathLike[str]

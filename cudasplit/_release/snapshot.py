@@ -15,12 +15,12 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cudasplit._release.manifest import find_tarball, load_manifest, select_artifacts
 from cudasplit._model import OUTPUT_NAMES
-from cudasplit._split.pipeline import SplitOptions
-from cudasplit._split.pipeline import split as _split
+from cudasplit._release.manifest import find_tarball, load_manifest, select_artifacts
 from cudasplit._release.sonames import ElfFacts, scan_elf_dir, scan_elf_source
 from cudasplit._source import parse_top_dir
+from cudasplit._split.pipeline import SplitOptions
+from cudasplit._split.pipeline import split as _split
 from cudasplit.errors import SourceError
 
 __all__ = ["Entry", "Snapshot", "snapshot"]

@@ -2,7 +2,7 @@
 
 One streaming pass per tarball (or unpacked directory, or split directory). The dynamic section
 of a large library lies near its end and its string table near its start, so ELF members are
-spooled to one reused temporary file and read with :func:`~cudasplit._elf.read.info.read_elf_info` (the
+spooled to one reused temporary file and read with :func:`~cudasplit._elf.read_elf_info` (the
 same technique as the extended feature scan; disk use is bounded by the largest ELF member).
 Non-ELF members are skipped without reading their bytes.
 
@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
+from cudasplit._elf.plan.runpath import is_driver_name
 from cudasplit._elf.read.info import ELF_MAGIC, ElfInfo, kind_from_head, read_elf_info
 from cudasplit._model import MemberType
-from cudasplit._elf.plan.runpath import is_driver_name
 from cudasplit._source import open_source
 from cudasplit.errors import ElfError
 

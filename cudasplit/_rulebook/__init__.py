@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from cudasplit._model import OUTPUT_NAMES
+from cudasplit._rulebook.match import KIND_NAMES, Rename, Rule, RuleRef, kind_matches
 from cudasplit._rulebook.pkgload import PACKAGE_KEYS, load_package
 from cudasplit._rulebook.pkgparse import check_keys, glob_list, string_list, table_of
 from cudasplit._rulebook.pkgsettings import PackageSettings
-from cudasplit._rulebook.match import KIND_NAMES, Rename, Rule, RuleRef, kind_matches
 from cudasplit._rulebook.ruleset import Decision, RuleSet
 from cudasplit._rulebook.show import describe_package
 from cudasplit.errors import RulesError

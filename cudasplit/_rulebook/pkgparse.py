@@ -10,9 +10,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from cudasplit._rulebook.gates import GATE_KEYS, Gate
 from cudasplit._globs import Glob, GlobError, compile_glob
 from cudasplit._model import OUTPUT_NAMES
+from cudasplit._rulebook.gates import GATE_KEYS, Gate
 from cudasplit._rulebook.pkgtable import (
     AddNeeded,
     DropEdit,

@@ -12,8 +12,15 @@ import posixpath
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from cudasplit._rulebook.gates import GATE_KEYS, UNGATED, Gate, Where, version_at_least, version_tuple
 from cudasplit._globs import Glob, compile_glob
+from cudasplit._rulebook.gates import (
+    GATE_KEYS,
+    UNGATED,
+    Gate,
+    Where,
+    version_at_least,
+    version_tuple,
+)
 
 __all__ = [
     "GATE_KEYS",

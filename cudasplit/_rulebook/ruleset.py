@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cudasplit._model import Kind
-from cudasplit._rulebook.pkgsettings import PackageSettings
 from cudasplit._rulebook.match import Rename, Rule, RuleRef
+from cudasplit._rulebook.pkgsettings import PackageSettings
 
 __all__ = ["Decision", "RuleSet"]
 

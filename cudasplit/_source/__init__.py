@@ -16,13 +16,18 @@ import sys
 import tempfile
 from pathlib import Path
 
-from cudasplit._source.directory import DirectorySource
-from cudasplit._source.limits import DEFAULT_MAX_MEMBERS, DEFAULT_MAX_RATIO, DEFAULT_MAX_TOTAL_BYTES, Limits
-from cudasplit._source.names import member_parent, normalise_member_path
 from cudasplit._model import PackageId
 from cudasplit._source.base import HEAD_SIZE, Source
-from cudasplit._source.topdir import PLATFORMS, package_from_filename, parse_top_dir
+from cudasplit._source.directory import DirectorySource
+from cudasplit._source.limits import (
+    DEFAULT_MAX_MEMBERS,
+    DEFAULT_MAX_RATIO,
+    DEFAULT_MAX_TOTAL_BYTES,
+    Limits,
+)
+from cudasplit._source.names import member_parent, normalise_member_path
 from cudasplit._source.tar import TarSource
+from cudasplit._source.topdir import PLATFORMS, package_from_filename, parse_top_dir
 from cudasplit.errors import LimitExceededError, SourceError
 
 __all__ = [

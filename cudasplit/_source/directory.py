@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from cudasplit._source.limits import Guard, Limits
-from cudasplit._source.names import MAX_PATH_BYTES, check_text, normalise_member_path, short_name
 from cudasplit._model import Member, MemberType, PackageId
 from cudasplit._source.base import HEAD_SIZE
+from cudasplit._source.limits import Guard, Limits
+from cudasplit._source.names import MAX_PATH_BYTES, check_text, normalise_member_path, short_name
 from cudasplit._source.topdir import parse_top_dir
 from cudasplit.errors import SourceError, UnsafeMemberError
 

@@ -9,12 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, cast
 
+from cudasplit._model import Member, MemberType, PackageId
+from cudasplit._source.base import HEAD_SIZE
 from cudasplit._source.codecs import open_decompressed
 from cudasplit._source.limits import Guard, Limits
 from cudasplit._source.names import MAX_PATH_BYTES, check_text, normalise_member_path, short_name
-from cudasplit._model import Member, MemberType, PackageId
-from cudasplit._source.base import HEAD_SIZE
-from cudasplit._source.topdir import TopDir, decide_top_dir, package_from_filename
 from cudasplit._source.tarheaders import (
     DIRECTORY,
     HARDLINK,
@@ -25,6 +24,7 @@ from cudasplit._source.tarheaders import (
     TarHeader,
     TarReader,
 )
+from cudasplit._source.topdir import TopDir, decide_top_dir, package_from_filename
 from cudasplit.errors import CorruptArchiveError, LimitExceededError, UnsafeMemberError
 
 __all__ = ["TarSource"]

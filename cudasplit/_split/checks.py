@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from cudasplit._split.links import BUILTIN
 from cudasplit._model import PackageId
 from cudasplit._nix.support import NixSupport, find_fhs_refs
-from cudasplit._rulebook.pkgtable import Where
-from cudasplit._split.placements import Placements
 from cudasplit._report import Problem, Report
 from cudasplit._rulebook import PackageSettings
+from cudasplit._rulebook.pkgtable import Where
+from cudasplit._split.links import BUILTIN
+from cudasplit._split.placements import Placements
 
 __all__ = ["STRICT_WARNINGS", "declared_output_problems", "fhs_problems", "nix_support_info",
            "strict_failures", "unclaimed_problems"]

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from enum import Enum
 
 from cudasplit._elf.read.info import kind_from_head
-from cudasplit._split.libmajor import LibMajor
 from cudasplit._model import Kind, Member, MemberType
-from cudasplit._split.outcomes import MemberFacts
-from cudasplit._rulebook.pkgtable import Where
 from cudasplit._rulebook import Decision, Rename, RuleSet
+from cudasplit._rulebook.pkgtable import Where
+from cudasplit._split.libmajor import LibMajor
+from cudasplit._split.outcomes import MemberFacts
 
 __all__ = ["AR_MAGIC", "BUILTIN", "PACKAGE_DROP", "Action", "Classified", "Normaliser",
            "classify_member", "fallback_output", "member_kind"]

@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudasplit._rulebook.pkgtable import Where
 from cudasplit._report import Problem
-from cudasplit._split.rewrites import package_root
 from cudasplit._rulebook import PackageSettings
+from cudasplit._rulebook.pkgtable import Where
+from cudasplit._split.rewrites import package_root
 
 __all__ = ["CopiedEntry", "plan_copies"]
 

@@ -13,12 +13,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from cudasplit._elf.plan.planner import Layout, PlanContext
-from cudasplit._model import OUTPUT_NAMES
-from cudasplit._rulebook.pkgtable import added_needed
-from cudasplit._report import Problem
 from cudasplit._elf.plan.resolve import LibraryIndex
-from cudasplit._rulebook import PackageSettings
 from cudasplit._elf.plan.runpath import RunpathPolicy
+from cudasplit._model import OUTPUT_NAMES
+from cudasplit._report import Problem
+from cudasplit._rulebook import PackageSettings
+from cudasplit._rulebook.pkgtable import added_needed
 from cudasplit._source import member_parent
 from cudasplit.errors import OutputError
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from cudasplit._elf.read.dlopen import DlopenTarget, scan_dlopen
-from cudasplit._elf.read.info import ElfInfo, read_elf_info
 from cudasplit._elf.patch.backends import EditResult
 from cudasplit._elf.plan.planner import ElfPlan
-from cudasplit._split.outcomes import ElfOutcome
+from cudasplit._elf.read.dlopen import DlopenTarget, scan_dlopen
+from cudasplit._elf.read.info import ElfInfo, read_elf_info
 from cudasplit._report import Problem
 from cudasplit._rulebook import Rule
+from cudasplit._split.outcomes import ElfOutcome
 from cudasplit.errors import ElfError
 
 __all__ = ["ElfJob", "ElfRead", "Patched", "elf_outcome", "read_elf", "scan_quietly"]

@@ -11,6 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cudasplit._elf.plan.planner import Layout
+from cudasplit._elf.plan.resolve import unresolved_error
+from cudasplit._model import Kind, PackageId
+from cudasplit._nix.support import NixSupport, write_nix_support
+from cudasplit._rulebook import RuleSet
+from cudasplit._rulebook.pkgtable import Where
 from cudasplit._split.checks import (
     declared_output_problems,
     fhs_problems,
@@ -20,17 +26,11 @@ from cudasplit._split.checks import (
 )
 from cudasplit._split.classify import BUILTIN
 from cudasplit._split.copies import plan_copies
-from cudasplit._elf.plan.planner import Layout
 from cudasplit._split.links import LinkPlanner, SymlinkOp
-from cudasplit._model import Kind, PackageId
-from cudasplit._nix.support import NixSupport, write_nix_support
+from cudasplit._split.options import Progress, SplitOptions
 from cudasplit._split.patchstage import ElfJob, PatchStage
-from cudasplit._rulebook.pkgtable import Where
 from cudasplit._split.placements import Placements
 from cudasplit._split.reportwriter import ReportWriter
-from cudasplit._elf.plan.resolve import unresolved_error
-from cudasplit._rulebook import RuleSet
-from cudasplit._split.options import Progress, SplitOptions
 from cudasplit.errors import ProblemsFound
 from cudasplit.sinks._base import Sink
 

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from cudasplit._model import Kind
-from cudasplit._split.placements import Placed, Placements
 from cudasplit._source import member_parent
+from cudasplit._split.placements import Placed, Placements
 
 __all__ = ["LinkResolver", "join_link", "link_text"]
 

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 
 from cudasplit._elf.patch.apply import PATCHERS
 from cudasplit._elf.patch.backends import UnknownPatcherError
+from cudasplit._elf.plan.runpath import RunpathPolicy
 from cudasplit._model import OUTPUT_NAMES, PackageId
 from cudasplit._rulebook import default_rules_dir
-from cudasplit._elf.plan.runpath import RunpathPolicy
 from cudasplit.errors import OptionsError
 
 if TYPE_CHECKING:

@@ -7,10 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cudasplit._model import PackageId
-from cudasplit._split.optioncheck import available_cpus, check_options
 from cudasplit._elf.plan.runpath import RunpathPolicy
+from cudasplit._model import PackageId
 from cudasplit._source import DEFAULT_MAX_MEMBERS, DEFAULT_MAX_RATIO, DEFAULT_MAX_TOTAL_BYTES
+from cudasplit._split.optioncheck import available_cpus, check_options
 
 __all__ = ["Progress", "SplitOptions", "cuda_version"]
 

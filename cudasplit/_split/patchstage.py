@@ -26,16 +26,16 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import BinaryIO
 
-from cudasplit._elf.read.info import ElfInfo, read_elf_info
 from cudasplit._elf.patch.apply import FailFastBackend
-from cudasplit._split.elfcontext import PatchSettings, final_context, known_layout, static_context
 from cudasplit._elf.patch.backends import ElfBackend
-from cudasplit._split.elfjob import ElfJob, ElfRead, Patched, elf_outcome, read_elf, scan_quietly
 from cudasplit._elf.plan.planner import ElfFacts, ElfPlan, PlanContext, plan_elf
-from cudasplit._split.outcomes import ElfOutcome
+from cudasplit._elf.read.info import ElfInfo, read_elf_info
 from cudasplit._report import Problem
 from cudasplit._rulebook import PackageSettings
 from cudasplit._source import member_parent
+from cudasplit._split.elfcontext import PatchSettings, final_context, known_layout, static_context
+from cudasplit._split.elfjob import ElfJob, ElfRead, Patched, elf_outcome, read_elf, scan_quietly
+from cudasplit._split.outcomes import ElfOutcome
 from cudasplit.errors import ElfError, PatchError
 
 __all__ = ["ElfJob", "PatchOutcome", "PatchSettings", "PatchStage"]

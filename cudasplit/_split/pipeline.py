@@ -17,6 +17,11 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO
 
+from cudasplit._layout import LayoutSpec
+from cudasplit._model import Member
+from cudasplit._report import MemberRecord, Report
+from cudasplit._rulebook import RuleSet
+from cudasplit._source import Limits, Source, open_source
 from cudasplit._split.classify import (
     Action,
     Normaliser,
@@ -25,22 +30,17 @@ from cudasplit._split.classify import (
     member_kind,
 )
 from cudasplit._split.endrun import EndOfRun, RunState
-from cudasplit._layout import LayoutSpec
 from cudasplit._split.libmajor import LibMajor
 from cudasplit._split.links import LinkPlanner
-from cudasplit._model import Member
 from cudasplit._split.optioncheck import check_package_known
+from cudasplit._split.options import Progress, SplitOptions
 from cudasplit._split.outcomes import MemberFacts
 from cudasplit._split.patchstage import PatchStage
 from cudasplit._split.place import Placer
 from cudasplit._split.placements import Placements
 from cudasplit._split.prepare import patch_settings, prepare
-from cudasplit._report import MemberRecord, Report
 from cudasplit._split.reportwriter import ReportWriter, record_of
 from cudasplit._split.rewrites import RewriteContext
-from cudasplit._rulebook import RuleSet
-from cudasplit._source import Limits, Source, open_source
-from cudasplit._split.options import Progress, SplitOptions
 from cudasplit.errors import OutputError
 from cudasplit.sinks._base import Sink
 

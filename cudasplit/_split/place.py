@@ -14,14 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from cudasplit._split.classify import Classified
 from cudasplit._elf.plan.planner import Layout
-from cudasplit._split.links import LinkPlanner
 from cudasplit._model import Member
+from cudasplit._report import Problem
+from cudasplit._source import member_parent
+from cudasplit._split.classify import Classified
+from cudasplit._split.links import LinkPlanner
 from cudasplit._split.outcomes import MemberFacts, PlaceOutcome
 from cudasplit._split.patchstage import ElfJob, PatchStage
 from cudasplit._split.placements import Placed, Placements
-from cudasplit._report import Problem
 from cudasplit._split.rewrites import (
     REWRITES,
     Rewrite,
@@ -30,7 +31,6 @@ from cudasplit._split.rewrites import (
     rewrite_text_edits,
     text_edits_for,
 )
-from cudasplit._source import member_parent
 from cudasplit.errors import OutputError
 from cudasplit.sinks._base import Sink, write_bytes
 

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cudasplit._split.classify import Normaliser
 from cudasplit._layout import Layout, LayoutSpec
-from cudasplit._split.libmajor import LibMajor
 from cudasplit._model import PackageId
-from cudasplit._split.patchstage import PatchSettings
-from cudasplit._rulebook.pkgtable import Where
 from cudasplit._report import Problem
 from cudasplit._rulebook import RuleSet, load_ruleset
+from cudasplit._rulebook.pkgtable import Where
+from cudasplit._split.classify import Normaliser
+from cudasplit._split.libmajor import LibMajor
 from cudasplit._split.options import SplitOptions, cuda_version
+from cudasplit._split.patchstage import PatchSettings
 
 __all__ = ["RunPlan", "patch_settings", "prepare"]
 

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from cudasplit._elf.plan.planner import Layout
-from cudasplit._split.outcomes import ElfOutcome, MemberFacts, PlaceOutcome
 from cudasplit._report import MemberRecord, OutputRecord, Problem, Report
+from cudasplit._split.outcomes import ElfOutcome, MemberFacts, PlaceOutcome
 
 __all__ = ["ReportWriter", "record_of"]
 

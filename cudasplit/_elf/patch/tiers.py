@@ -11,12 +11,12 @@ import os
 import tempfile
 from dataclasses import dataclass
 
-from cudasplit._elf.read.dynamic import DynNames, dyn_names
-from cudasplit._elf.read import read_raw
-from cudasplit._elf.read.raw import RawElf
 from cudasplit._elf.patch import Plan, Want, plan_append, plan_in_place
-from cudasplit._elf.patch.verify import Expect, expected, verify, verify_after_strip
 from cudasplit._elf.patch.delta import changes_nothing, check_interp, interp_of, reduce_to_changes
+from cudasplit._elf.patch.verify import Expect, expected, verify, verify_after_strip
+from cudasplit._elf.read import read_raw
+from cudasplit._elf.read.dynamic import DynNames, dyn_names
+from cudasplit._elf.read.raw import RawElf
 from cudasplit.errors import PatchError
 
 
@@ -95,7 +95,7 @@ def native(path: str, edit: Want, method: str | None) -> tuple[str | None, Befor
 
 def lief(path: str, want: Want) -> None:
     """Tier 3: validated here, rewritten by a capped child process, verified, renamed over."""
-    import cudasplit._elf.read.info.patch.lief_worker as _lief_worker
+    import cudasplit._elf.patch.lief_worker as _lief_worker
 
     with open(path, "rb") as stream:
         elf = read_raw(path, stream.fileno())

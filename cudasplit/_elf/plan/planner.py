@@ -15,11 +15,11 @@ import posixpath
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 
-from cudasplit._elf.read.info import ElfInfo
 from cudasplit._elf.patch.backends import ElfEdit
-from cudasplit._globs import Glob
 from cudasplit._elf.plan.resolve import LibraryIndex, arch_of, ignored
 from cudasplit._elf.plan.runpath import RunpathPlan, RunpathPolicy, is_glibc_name, plan_runpath
+from cudasplit._elf.read.info import ElfInfo
+from cudasplit._globs import Glob
 
 __all__ = ["ElfFacts", "ElfPlan", "Layout", "PlanContext", "plan_elf"]
 

@@ -18,8 +18,8 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from cudasplit._elf.read.info import ElfInfo
 from cudasplit._elf.plan.runpath import is_driver_name, is_glibc_name
+from cudasplit._elf.read.info import ElfInfo
 from cudasplit.errors import ElfError
 
 __all__ = ["PROVIDERS", "DlopenNeed", "DlopenTarget", "parse_dlopen_key", "provider_of",

@@ -24,7 +24,15 @@ from dataclasses import dataclass
 
 from elftools.elf.enums import ENUM_E_MACHINE, ENUM_E_TYPE
 
-from cudasplit._elf.read import DT_NEEDED, DT_RPATH, DT_RUNPATH, DT_SONAME, PT_INTERP, RawElf, read_raw
+from cudasplit._elf.read import (
+    DT_NEEDED,
+    DT_RPATH,
+    DT_RUNPATH,
+    DT_SONAME,
+    PT_INTERP,
+    RawElf,
+    read_raw,
+)
 from cudasplit._model import Kind
 from cudasplit.errors import ElfError
 

@@ -16,7 +16,13 @@ than 2 KiB, so sha256 of several tarballs runs on several cores without processe
 
 from __future__ import annotations
 
-from cudasplit._release.manifest.parse import Artifact, Manifest, Package, load_manifest, parse_manifest
+from cudasplit._release.manifest.parse import (
+    Artifact,
+    Manifest,
+    Package,
+    load_manifest,
+    parse_manifest,
+)
 from cudasplit._release.manifest.select import (
     JETSON_CAPABILITIES,
     JETSON_SBSA_THRESHOLD,

@@ -40,7 +40,13 @@ from cudasplit._source.codecs.detect import Codec, detect_codec
 from cudasplit._source.codecs.external import ExternalDecompressor, external_command
 from cudasplit._source.codecs.stdlib import bz2_chunks, gzip_chunks, plain_chunks
 from cudasplit._source.codecs.threads import BlockPipeline
-from cudasplit._source.codecs.xz import XzBlock, XzStream, read_xz_layout, xz_block_chunks, xz_sequential_chunks
+from cudasplit._source.codecs.xz import (
+    XzBlock,
+    XzStream,
+    read_xz_layout,
+    xz_block_chunks,
+    xz_sequential_chunks,
+)
 from cudasplit._source.codecs.zstd import zstd_chunks
 from cudasplit.errors import SourceError
 

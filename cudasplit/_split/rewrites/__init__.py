@@ -14,9 +14,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
-from cudasplit._split.classify import fallback_output
 from cudasplit._elf.plan.planner import Layout
 from cudasplit._model import Kind
+from cudasplit._report import Problem
+from cudasplit._rulebook import RuleSet
+from cudasplit._rulebook.pkgtable import TextEdit, Where
+from cudasplit._split.classify import fallback_output
 from cudasplit._split.rewrites.nvccprofile import ProfileExtras, rewrite_nvcc_profile
 from cudasplit._split.rewrites.pkgconfig import (
     MAX_PC_SIZE,
@@ -27,9 +30,6 @@ from cudasplit._split.rewrites.pkgconfig import (
     rewrite_pc,
     unversioned_alias,
 )
-from cudasplit._rulebook.pkgtable import TextEdit, Where
-from cudasplit._report import Problem
-from cudasplit._rulebook import RuleSet
 from cudasplit._split.rewrites.textedits import apply_text_edits
 from cudasplit.errors import SourceError
 
