@@ -2,7 +2,7 @@
 
 A :class:`LayoutSpec` is what the caller knows up front (``--output-dir``, ``$outputs``,
 ``--prefix``); :meth:`LayoutSpec.resolve` turns it into the frozen
-:class:`~cudasplit._elf.plan.planner.Layout` once the package identity is read. ``repack --prefix``'s
+:class:`Layout` once the package identity is read. ``repack --prefix``'s
 default root (``/<pname>-<platform>-<version>``) needs the identity, which is why the spec and
 the layout are two values. Every planner (links, ``.pc`` files, RUNPATHs, nix-support) asks the
 layout; no one asks a sink, so ``inspect``, ``--dry-run`` and every sink plan the same roots.
@@ -14,10 +14,19 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from cudasplit._elf.plan.planner import Layout
 from cudasplit._model import OUTPUT_NAMES, PackageId
 
 __all__ = ["Layout", "LayoutSpec", "archive_stem"]
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """Output name -> final root, fixed before the first member (``/${out}`` when unknown)."""
+
+    roots: tuple[tuple[str, str], ...]
+
+    def root(self, output: str) -> str:
+        return dict(self.roots).get(output, "/${" + output + "}")
 
 
 def archive_stem(package: PackageId) -> str:

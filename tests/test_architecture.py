@@ -1,83 +1,226 @@
-"""The house rules of issue 13, checked on the code itself (``scripts/module_graph.py`` reads it
-with ``ast``; nothing is imported or executed).
+"""The house, checked on the code itself (read with ``ast``; nothing is imported or executed).
 
-* every internal module is private (``_``-prefixed); the public face is ``cudasplit`` itself,
-  ``cudasplit.errors``, ``cudasplit.sinks`` and the ``cudasplit.cli`` entry point;
-* no module over 300 lines, no class over 150;
-* no import cycle, and every module belongs to a family of the architecture picture;
-* the picture in ``docs/architecture.md`` is the one the code draws today.
+The package is folders by part of the job, and imports run one way, top to bottom::
+
+    cli/  ->  cudasplit (the public API)  ->  _api/  ->  _release/  ->  _split/  ->  _nix/
+          ->  sinks/  ->  _source/ | _rulebook/  ->  _elf/ (patch -> plan -> read)  ->  core
+
+The core is a few root modules every part may use (``errors``, ``_model``, ``_report``,
+``_layout``, ``_globs``). Every import counts: module level, inside functions (lazy), and under
+``if TYPE_CHECKING:`` (a typing-only import still ties the two modules together).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import subprocess
-import sys
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-PUBLIC = {"__init__", "__main__", "errors", "cli", "sinks"}
+PACKAGE = Path(__file__).resolve().parent.parent / "cudasplit"
+
+# Layers, top first. A module may import its own folder and any layer below its own; two
+# folders on one layer (``_source`` and ``_rulebook``) may not import each other.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("__main__",),
+    ("cli",),
+    ("__init__",),
+    ("_api",),
+    ("_release",),
+    ("_split",),
+    ("_nix",),
+    ("sinks",),
+    ("_source", "_rulebook"),
+    ("_elf.patch",),
+    ("_elf.plan",),
+    ("_elf.read", "_elf"),
+    ("errors", "_model", "_report", "_layout", "_globs"),
+)
+# The only names allowed at the top of the package: the public face, the folders, the core.
+TOP = {"__init__", "__main__", "errors", "cli", "sinks", "_api", "_release", "_split", "_nix",
+       "_source", "_rulebook", "_elf", "_model", "_report", "_layout", "_globs"}
 
 
-@pytest.fixture(scope="module")
-def graph() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("module_graph",
-                                                  ROOT / "scripts" / "module_graph.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+@dataclass(frozen=True)
+class Module:
+    name: str                      # dotted, without "cudasplit."; a package is its folder's name
+    path: Path
+    is_package: bool
 
 
-def test_internal_modules_are_private(graph: ModuleType) -> None:
-    public = [m.name for m in graph.modules()
-              if not any(part.startswith("_") for part in m.name.split("."))
-              and m.name.split(".")[0] not in PUBLIC]
-    nested_public = [m.name for m in graph.modules() if "." in m.name
-                     and not m.name.split(".")[-1].startswith("_")]
-    assert public == [] and nested_public == []
+def modules() -> list[Module]:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        if is_package:
+            parts = parts[:-1]
+        found.append(Module(".".join(parts) or "__init__", path, is_package))
+    return found
 
 
-def test_no_module_over_300_lines(graph: ModuleType) -> None:
-    assert [(m.name, m.lines) for m in graph.modules() if m.lines > 300] == []
+def imports(module: Module, known: set[str]) -> Iterator[tuple[str, int]]:
+    """Every package module ``module`` imports (with the line), wherever the import stands."""
+    tree = ast.parse(module.path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("cudasplit."):
+                    yield _known(alias.name.removeprefix("cudasplit."), known), node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            for target in _from_targets(module, node, known):
+                yield target, node.lineno
 
 
-def test_no_class_over_150_lines(graph: ModuleType) -> None:
-    assert [(m.name, m.largest_class) for m in graph.modules()
-            if m.largest_class and m.largest_class[1] > 150] == []
+def _from_targets(module: Module, node: ast.ImportFrom, known: set[str]) -> list[str]:
+    if node.level:
+        here = [] if module.name == "__init__" else module.name.split(".")
+        base = here if module.is_package else here[:-1]
+        base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
+        parts = [*base, *(node.module.split(".") if node.module else [])]
+    elif node.module == "cudasplit" or (node.module or "").startswith("cudasplit."):
+        parts = (node.module or "").split(".")[1:]
+    else:
+        return []
+    where = ".".join(parts) or "__init__"
+    # ``from X import Y`` where Y is itself a module names that module.
+    subs = [f"{where}.{a.name}" if where != "__init__" else a.name for a in node.names]
+    named = [s for s in subs if s in known]
+    return named or [_known(where, known)]
 
 
-def test_no_import_cycles(graph: ModuleType) -> None:
-    assert graph.cycles(graph.modules()) == []
+def _known(name: str, known: set[str]) -> str:
+    return name if name in known else name.rsplit(".", 1)[0]
 
 
-def test_every_module_has_a_family_and_a_job(graph: ModuleType) -> None:
-    mods = graph.modules()
-    assert [m.name for m in mods if graph.family(m.name) is None] == []
-    assert [m.name for m in mods if m.job.startswith("(no docstring")] == []
+def layer_of(name: str) -> tuple[int, str]:
+    """(rank, folder): rank 0 is the top layer."""
+    for rank, folders in enumerate(LAYERS):
+        for folder in sorted(folders, key=len, reverse=True):
+            if name == folder or name.startswith(folder + "."):
+                return rank, folder
+    raise AssertionError(f"cudasplit.{name} belongs to no layer")
 
 
-def test_the_picture_is_current() -> None:
-    """``docs/architecture.md`` shows what the code imports today (``--write`` redraws it)."""
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "module_graph.py"), "--check"],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+def graph() -> dict[str, set[tuple[str, int]]]:
+    mods = modules()
+    known = {m.name for m in mods}
+    return {m.name: set(imports(m, known)) for m in mods}
 
 
-def test_the_cycle_finder_finds_a_cycle(graph: ModuleType) -> None:
-    """The check above could pass by finding nothing: show it finds a planted loop."""
-    a = graph.Module("_a", 1, "a", frozenset({"_b"}), frozenset(), None)
-    b = graph.Module("_b", 1, "b", frozenset({"_c"}), frozenset(), None)
-    c = graph.Module("_c", 1, "c", frozenset({"_a"}), frozenset(), None)
-    d = graph.Module("_d", 1, "d", frozenset({"_a"}), frozenset(), None)
-    assert graph.cycles([a, b, c, d]) == [["_a", "_b", "_c"]]
+def upward_imports(edges: dict[str, set[tuple[str, int]]]) -> list[str]:
+    bad = []
+    for name, targets in sorted(edges.items()):
+        rank, folder = layer_of(name)
+        for target, line in sorted(targets):
+            t_rank, t_folder = layer_of(target)
+            sideways = t_folder != folder and rank != len(LAYERS) - 1  # the core is one room
+            if t_rank < rank or (t_rank == rank and sideways):
+                bad.append(f"{name}:{line} imports {target}")
+    return bad
 
 
-def test_the_split_run_picture_names_real_modules(graph: ModuleType) -> None:
-    """A module renamed or removed would silently drop out of the split run's picture."""
-    names = {m.name for m in graph.modules()}
-    assert [name for name in graph.SPLIT_RUN if name not in names] == []
+def cycles(edges: dict[str, set[tuple[str, int]]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative enough)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target, _ in edges.get(node, ()):
+            if target == node:
+                continue
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_every_module_is_in_a_layer_and_the_top_is_tidy() -> None:
+    names = [m.name for m in modules()]
+    for name in names:
+        layer_of(name)
+    assert sorted({n.split(".")[0] for n in names} - TOP) == []
+
+
+def test_imports_run_one_way() -> None:
+    assert upward_imports(graph()) == []
+
+
+def test_no_import_cycles_not_even_typing_only_or_lazy() -> None:
+    assert cycles(graph()) == []
+
+
+def test_every_module_says_its_job() -> None:
+    missing = [m.name for m in modules()
+               if not (ast.get_docstring(ast.parse(m.path.read_text())) or "").strip()]
+    assert missing == []
+
+
+def test_the_writer_never_imports_the_backends() -> None:
+    """The backends call the byte-level writer; the writer sees only the edit values, so the
+    two never import each other (not even lazily)."""
+    edges = graph()
+    writer = [n for n in edges if n.startswith("_elf.patch.")
+              and n not in ("_elf.patch.backends", "_elf.patch.apply")]
+    assert [n for n in writer if any(t == "_elf.patch.backends" for t, _ in edges[n])] == []
+
+
+def test_internal_imports_name_a_module_not_a_copy() -> None:
+    """No module keeps an old import path alive: nothing in the package is a bare re-export
+    module except a folder's face (its ``__init__``)."""
+    stubs = []
+    for m in modules():
+        if m.is_package or m.name in ("__main__",):
+            continue
+        tree = ast.parse(m.path.read_text())
+        body = [n for n in tree.body if not (isinstance(n, ast.Expr)
+                                             and isinstance(n.value, ast.Constant))]
+        own = [n for n in body if not isinstance(n, ast.ImportFrom | ast.Import)
+               and not (isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "__all__")]
+        if body and not own:
+            stubs.append(m.name)
+    assert stubs == []
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    ("from cudasplit._split.pipeline import x\n", ["_split.pipeline"]),
+    ("from cudasplit._api import entry\n", ["_api.entry"]),
+    ("if TYPE_CHECKING:\n    from cudasplit._split.pipeline import x\n", ["_split.pipeline"]),
+    ("def f():\n    from .pipeline import x\n", ["_split.pipeline"]),
+])
+def test_the_checks_see_every_kind_of_import(tmp_path: Path, source: str,
+                                             expected: list[str]) -> None:
+    path = tmp_path / "m.py"
+    path.write_text(source)
+    known = {"_split.pipeline", "_api", "_api.entry", "_split"}
+    got = [t for t, _ in imports(Module("_split.m", path, False), known)]
+    assert got == expected
+
+
+def test_the_checks_catch_an_upward_import_and_a_cycle() -> None:
+    edges = {"_elf.read.raw": {("_split.pipeline", 3)}, "_split.pipeline": {("_elf.read.raw", 1)},
+             "_source.tar": {("_rulebook", 2)}, "_rulebook": set()}
+    assert upward_imports(edges) == ["_elf.read.raw:3 imports _split.pipeline",
+                                     "_source.tar:2 imports _rulebook"]
+    assert cycles(edges) == [["_elf.read.raw", "_split.pipeline"]]

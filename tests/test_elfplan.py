@@ -370,8 +370,7 @@ def test_cli_interpreter_per_arch_and_ignore_missing(tmp_path: Path,
 
 
 def test_nix_environment_lib_dirs_and_dynamic_linker(tmp_path: Path) -> None:
-    from cudasplit._elf.plan.resolve import with_nix_defaults
-    from cudasplit._nix.env import nix_dynamic_linker, nix_library_dirs
+    from cudasplit._nix.env import nix_dynamic_linker, nix_library_dirs, with_nix_defaults
 
     cc = tmp_path / "cc"
     (cc / "nix-support").mkdir(parents=True)

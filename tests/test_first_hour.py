@@ -21,7 +21,7 @@ import cudasplit
 import cudasplit._api.entry as api
 from cudasplit._model import Kind, PackageId
 from cudasplit._rulebook import load_ruleset
-from cudasplit._split.optioncheck import available_cpus
+from cudasplit._split.options import available_cpus
 from cudasplit._split.pipeline import SplitOptions
 from cudasplit.cli import main
 from cudasplit.errors import CudasplitError, OptionsError, OutputError, SourceError

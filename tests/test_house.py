@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 import tarfile
 from collections.abc import Callable
 from dataclasses import replace

@@ -11,12 +11,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import cudasplit._elf.patch.tiers as _patchtiers
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cudasplit._elf.patch.patcher as patch_mod
+import cudasplit._elf.patch.tiers as _patchtiers
 from cudasplit._elf.patch.backends import ElfEdit, UnknownPatcherError, backend_for
 from cudasplit._elf.patch.patcher import SPARE_BYTES, apply_edit, set_runpath
 from cudasplit._elf.read.info import read_elf_info

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import SplitOptions, split_to_dir
 import cudasplit._split.patchstage as patchstage
+from cudasplit import SplitOptions, split_to_dir
 from cudasplit._elf.patch.backends import EditResult, ElfEdit
-from cudasplit._elf.plan.planner import Layout
+from cudasplit._layout import Layout
 from cudasplit._report import MemberRecord, OutputRecord, Problem, Report
 from cudasplit._split.outcomes import ElfOutcome, MemberFacts, PlaceOutcome
 from cudasplit._split.reportwriter import ReportWriter

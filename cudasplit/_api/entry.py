@@ -11,10 +11,9 @@ import posixpath
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from cudasplit._elf.plan.resolve import with_nix_defaults
 from cudasplit._layout import LayoutSpec
 from cudasplit._model import OUTPUT_NAMES, Kind
-from cudasplit._nix.env import nix_outputs
+from cudasplit._nix.env import nix_outputs, with_nix_defaults
 from cudasplit._report import MemberRecord, Report
 from cudasplit._rulebook import Rename, RuleSet, load_ruleset
 from cudasplit._source import Source

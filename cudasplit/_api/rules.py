@@ -14,8 +14,7 @@ from cudasplit._rulebook import (
     load_ruleset,
     read_rule_file,
 )
-from cudasplit._split.optioncheck import check_package_known
-from cudasplit._split.options import SplitOptions
+from cudasplit._split.options import SplitOptions, check_package_known
 
 __all__ = ["check_rule_file", "package_entry_lines", "ruleset_for"]
 

@@ -1,13 +1,18 @@
-"""Reading a Nix builder's outputs: ``$outputs`` + one variable each, or structured attrs."""
+"""The Nix builder seen from inside: its outputs (``$outputs`` + one variable each, or structured
+attrs), its loader and library dirs, and the RUNPATH policy ``--nix`` derives from them."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import platform
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
+from cudasplit._elf.plan.resolve import loader_arch
+from cudasplit._elf.plan.runpath import RunpathPolicy
 from cudasplit._model import OUTPUT_NAMES
 from cudasplit.errors import NixEnvironmentError
 
@@ -104,3 +109,19 @@ def _link_dirs(flags: str) -> list[str]:
         elif word.startswith("-L") and len(word) > 2:
             dirs.append(word[2:])
     return [d for d in dirs if d.startswith("/")]
+
+
+def with_nix_defaults(policy: RunpathPolicy, env: Mapping[str, str] | None = None
+                      ) -> RunpathPolicy:
+    """``--nix`` mode: unresolved names fail the run (files of the loader's arch only, as
+    autoPatchelf skips the others), the build environment's library dirs are searched after
+    ``--library-path``, and executables of the loader's arch get
+    ``$NIX_CC/nix-support/dynamic-linker`` unless ``--interpreter`` named one."""
+    interpreters = policy.interpreters
+    loader = nix_dynamic_linker(env)
+    arch = loader_arch(loader) if loader is not None else platform.machine()
+    if loader is not None and policy.interpreter_for(arch) is None:
+        interpreters = (*interpreters, (arch, loader))
+    return replace(policy, interpreters=interpreters, fail_unresolved=True,
+                   target_arch=policy.target_arch or arch,
+                   library_paths=(*policy.library_paths, *nix_library_dirs(env)))

@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cudasplit._elf.read.dlopen import parse_dlopen_key
 from cudasplit._globs import Glob
 from cudasplit._model import OUTPUT_NAMES
 from cudasplit._rulebook.pkgparse import (
     check_keys,
     glob_list,
     parse_add_needed,
+    parse_dlopen_key,
     parse_drops,
     parse_link_into,
     parse_output_when,

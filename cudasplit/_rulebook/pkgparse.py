@@ -15,12 +15,14 @@ from cudasplit._model import OUTPUT_NAMES
 from cudasplit._rulebook.gates import GATE_KEYS, Gate
 from cudasplit._rulebook.pkgtable import (
     AddNeeded,
+    DlopenNeed,
     DropEdit,
     LinkInto,
     OutputWhen,
     PcEdit,
     RunpathPackage,
     TextEdit,
+    version_key,
 )
 from cudasplit.errors import RulesError
 
@@ -28,6 +30,7 @@ __all__ = [
     "check_keys",
     "glob_list",
     "parse_add_needed",
+    "parse_dlopen_key",
     "parse_drops",
     "parse_gate",
     "parse_link_into",
@@ -238,3 +241,20 @@ def _bool(table: Mapping[str, Any], key: str, where: str) -> bool:
     if not isinstance(value, bool):
         raise RulesError(f"{where}: '{key}' must be true or false")
     return value
+
+
+def parse_dlopen_key(value: object, where: str) -> tuple[DlopenNeed, ...]:
+    """Parse the ``dlopen`` key of a ``[package]`` table (``where`` names it in errors)."""
+    if not isinstance(value, list):
+        raise RulesError(f"{where}: dlopen must be a list of tables")
+    needs = []
+    for item in value:
+        if not isinstance(item, dict) or not isinstance(item.get("package"), str) \
+                or set(item) - {"package", "since", "before"}:
+            raise RulesError(f"{where}: dlopen entries are {{ package = \"PNAME\", since = "
+                             f"\"X.Y\", before = \"X.Y\" }} (since/before optional), not {item!r}")
+        gates = [item.get(k) for k in ("since", "before")]
+        if any(g is not None and (not isinstance(g, str) or not version_key(g)) for g in gates):
+            raise RulesError(f"{where}: dlopen since/before must be versions like \"12.8\"")
+        needs.append(DlopenNeed(item["package"], gates[0], gates[1]))
+    return tuple(needs)

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from cudasplit._elf.read.dlopen import DlopenNeed
 from cudasplit._globs import Glob
 from cudasplit._rulebook.pkgtable import (
     AddNeeded,
+    DlopenNeed,
     DropEdit,
     LinkInto,
     OutputWhen,

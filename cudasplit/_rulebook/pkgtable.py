@@ -9,6 +9,7 @@ are re-exported here, where the rest of the package has always imported them fro
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ from cudasplit._rulebook.gates import (
 __all__ = [
     "GATE_KEYS",
     "AddNeeded",
+    "DlopenNeed",
     "DropEdit",
     "Gate",
     "LinkInto",
@@ -36,6 +38,7 @@ __all__ = [
     "added_needed",
     "declared_outputs",
     "version_at_least",
+    "version_key",
     "version_tuple",
 ]
 
@@ -176,3 +179,27 @@ def declared_outputs(outputs: Sequence[str], when: Sequence[OutputWhen],
     for entry in when:
         gated[entry.output] = gated.get(entry.output, False) or entry.gate.applies(where)
     return tuple(o for o in outputs if gated.get(o, True))
+
+
+@dataclass(frozen=True, slots=True)
+class DlopenNeed:
+    """``[package] dlopen = [{ package = "cuda_nvrtc", since = "12.8" }]``: every ELF file
+    of this package gets ``<root of package>/lib`` in its RUNPATH (the root comes from
+    ``--package-root PNAME=DIR``) when the package's version is ``>= since`` and ``< before``."""
+
+    package: str
+    since: str | None = None
+    before: str | None = None
+
+    def applies_to(self, version: str | None) -> bool:
+        # An unknown version gets the entry: an extra directory costs nothing, a missing one
+        # breaks the dlopen at run time.
+        if version is None or not version_key(version):
+            return True
+        key = version_key(version)
+        return ((self.since is None or key >= version_key(self.since))
+                and (self.before is None or key < version_key(self.before)))
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version))

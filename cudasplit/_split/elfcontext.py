@@ -12,9 +12,10 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from cudasplit._elf.plan.planner import Layout, PlanContext
+from cudasplit._elf.plan.planner import PlanContext
 from cudasplit._elf.plan.resolve import LibraryIndex
 from cudasplit._elf.plan.runpath import RunpathPolicy
+from cudasplit._layout import Layout
 from cudasplit._model import OUTPUT_NAMES
 from cudasplit._report import Problem
 from cudasplit._rulebook import PackageSettings

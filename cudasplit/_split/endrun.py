@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cudasplit._elf.plan.planner import Layout
 from cudasplit._elf.plan.resolve import unresolved_error
+from cudasplit._layout import Layout
 from cudasplit._model import Kind, PackageId
 from cudasplit._nix.support import NixSupport, write_nix_support
 from cudasplit._rulebook import RuleSet

@@ -32,8 +32,7 @@ from cudasplit._split.classify import (
 from cudasplit._split.endrun import EndOfRun, RunState
 from cudasplit._split.libmajor import LibMajor
 from cudasplit._split.links import LinkPlanner
-from cudasplit._split.optioncheck import check_package_known
-from cudasplit._split.options import Progress, SplitOptions
+from cudasplit._split.options import Progress, SplitOptions, check_package_known
 from cudasplit._split.outcomes import MemberFacts
 from cudasplit._split.patchstage import PatchStage
 from cudasplit._split.place import Placer

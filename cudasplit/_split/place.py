@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from cudasplit._elf.plan.planner import Layout
+from cudasplit._layout import Layout
 from cudasplit._model import Member
 from cudasplit._report import Problem
 from cudasplit._source import member_parent

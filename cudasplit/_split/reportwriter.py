@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from cudasplit._elf.plan.planner import Layout
+from cudasplit._layout import Layout
 from cudasplit._report import MemberRecord, OutputRecord, Problem, Report
 from cudasplit._split.outcomes import ElfOutcome, MemberFacts, PlaceOutcome
 

@@ -15,23 +15,13 @@ import posixpath
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 
-from cudasplit._elf.patch.backends import ElfEdit
+from cudasplit._elf.plan.edit import ElfEdit
 from cudasplit._elf.plan.resolve import LibraryIndex, arch_of, ignored
 from cudasplit._elf.plan.runpath import RunpathPlan, RunpathPolicy, is_glibc_name, plan_runpath
 from cudasplit._elf.read.info import ElfInfo
 from cudasplit._globs import Glob
 
-__all__ = ["ElfFacts", "ElfPlan", "Layout", "PlanContext", "plan_elf"]
-
-
-@dataclass(frozen=True, slots=True)
-class Layout:
-    """Output name -> final root, fixed before the first member (``/${out}`` when unknown)."""
-
-    roots: tuple[tuple[str, str], ...]
-
-    def root(self, output: str) -> str:
-        return dict(self.roots).get(output, "/${" + output + "}")
+__all__ = ["ElfFacts", "ElfPlan", "PlanContext", "plan_elf"]
 
 
 @dataclass(frozen=True, slots=True)

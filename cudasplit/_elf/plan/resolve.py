@@ -15,12 +15,11 @@ import os
 import platform
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Literal
 
 from elftools.elf.enums import ENUM_E_MACHINE
 
-from cudasplit._elf.plan.runpath import RunpathPolicy
 from cudasplit.errors import ProblemsFound, SourceError
 
 __all__ = [
@@ -31,7 +30,6 @@ __all__ = [
     "loader_arch",
     "parse_interpreters",
     "unresolved_error",
-    "with_nix_defaults",
 ]
 
 _SHARED_OBJECT_NAME = re.compile(r"\.so(\.|$)")
@@ -174,21 +172,3 @@ def parse_interpreters(values: Iterable[str]) -> tuple[tuple[str, str], ...]:
             arch, path = loader_arch(value), value
         result.append((arch, path))
     return tuple(result)
-
-
-def with_nix_defaults(policy: RunpathPolicy, env: Mapping[str, str] | None = None
-                      ) -> RunpathPolicy:
-    """``--nix`` mode: unresolved names fail the run (files of the loader's arch only, as
-    autoPatchelf skips the others), the build environment's library dirs are searched after
-    ``--library-path``, and executables of the loader's arch get
-    ``$NIX_CC/nix-support/dynamic-linker`` unless ``--interpreter`` named one."""
-    from cudasplit._nix.env import nix_dynamic_linker, nix_library_dirs
-
-    interpreters = policy.interpreters
-    loader = nix_dynamic_linker(env)
-    arch = loader_arch(loader) if loader is not None else platform.machine()
-    if loader is not None and policy.interpreter_for(arch) is None:
-        interpreters = (*interpreters, (arch, loader))
-    return replace(policy, interpreters=interpreters, fail_unresolved=True,
-                   target_arch=policy.target_arch or arch,
-                   library_paths=(*policy.library_paths, *nix_library_dirs(env)))

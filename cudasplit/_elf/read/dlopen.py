@@ -18,11 +18,11 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from cudasplit._elf.plan.runpath import is_driver_name, is_glibc_name
 from cudasplit._elf.read.info import ElfInfo
+from cudasplit._elf.read.libnames import is_driver_name, is_glibc_name
 from cudasplit.errors import ElfError
 
-__all__ = ["PROVIDERS", "DlopenNeed", "DlopenTarget", "parse_dlopen_key", "provider_of",
+__all__ = ["PROVIDERS", "DlopenTarget", "provider_of",
            "scan_dlopen"]
 
 # Library stem (name up to ".so") -> the redistributable that ships it; "driver": the NVIDIA
@@ -161,49 +161,3 @@ def _readonly_segments(fd: int, size: int, bo: str, is64: bool, head: bytes
         p_type, flags, offset, length = (record[f] for f in fields)
         if p_type == _PT_LOAD and not flags & (_PF_X | _PF_W) and offset + length <= size:
             yield offset, length
-
-
-# --- the package-rule key --------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class DlopenNeed:
-    """``[package] dlopen = [{ package = "cuda_nvrtc", since = "12.8" }]``: every ELF file
-    of this package gets ``<root of package>/lib`` in its RUNPATH (the root comes from
-    ``--package-root PNAME=DIR``) when the package's version is ``>= since`` and ``< before``."""
-
-    package: str
-    since: str | None = None
-    before: str | None = None
-
-    def applies_to(self, version: str | None) -> bool:
-        # An unknown version gets the entry: an extra directory costs nothing, a missing one
-        # breaks the dlopen at run time.
-        if version is None or not _version_key(version):
-            return True
-        key = _version_key(version)
-        return ((self.since is None or key >= _version_key(self.since))
-                and (self.before is None or key < _version_key(self.before)))
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", version))
-
-
-def parse_dlopen_key(value: object, where: str) -> tuple[DlopenNeed, ...]:
-    """Parse the ``dlopen`` key of a ``[package]`` table (``where`` names it in errors)."""
-    from cudasplit.errors import RulesError
-
-    if not isinstance(value, list):
-        raise RulesError(f"{where}: dlopen must be a list of tables")
-    needs = []
-    for item in value:
-        if not isinstance(item, dict) or not isinstance(item.get("package"), str) \
-                or set(item) - {"package", "since", "before"}:
-            raise RulesError(f"{where}: dlopen entries are {{ package = \"PNAME\", since = "
-                             f"\"X.Y\", before = \"X.Y\" }} (since/before optional), not {item!r}")
-        gates = [item.get(k) for k in ("since", "before")]
-        if any(g is not None and (not isinstance(g, str) or not _version_key(g)) for g in gates):
-            raise RulesError(f"{where}: dlopen since/before must be versions like \"12.8\"")
-        needs.append(DlopenNeed(item["package"], gates[0], gates[1]))
-    return tuple(needs)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
-from cudasplit._elf.plan.planner import Layout
+from cudasplit._layout import Layout
 from cudasplit._model import Kind
 from cudasplit._report import Problem
 from cudasplit._rulebook import RuleSet
