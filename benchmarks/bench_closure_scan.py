@@ -8,7 +8,8 @@ Splits real NVIDIA bytes (the 12.9 release the tests build from PyPI wheels, see
 
 * ``read``:    every file read once in 1 MiB chunks (the floor: the scan must see every byte);
 * ``grep``:    ``grep -r -c -F <common root prefix> <dir>`` (a C byte scanner, one needle);
-* ``closure``: :func:`cudasplit._release.closure.closure_of_dir` (all needles, symlinks, ELF RUNPATHs).
+* ``closure``: :func:`cudasplit._release.closure.closure_of_dir` (all needles, symlinks, ELF
+RUNPATHs).
 
 Prints a markdown table with medians and the ratio closure / read.
 """

@@ -70,7 +70,8 @@ if TYPE_CHECKING:
 # importing them with the rest cost every ``cudasplit split`` about 40 ms (measured with
 # ``python -X importtime``), which is 4 % of splitting a 300 MB .tar.zst.
 _LAZY = {
-    "LoadView": "cudasplit._api.checks", "closure_of": "cudasplit._api.checks", "ldd": "cudasplit._api.checks",
+    "LoadView": "cudasplit._api.checks", "closure_of": "cudasplit._api.checks", "ldd":
+    "cudasplit._api.checks",
     "diff_releases": "cudasplit._api.release", "manifest_features": "cudasplit._api.release",
     "nixify_manifest": "cudasplit._api.release", "verify_manifest": "cudasplit._api.release",
     "features_of": "cudasplit._release.features",

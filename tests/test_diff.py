@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from cudasplit._api.entry import inspect, split_to_dir
 from cudasplit._release.diff import Snapshot, diff_snapshots, snapshot
-from cudasplit._release.sonames import ElfFacts
+from cudasplit._release.sonames import ElfNames
 from cudasplit._rulebook import load_ruleset
 from cudasplit._split.pipeline import SplitOptions
 from cudasplit.cli import main
@@ -133,8 +133,8 @@ def test_relocation_and_needed_changes_in_memory() -> None:
     old.add("p", "include/gone.h", "include", 1)
     new.add("p", "include/cccl/cub/a.h", "include", 10)
     new.add("q", "include/gone.h", "dev", 1)
-    old.elf[("p", "lib/libp.so.1")] = ElfFacts("lib/libp.so.1", "libp.so.1", ("libc.so.6",))
-    new.elf[("p", "lib/libp.so.2")] = ElfFacts("lib/libp.so.2", "libp.so.2",
+    old.elf[("p", "lib/libp.so.1")] = ElfNames("lib/libp.so.1", "libp.so.1", ("libc.so.6",))
+    new.elf[("p", "lib/libp.so.2")] = ElfNames("lib/libp.so.2", "libp.so.2",
                                                ("libc.so.6", "libq.so.1"))
     result = diff_snapshots(old, new)
     whats = {(c.what, c.path or c.old or c.new) for c in result.changes}
@@ -160,8 +160,8 @@ def test_manifest_without_tarballs_is_an_error(tmp_path: Path) -> None:
 
 def test_dlopen_changes() -> None:
     old, new = Snapshot("old", {"p": "1"}), Snapshot("new", {"p": "2"})
-    old.elf[("p", "lib/libp.so")] = ElfFacts("lib/libp.so", "libp.so", (), ("libnvrtc.so.12",))
-    new.elf[("p", "lib/libp.so")] = ElfFacts("lib/libp.so", "libp.so", (), ("libnvrtc.so.13",))
+    old.elf[("p", "lib/libp.so")] = ElfNames("lib/libp.so", "libp.so", (), ("libnvrtc.so.12",))
+    new.elf[("p", "lib/libp.so")] = ElfNames("lib/libp.so", "libp.so", (), ("libnvrtc.so.13",))
     result = diff_snapshots(old, new)
     assert {(c.what, c.old or c.new) for c in result.of("dlopen-removed") +
             result.of("dlopen-added")} == {("dlopen-removed", "libnvrtc.so.12"),

@@ -14,7 +14,7 @@ import pytest
 from cudasplit import SplitOptions, split_to_dir
 from cudasplit._elf.patch.apply import FailFastBackend
 from cudasplit._elf.patch.backends import EditResult, ElfEdit, UnknownPatcherError
-from cudasplit._elf.plan.planner import ElfFacts, PlanContext, plan_elf
+from cudasplit._elf.plan.planner import PlacedElf, PlanContext, plan_elf
 from cudasplit._elf.plan.resolve import LibraryIndex, UnresolvedLibrariesError
 from cudasplit._elf.plan.runpath import RunpathPolicy, RunpathPolicyError
 from cudasplit._elf.read.info import read_elf_info
@@ -28,12 +28,12 @@ DRIVER_LIB = "/run/opengl-driver/lib"
 
 
 def facts(needed: tuple[str, ...], *, interp: str | None = None, machine: str = "EM_X86_64",
-          output: str = "bin", dest: str = "bin/tool") -> ElfFacts:
+          output: str = "bin", dest: str = "bin/tool") -> PlacedElf:
     info = read_elf_info(Path("/bin/sh"))  # any dynamic executable, fields replaced below
     assert info is not None
     from dataclasses import replace
     info = replace(info, needed=needed, runpath=None, rpath=None, interp=interp, machine=machine)
-    return ElfFacts(output, dest, info)
+    return PlacedElf(output, dest, info)
 
 
 # --- the pure planner -------------------------------------------------------------------------

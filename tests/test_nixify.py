@@ -300,13 +300,13 @@ def test_table_needs_gates_and_package_roots() -> None:
 def test_stubs_and_driver_names_provide_nothing() -> None:
     """cuda_cudart's lib/stubs/libcuda.so (SONAME libcuda.so.1) must not make every package
     that needs or dlopens the driver depend on cuda_cudart; a real library still counts."""
-    from cudasplit._release.sonames import ElfFacts, dependencies
+    from cudasplit._release.sonames import ElfNames, dependencies
 
     cudart = PackageLinks("cuda_cudart", (
-        ElfFacts("lib/libcudart.so.12", "libcudart.so.12", ()),
-        ElfFacts("lib/stubs/libcuda.so", "libcuda.so.1", ()),
+        ElfNames("lib/libcudart.so.12", "libcudart.so.12", ()),
+        ElfNames("lib/stubs/libcuda.so", "libcuda.so.1", ()),
     ))
-    user = PackageLinks("libcufft", (ElfFacts(
+    user = PackageLinks("libcufft", (ElfNames(
         "lib/libcufft.so.11", "libcufft.so.11", ("libcuda.so.1", "libcudart.so.12", "libc.so.6"),
         ("libcuda.so.1", "libnvidia-ml.so.1")),))
     assert "libcuda.so.1" not in cudart.sonames

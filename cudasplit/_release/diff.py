@@ -21,7 +21,7 @@ from typing import Any
 
 from cudasplit._model import OUTPUT_NAMES
 from cudasplit._release.snapshot import Snapshot, snapshot
-from cudasplit._release.sonames import ElfFacts
+from cudasplit._release.sonames import ElfNames
 
 __all__ = ["Change", "ReleaseDiff", "Snapshot", "diff_snapshots", "snapshot"]
 
@@ -212,19 +212,19 @@ def _providers(snap: Snapshot) -> dict[str, set[str]]:
     return found
 
 
-def _package_elf(snap: Snapshot, package: str) -> list[ElfFacts]:
+def _package_elf(snap: Snapshot, package: str) -> list[ElfNames]:
     return [f for (p, _), f in snap.elf.items() if p == package]
 
 
-def _sonames(facts: list[ElfFacts]) -> set[str]:
+def _sonames(facts: list[ElfNames]) -> set[str]:
     return {f.soname for f in facts if f.soname}
 
 
-def _needed(facts: list[ElfFacts]) -> set[str]:
+def _needed(facts: list[ElfNames]) -> set[str]:
     return {n for f in facts for n in f.needed}
 
 
-def _dlopen(facts: list[ElfFacts]) -> set[str]:
+def _dlopen(facts: list[ElfNames]) -> set[str]:
     return {n for f in facts for n in f.dlopen}
 
 def render_diff(diff: ReleaseDiff, members: bool) -> list[str]:

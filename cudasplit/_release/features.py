@@ -2,8 +2,8 @@
 
 Each tarball is read once, front to back, through :func:`~cudasplit._source.open_source`; no
 member is unpacked to disk. The flags follow the rules of NVIDIA-manifest tooling in Nixpkgs
-(cuda-redist-find-features), with deliberate differences: :mod:`cudasplit._release.featurescan` holds
-the per-member rules, says where they differ, and how the extended form (SONAMEs, DT_NEEDED)
+(cuda-redist-find-features), with deliberate differences: :mod:`cudasplit._release.featurescan`
+holds the per-member rules, says where they differ, and how the extended form (SONAMEs, DT_NEEDED)
 reads ELF members with bounded disk use. Windows zips are read by :mod:`cudasplit._source.zip`.
 
 Here: one tarball (:func:`features_of`) and every tarball of a manifest, scanned concurrently

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from cudasplit._model import OUTPUT_NAMES
 from cudasplit._release.manifest import find_tarball, load_manifest, select_artifacts
-from cudasplit._release.sonames import ElfFacts, scan_elf_dir, scan_elf_source
+from cudasplit._release.sonames import ElfNames, scan_elf_dir, scan_elf_source
 from cudasplit._source import parse_top_dir
 from cudasplit._split.pipeline import SplitOptions
 from cudasplit._split.pipeline import split as _split
@@ -40,7 +40,7 @@ class Snapshot:
     label: str
     versions: dict[str, str] = field(default_factory=dict)  # package -> version
     members: dict[tuple[str, str], Entry] = field(default_factory=dict)  # (package, path)
-    elf: dict[tuple[str, str], ElfFacts] = field(default_factory=dict)   # (package, path)
+    elf: dict[tuple[str, str], ElfNames] = field(default_factory=dict)   # (package, path)
 
     def add(self, package: str, path: str, output: str, size: int) -> None:
         self.members[(package, path)] = Entry(package, output, size)
@@ -100,7 +100,7 @@ def _add_source(snap: Snapshot, path: Path, package: str | None, jobs: int) -> N
     for facts in scan_elf_source(path, jobs=jobs):
         dest = dests.get(facts.path)
         if dest is not None:
-            snap.elf[(name, dest)] = ElfFacts(dest, facts.soname, facts.needed, facts.dlopen)
+            snap.elf[(name, dest)] = ElfNames(dest, facts.soname, facts.needed, facts.dlopen)
 
 
 def _split_layout(path: Path) -> str | None:

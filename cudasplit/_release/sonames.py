@@ -27,16 +27,17 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO
 
 from cudasplit._elf.plan.runpath import is_driver_name
-from cudasplit._elf.read.info import ELF_MAGIC, ElfInfo, kind_from_head, read_elf_info
+from cudasplit._elf.read import ELF_MAGIC
+from cudasplit._elf.read.info import ElfInfo, kind_from_head, read_elf_info
 from cudasplit._model import MemberType
 from cudasplit._source import open_source
 from cudasplit.errors import ElfError
 
-__all__ = ["ElfFacts", "PackageLinks", "provider_index", "scan_elf_dir", "scan_elf_source"]
+__all__ = ["ElfNames", "PackageLinks", "provider_index", "scan_elf_dir", "scan_elf_source"]
 
 
 @dataclass(frozen=True, slots=True, order=True)
-class ElfFacts:
+class ElfNames:
     """One ELF file: where it is (archive path, top directory stripped) and its links."""
 
     path: str
@@ -50,7 +51,7 @@ class PackageLinks:
     """The soname facts of one package (one tarball)."""
 
     package: str
-    files: tuple[ElfFacts, ...]  # sorted by path
+    files: tuple[ElfNames, ...]  # sorted by path
 
     @property
     def sonames(self) -> frozenset[str]:
@@ -73,9 +74,9 @@ class PackageLinks:
         return frozenset(n for f in self.files for n in f.dlopen) - self.sonames
 
 
-def scan_elf_source(path: str | os.PathLike[str], *, jobs: int = 1) -> tuple[ElfFacts, ...]:
+def scan_elf_source(path: str | os.PathLike[str], *, jobs: int = 1) -> tuple[ElfNames, ...]:
     """Every ELF member of a tarball or unpacked redistributable, read in one pass."""
-    facts: list[ElfFacts] = []
+    facts: list[ElfNames] = []
     with tempfile.NamedTemporaryFile(prefix="cudasplit-soname-") as spool:
         for member, stream in open_source(path, jobs=jobs).members():
             if member.type is not MemberType.FILE or stream is None:
@@ -88,7 +89,7 @@ def scan_elf_source(path: str | os.PathLike[str], *, jobs: int = 1) -> tuple[Elf
     return tuple(sorted(facts))
 
 
-def _read_spooled(path: str, stream: BinaryIO, spool: IO[bytes]) -> ElfFacts | None:
+def _read_spooled(path: str, stream: BinaryIO, spool: IO[bytes]) -> ElfNames | None:
     spool.seek(0)
     spool.truncate()
     shutil.copyfileobj(stream, spool, 1 << 20)
@@ -96,7 +97,7 @@ def _read_spooled(path: str, stream: BinaryIO, spool: IO[bytes]) -> ElfFacts | N
     return _facts(path, spool.name)
 
 
-def _facts(path: str, file: str) -> ElfFacts | None:
+def _facts(path: str, file: str) -> ElfNames | None:
     try:
         info = read_elf_info(file)
     except ElfError:
@@ -104,7 +105,7 @@ def _facts(path: str, file: str) -> ElfFacts | None:
         return None
     if info is None or not info.has_dynamic:
         return None
-    return ElfFacts(path, info.soname, info.needed, _dlopen_names(file, info))
+    return ElfNames(path, info.soname, info.needed, _dlopen_names(file, info))
 
 
 DlopenScan = Callable[[str, ElfInfo], tuple[str, ...]]
@@ -136,7 +137,7 @@ def _dlopen_names(file: str, info: ElfInfo) -> tuple[str, ...]:
         return ()  # headers that lie: no dlopen facts, the DT_NEEDED ones stand
 
 
-def scan_elf_dir(root: str | os.PathLike[str]) -> tuple[ElfFacts, ...]:
+def scan_elf_dir(root: str | os.PathLike[str]) -> tuple[ElfNames, ...]:
     """Every ELF file under ``root`` (an output of a split directory), symlinks not followed."""
     facts = []
     for rel, full in _files(Path(root)):

@@ -1,8 +1,8 @@
 """The link plan: symlinks, hard links and generated links, placed once the stream has ended.
 
 Symlinks may name members that come later in the archive, so they are deferred and resolved
-against the complete :class:`~cudasplit._split.placements.Placements`: a symlink follows its target's
-output (or every output holding a directory target), never dangles and never climbs out of
+against the complete :class:`~cudasplit._split.placements.Placements`: a symlink follows its
+target's output (or every output holding a directory target), never dangles and never climbs out of
 the package root. The planner returns what to create (:class:`SymlinkOp`, :class:`HardlinkOp`),
 which hard-linked ELF copies need their own patch, and the link members' revised facts (where
 each went, or why not) for the report writer; the split loop hands the ops to the sink.

@@ -1,8 +1,9 @@
-"""The plan -> patch stage: one :class:`~cudasplit._elf.plan.planner.ElfPlan` per ELF member, applied once.
+"""The plan -> patch stage: one :class:`~cudasplit._elf.plan.planner.ElfPlan` per ELF member,
+applied once.
 
 The split loop hands each written ELF file to :meth:`PatchStage.add`. A worker thread reads it
-and asks the planner (:func:`~cudasplit._elf.plan.planner.plan_elf`) with what is known so far; when the
-plan says it is final the edit is applied at once, while later members are still being
+and asks the planner (:func:`~cudasplit._elf.plan.planner.plan_elf`) with what is known so far;
+when the plan says it is final the edit is applied at once, while later members are still being
 decoded. Everything else is planned once the archive has ended (:meth:`PatchStage.finish`);
 there the complete plan of every file is made again and an early edit that differs (which
 cannot happen while the planner is right about finality) is re-applied, so the reported plan is
@@ -28,7 +29,7 @@ from typing import BinaryIO
 
 from cudasplit._elf.patch.apply import FailFastBackend
 from cudasplit._elf.patch.backends import ElfBackend
-from cudasplit._elf.plan.planner import ElfFacts, ElfPlan, PlanContext, plan_elf
+from cudasplit._elf.plan.planner import ElfPlan, PlacedElf, PlanContext, plan_elf
 from cudasplit._elf.read.info import ElfInfo, read_elf_info
 from cudasplit._report import Problem
 from cudasplit._rulebook import PackageSettings
@@ -217,9 +218,9 @@ def _read_only(jobs: list[ElfJob], *, writing: bool) -> PatchOutcome:
     return PatchOutcome(tuple(outcomes), (), tuple(warnings))
 
 
-def _facts(job: ElfJob, read: ElfRead) -> ElfFacts:
+def _facts(job: ElfJob, read: ElfRead) -> PlacedElf:
     rule = job.rule
     off = str(rule.ref) if rule is not None and rule.patch is False else None
-    return ElfFacts(job.output, job.dest, read.info,
+    return PlacedElf(job.output, job.dest, read.info,
                     rule.runpath_append if rule is not None else (),
                     bool(rule is not None and rule.keep_runpath), off)

@@ -1,12 +1,10 @@
-"""Byte-level plans that apply one ELF edit: in place (tier 1) or appended (tier 2).
+"""Writing ELF edits: byte-level plans in place (tier 1) or appended (tier 2), and the patcher.
 
-A plan is a list of ``(offset, bytes)`` writes computed from a parsed :class:`RawElf`; nothing is
-written here. See :mod:`cudasplit._elf.patch.patcher` for the tiers, the undo log and the verification.
-
-The planning is split by tier: what both share (:mod:`cudasplit._elf.patch.want`), tier 1
-(:mod:`cudasplit._elf.patch.inplace`), tier 2 (:mod:`cudasplit._elf.patch.append`) with the strip-safe
-placement of its program header (:mod:`cudasplit._elf.patch.room`) and the header rewrites that follow
-moved bytes (:mod:`cudasplit._elf.patch.hdrwrite`). This module keeps their names importable from here.
+A plan is a list of ``(offset, bytes)`` writes computed from a parsed :class:`RawElf`; the
+planning modules write nothing. ``patcher`` runs the tiers with an undo log and verification;
+``want`` is what both tiers share, ``inplace`` tier 1, ``append`` tier 2 with the strip-safe
+placement of its program header (``room``) and the header rewrites that follow moved bytes
+(``hdrwrite``). This face names the planning functions the rest of the package uses.
 """
 
 from __future__ import annotations

@@ -52,7 +52,8 @@ class NativeBackend:
 
 
 class LiefBackend:
-    """LIEF only, isolated in a capped child process (see :mod:`cudasplit._elf.patch.lief_worker`)."""
+    """LIEF only, isolated in a capped child process (see
+    :mod:`cudasplit._elf.patch.lief_worker`)."""
 
     name = "lief"
 

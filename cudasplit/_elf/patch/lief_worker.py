@@ -2,8 +2,8 @@
 
 LIEF (a C++ library) aborts or segfaults on some hostile inputs (``e_type = 7``, odd i386 files)
 and needs about 3x the file size in memory. The parent validates the file first, then runs
-``python -m cudasplit._elf.patch.lief_worker IN OUT CAP`` with the edit as JSON on stdin; the child sets
-``RLIMIT_AS`` to CAP before importing LIEF, and the parent enforces a time limit; a crash, a
+``python -m cudasplit._elf.patch.lief_worker IN OUT CAP`` with the edit as JSON on stdin; the child
+sets ``RLIMIT_AS`` to CAP before importing LIEF, and the parent enforces a time limit; a crash, a
 limit or a LIEF error becomes one :class:`~cudasplit.errors.PatchError` line naming the file.
 """
 

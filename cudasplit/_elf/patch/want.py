@@ -36,7 +36,8 @@ EVICT_TAG = {SHT_HASH: DT_HASH, SHT_GNU_HASH: DT_GNU_HASH, SHT_DYNSYM: DT_SYMTAB
 
 @dataclass(frozen=True, slots=True)
 class Want:
-    """An :class:`~cudasplit._elf.plan.edit.ElfEdit` in bytes (``path_tag``: DT_RUNPATH/DT_RPATH)."""
+    """An :class:`~cudasplit._elf.plan.edit.ElfEdit` in bytes (``path_tag``:
+    DT_RUNPATH/DT_RPATH)."""
 
     runpath: bytes | None
     path_tag: int

@@ -1,7 +1,8 @@
 """The planned edit of one ELF file as a value, what applying it did, and the unknown-patcher error.
 
 Plain values with no I/O: the planners build an :class:`ElfEdit`, the writer
-(:mod:`cudasplit._elf.patch.patcher`) applies it and the backends (:mod:`cudasplit._elf.patch.backends`) report an
+(:mod:`cudasplit._elf.patch.patcher`) applies it and the backends
+(:mod:`cudasplit._elf.patch.backends`) report an
 :class:`EditResult`. Kept apart from the backends so the writer does not import them back.
 """
 

@@ -1,8 +1,8 @@
 """The one planner of ELF edits: member facts + output layout + policy -> :class:`ElfPlan`.
 
 Pure: it sees names and strings only, never the filesystem, so the real run, ``--dry-run``,
-``inspect`` and ``explain`` get the same :class:`~cudasplit._elf.patch.backends.ElfEdit` for a file by
-construction. Early patching (while the archive still streams) asks :func:`plan_elf` with an
+``inspect`` and ``explain`` get the same :class:`~cudasplit._elf.patch.backends.ElfEdit` for a file
+by construction. Early patching (while the archive still streams) asks :func:`plan_elf` with an
 incomplete context; the plan says itself whether it is ``final``: only when every ``DT_NEEDED``
 name is glibc's or already lies in the file's own directory. Any other name (even a
 driver-like one such as ``libnvidia-demo.so.1``) may still arrive with a later member, and the
@@ -21,11 +21,11 @@ from cudasplit._elf.plan.runpath import RunpathPlan, RunpathPolicy, is_glibc_nam
 from cudasplit._elf.read.info import ElfInfo
 from cudasplit._globs import Glob
 
-__all__ = ["ElfFacts", "ElfPlan", "PlanContext", "plan_elf"]
+__all__ = ["ElfPlan", "PlacedElf", "PlanContext", "plan_elf"]
 
 
 @dataclass(frozen=True, slots=True)
-class ElfFacts:
+class PlacedElf:
     """What the planner needs of one placed ELF member."""
 
     output: str
@@ -69,7 +69,7 @@ class ElfPlan:
     ignored: tuple[str, ...] = ()      # unresolved, accepted by --ignore-missing
 
 
-def plan_elf(facts: ElfFacts, ctx: PlanContext) -> ElfPlan:
+def plan_elf(facts: PlacedElf, ctx: PlanContext) -> ElfPlan:
     """Plan one file (see the module docstring)."""
     info = facts.info
     if facts.patch_off_by is not None:
@@ -106,7 +106,7 @@ def _additions(dest: str, needed: tuple[str, ...], ctx: PlanContext) -> tuple[st
     return tuple(dict.fromkeys(names))
 
 
-def _file_policy(policy: RunpathPolicy, facts: ElfFacts) -> RunpathPolicy:
+def _file_policy(policy: RunpathPolicy, facts: PlacedElf) -> RunpathPolicy:
     if not facts.rule_append and not facts.keep_runpath:
         return policy
     return replace(policy, append=policy.append + facts.rule_append,

@@ -16,10 +16,10 @@ import platform
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from elftools.elf.enums import ENUM_E_MACHINE
 
+from cudasplit._elf.read import elf_ident
 from cudasplit.errors import ProblemsFound, SourceError
 
 __all__ = [
@@ -117,10 +117,10 @@ def _elf_header(path: str) -> tuple[int, str] | None:
             head = stream.read(20)
     except OSError:
         return None
-    if len(head) < 20 or head[:4] != b"\x7fELF" or head[4] not in (1, 2) or head[5] not in (1, 2):
+    ident = elf_ident(head)
+    if ident is None:
         return None
-    machine = int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
-    return (64 if head[4] == 2 else 32), _MACHINES.get(machine, str(machine))
+    return ident.bits, _MACHINES.get(ident.machine, str(ident.machine))
 
 
 def ignored(name: str, globs: Iterable[str]) -> bool:
@@ -154,11 +154,10 @@ def loader_arch(path: str) -> str:
             head = stream.read(20)
     except OSError:
         head = b""
-    if len(head) == 20 and head[:4] == b"\x7fELF" and head[5] in (1, 2):
-        order: Literal["little", "big"] = "little" if head[5] == 1 else "big"
-        machine = _MACHINES.get(int.from_bytes(head[18:20], order), "")
-        if machine:
-            return arch_of(machine, head[5] == 1)
+    ident = elf_ident(head)
+    machine = _MACHINES.get(ident.machine, "") if ident is not None else ""
+    if ident is not None and machine:
+        return arch_of(machine, ident.little_endian)
     return platform.machine()
 
 

@@ -1,13 +1,15 @@
 """The one low-level ELF reader: headers, program/section headers, the dynamic array, strings.
 
-Both the facts (:mod:`cudasplit._elf.read.info`) and the writer (:mod:`cudasplit._elf.patch.patcher`) read through this
+Both the facts (:mod:`cudasplit._elf.read.info`) and the writer
+(:mod:`cudasplit._elf.patch.patcher`) read through this
 module. Every read is an ``os.pread`` bounded by the file size; every walk over file-controlled
 counts and offsets (version need/def chains, symbol tables, notes) is bounded by the file size
 and detects cycles, so a small hostile file cannot make a walk run long or allocate much.
 Failures raise :class:`~cudasplit.errors.ElfError` with a one-line message naming the file.
 
-The reading is split by what is read: the numbers (:mod:`cudasplit._elf.read.const`), the parsed file
-and its bounded reads (:mod:`cudasplit._elf.read.raw`), the headers (:mod:`cudasplit._elf.read.headers`),
+The reading is split by what is read: the numbers (:mod:`cudasplit._elf.read.const`), the parsed
+file and its bounded reads (:mod:`cudasplit._elf.read.raw`), the headers
+(:mod:`cudasplit._elf.read.headers`),
 the dynamic array and its strings (:mod:`cudasplit._elf.read.dynamic`) and the bounded walks
 (:mod:`cudasplit._elf.read.walk`). This module opens and parses a file in that order and keeps every
 name importable from here.
@@ -34,6 +36,7 @@ from cudasplit._elf.read.const import (
     DT_VERNEED,
     DT_VERNEEDNUM,
     DT_VERSYM,
+    ELF_MAGIC,
     MAX_NOTE_BYTES,
     NT_GNU_BUILD_ID,
     PAGE,
@@ -60,7 +63,14 @@ from cudasplit._elf.read.const import (
     STRING_TAGS,
 )
 from cudasplit._elf.read.dynamic import DynNames, dyn_names, read_dynamic
-from cudasplit._elf.read.headers import check_phdrs, read_header, read_phdrs, read_shdrs
+from cudasplit._elf.read.headers import (
+    ElfIdent,
+    check_phdrs,
+    elf_ident,
+    read_header,
+    read_phdrs,
+    read_shdrs,
+)
 from cudasplit._elf.read.raw import Phdr, RawElf, Shdr, align_up
 from cudasplit._elf.read.walk import (
     VersionRef,
@@ -87,6 +97,7 @@ __all__ = [
     "DT_VERNEED",
     "DT_VERNEEDNUM",
     "DT_VERSYM",
+    "ELF_MAGIC",
     "MAX_NOTE_BYTES",
     "NT_GNU_BUILD_ID",
     "PAGE",
@@ -112,6 +123,7 @@ __all__ = [
     "SHT_SYMTAB",
     "STRING_TAGS",
     "DynNames",
+    "ElfIdent",
     "Phdr",
     "RawElf",
     "Shdr",
@@ -120,6 +132,7 @@ __all__ = [
     "check_phdrs",
     "dyn_names",
     "dynstr_section",
+    "elf_ident",
     "has_build_id",
     "open_raw",
     "read_dynamic",

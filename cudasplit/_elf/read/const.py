@@ -5,6 +5,8 @@ Only the values the reader and the writer use; names follow the gABI and ``<elf.
 
 from __future__ import annotations
 
+ELF_MAGIC = b"\x7fELF"
+
 # Dynamic tags
 DT_NULL, DT_NEEDED, DT_HASH, DT_STRTAB, DT_SYMTAB, DT_STRSZ = 0, 1, 4, 5, 6, 10
 DT_SONAME, DT_RPATH, DT_RUNPATH = 14, 15, 29

@@ -10,9 +10,11 @@ from __future__ import annotations
 import itertools
 import os
 import struct
+from dataclasses import dataclass
 
 from cudasplit._elf.read.const import (
     EHDR_FORMAT,
+    ELF_MAGIC,
     PHDR_FIELDS,
     PHDR_FORMAT,
     PT_DYNAMIC,
@@ -25,6 +27,28 @@ from cudasplit._elf.read.raw import Phdr, RawElf, Shdr
 from cudasplit.errors import ElfError
 
 
+@dataclass(frozen=True, slots=True)
+class ElfIdent:
+    """What the first 20 bytes of an ELF file say: class, byte order and machine."""
+
+    bits: int           # 32 or 64
+    bo: str             # struct byte order: "<" or ">"
+    machine: int        # e_machine
+
+    @property
+    def little_endian(self) -> bool:
+        return self.bo == "<"
+
+
+def elf_ident(head: bytes) -> ElfIdent | None:
+    """The one decoder of ELF identification (every reader asks it): ``None`` when ``head``
+    is not ELF or its class or data byte is not one the format defines."""
+    if len(head) < 20 or head[:4] != ELF_MAGIC or head[4] not in (1, 2) or head[5] not in (1, 2):
+        return None
+    bo = "<" if head[5] == 1 else ">"
+    return ElfIdent(32 if head[4] == 1 else 64, bo, struct.unpack_from(bo + "H", head, 18)[0])
+
+
 def _unpack_phdr(elf_bits: int, bo: str, data: bytes) -> Phdr:
     fmt, order = PHDR_FORMAT[elf_bits]
     raw = struct.unpack(bo + fmt, data[: struct.calcsize(fmt)])
@@ -35,12 +59,12 @@ def _unpack_phdr(elf_bits: int, bo: str, data: bytes) -> Phdr:
 def read_header(path: str, fd: int, strict: bool = True) -> dict[str, int | str]:
     """The ELF header's fields, named as :class:`RawElf` names them; ElfError when not ELF."""
     head = os.pread(fd, 64, 0)
-    if head[:4] != b"\x7fELF":
+    if head[:4] != ELF_MAGIC:
         raise ElfError(f"{path}: not an ELF file")
-    if len(head) < 52 or head[4] not in (1, 2) or head[5] not in (1, 2):
+    ident = elf_ident(head)
+    if ident is None or len(head) < 52:
         raise ElfError(f"{path}: corrupt ELF header (class/data byte)")
-    bits = 32 if head[4] == 1 else 64
-    bo = "<" if head[5] == 1 else ">"
+    bits, bo = ident.bits, ident.bo
     fmt = bo + EHDR_FORMAT[bits]
     if len(head) < struct.calcsize(fmt):
         raise ElfError(f"{path}: truncated ELF header")

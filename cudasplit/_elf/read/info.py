@@ -29,8 +29,10 @@ from cudasplit._elf.read import (
     DT_RPATH,
     DT_RUNPATH,
     DT_SONAME,
+    ELF_MAGIC,
     PT_INTERP,
     RawElf,
+    elf_ident,
     read_raw,
 )
 from cudasplit._model import Kind
@@ -40,7 +42,6 @@ __all__ = ["ElfInfo", "is_elf", "kind_from_head", "read_elf_info"]
 
 log = logging.getLogger(__name__)
 
-ELF_MAGIC = b"\x7fELF"
 _ET_EXEC = 2
 _ET_DYN = 3
 _PT_INTERP = 3
@@ -104,10 +105,10 @@ def kind_from_head(head: bytes) -> Kind | None:
     """
     if not is_elf(head):
         return None
-    if len(head) < 52 or head[4] not in (1, 2) or head[5] not in (1, 2):
+    ident = elf_ident(head)
+    if ident is None or len(head) < 52:
         return Kind.ELF_OTHER
-    bo = "<" if head[5] == 1 else ">"
-    is64 = head[4] == 2
+    bo, is64 = ident.bo, ident.bits == 64
     if is64 and len(head) < 64:
         return Kind.ELF_OTHER
     e_type = struct.unpack_from(bo + "H", head, 16)[0]

@@ -5,8 +5,8 @@ For each package of ``redistrib_*.json`` whose tarballs are at hand, one ``<pnam
 * ``outputs`` per platform: those the split fills from that tarball's members: the package
   table's declared ``outputs`` (the rest falls back) less any this tarball leaves empty;
 * ``buildInputs``: the packages of the release that provide a ``DT_NEEDED`` name or a
-  ``dlopen`` target (where :mod:`cudasplit._elf.read.dlopen` is present) of one of its ELF files (the
-  soname graph), plus those its table names in ``runpath_append`` (``@cuda_nvrtc@``), plus
+  ``dlopen`` target (where :mod:`cudasplit._elf.read.dlopen` is present) of one of its ELF files
+  (the soname graph), plus those its table names in ``runpath_append`` (``@cuda_nvrtc@``), plus
   the Nixpkgs attributes of well-known outside libraries (``libstdc++.so.6`` ->
   ``stdenv.cc.cc.lib``: :data:`EXTERNAL_PROVIDERS`); other names nothing provides are written
   as a comment (the strict split fails on them until an input or ``--ignore-missing`` is
@@ -21,8 +21,8 @@ package scope (``lib.makeScope``) can take it. Everything is sorted and laid out
 so a release bump is a readable diff. Tarballs are read once each (the classification) plus
 once for the ELF dynamic sections.
 
-Deciding each expression is :mod:`cudasplit._release.nixify.plan`, writing it :mod:`cudasplit._release.nixify.render`;
-this module writes the files.
+Deciding each expression is :mod:`cudasplit._release.nixify.plan`, writing it
+:mod:`cudasplit._release.nixify.render`; this module writes the files.
 """
 
 from __future__ import annotations
