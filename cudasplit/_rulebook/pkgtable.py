@@ -1,9 +1,8 @@
 """The per-package table's structured entries: what each version/platform gate guards.
 
-Each entry is a frozen value parsed from one ``[package]`` key (:mod:`cudasplit._rulebook.pkgparse`)
-and gated by a :class:`~cudasplit._rulebook.gates.Gate` (:mod:`cudasplit._rulebook.gates` says how gates
-read the package's and the CUDA release's versions). ``Where``, ``Gate`` and the version helpers
-are re-exported here, where the rest of the package has always imported them from.
+Each entry is a frozen value parsed from one ``[package]`` key (``pkgparse``) and gated by a
+:class:`~cudasplit._rulebook.gates.Gate` (``gates`` says how gates read the package's and the
+CUDA release's versions). ``Where``, ``Gate`` and the version helpers are re-exported here.
 """
 
 from __future__ import annotations

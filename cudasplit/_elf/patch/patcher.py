@@ -37,9 +37,8 @@ Tiers 1-2 write at most the headers, the dynamic array, a few small sections and
 ``.dynstr``, never read a whole file: well under a millisecond per file (see
 ``benchmarks/bench_patch.py``), and safe to run in threads on different files.
 
-The work is split: the edit in bytes (:mod:`cudasplit._elf.patch.delta`), the tiers with the undo log
-(:mod:`cudasplit._elf.patch.tiers`) and the verification (:mod:`cudasplit._elf.patch.verify`); this
-module is the public entry (:func:`apply_edit` and its wrappers).
+The work is split: the edit in bytes (``delta``), the tiers with the undo log (``tiers``) and
+the verification (``verify``); this module is the entry (:func:`apply_edit` and its wrappers).
 """
 
 from __future__ import annotations
