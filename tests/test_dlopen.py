@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from cudasplit import SplitOptions, split_to_dir
-from cudasplit._elf.read.dlopen import DlopenTarget, scan_dlopen
-from cudasplit._elf.read.info import read_elf_info
+from cudasplit._elf.read import DlopenTarget, read_elf_info, scan_dlopen
 from cudasplit._rulebook.pkgparse import parse_dlopen_key
 from cudasplit._rulebook.pkgtable import DlopenNeed
 from cudasplit.errors import RulesError

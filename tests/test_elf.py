@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cudasplit._elf.read.info import is_elf, kind_from_head, read_elf_info
+from cudasplit._elf.read import is_elf, kind_from_head, read_elf_info
 from cudasplit._model import Kind
 from cudasplit.errors import ElfError
 

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit._elf.patch.backends import ElfEdit
-from cudasplit._elf.patch.patcher import apply_edit, set_runpath
+from cudasplit._elf.patch import apply_edit, set_runpath
+from cudasplit._elf.plan import ElfEdit
 from cudasplit._elf.read import (
     DT_NEEDED,
     DT_RUNPATH,
@@ -38,8 +38,8 @@ from cudasplit._elf.read import (
     DT_VERNEED,
     PT_LOAD,
     open_raw,
+    read_elf_info,
 )
-from cudasplit._elf.read.info import read_elf_info
 from cudasplit.errors import CudasplitError, ElfError, PatchError
 from tests import nvlayout
 

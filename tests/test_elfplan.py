@@ -12,12 +12,20 @@ from pathlib import Path
 import pytest
 
 from cudasplit import SplitOptions, split_to_dir
-from cudasplit._elf.patch.apply import FailFastBackend
-from cudasplit._elf.patch.backends import EditResult, ElfEdit, UnknownPatcherError
-from cudasplit._elf.plan.planner import PlacedElf, PlanContext, plan_elf
-from cudasplit._elf.plan.resolve import LibraryIndex, UnresolvedLibrariesError
-from cudasplit._elf.plan.runpath import RunpathPolicy, RunpathPolicyError
-from cudasplit._elf.read.info import read_elf_info
+from cudasplit._elf.patch import FailFastBackend
+from cudasplit._elf.plan import (
+    EditResult,
+    ElfEdit,
+    LibraryIndex,
+    PlacedElf,
+    PlanContext,
+    RunpathPolicy,
+    RunpathPolicyError,
+    UnknownPatcherError,
+    UnresolvedLibrariesError,
+    plan_elf,
+)
+from cudasplit._elf.read import read_elf_info
 from cudasplit._release.repack import RepackOptions, repack_to_dir
 from cudasplit.errors import CudasplitError, OutputError
 from cudasplit.sinks._directory import DirectorySink
@@ -370,7 +378,7 @@ def test_cli_interpreter_per_arch_and_ignore_missing(tmp_path: Path,
 
 
 def test_nix_environment_lib_dirs_and_dynamic_linker(tmp_path: Path) -> None:
-    from cudasplit._nix.env import nix_dynamic_linker, nix_library_dirs, with_nix_defaults
+    from cudasplit._nix import nix_dynamic_linker, nix_library_dirs, with_nix_defaults
 
     cc = tmp_path / "cc"
     (cc / "nix-support").mkdir(parents=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit._elf.read.info import read_elf_info
+from cudasplit._elf.read import read_elf_info
 from tests.realwheels import wheel_root
 from tests.tarutil import write_archive
 from tests.test_nix import CHECKOUT, Nix, _outputs, nix  # noqa: F401  (fixture)

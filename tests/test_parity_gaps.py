@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cudasplit import SplitOptions, split_to_dir
-from cudasplit._elf.plan.runpath import RunpathPolicy
+from cudasplit._elf.plan import RunpathPolicy
 from cudasplit._rulebook import build_ruleset
 from cudasplit.errors import OptionsError, ProblemsFound, RulesError
 from tests.builders import compile_executable, compile_shared, dynamic_entries, have_compiler

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 import cudasplit._elf.patch.patcher as patch_mod
 import cudasplit._elf.patch.tiers as _patchtiers
-from cudasplit._elf.patch.backends import ElfEdit, UnknownPatcherError, backend_for
-from cudasplit._elf.patch.patcher import SPARE_BYTES, apply_edit, set_runpath
-from cudasplit._elf.read.info import read_elf_info
+from cudasplit._elf.patch import SPARE_BYTES, apply_edit, backend_for, set_runpath
+from cudasplit._elf.plan import ElfEdit, UnknownPatcherError
+from cudasplit._elf.read import read_elf_info
 from cudasplit.errors import CudasplitError, ElfError, PatchError
 from tests import nvlayout
 

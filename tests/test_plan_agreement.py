@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cudasplit import SplitOptions, inspect, split_to_dir
-from cudasplit._elf.plan.runpath import RunpathPolicy
+from cudasplit._elf.plan import RunpathPolicy
 from cudasplit._report import Report
 from tests.builders import COMPRESSIONS
 from tests.tarutil import write_archive

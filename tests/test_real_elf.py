@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit._elf.patch.backends import ElfEdit
-from cudasplit._elf.patch.patcher import apply_edit, set_runpath
-from cudasplit._elf.read.info import read_elf_info
+from cudasplit._elf.patch import apply_edit, set_runpath
+from cudasplit._elf.plan import ElfEdit
+from cudasplit._elf.read import read_elf_info
 from tests.realwheels import CU12, wheel_root
 
 HASH = "0123456789abcdfghijklmnpqrsvwxyz"
@@ -230,7 +230,7 @@ def test_issue_11_cupti_split_then_strip(tmp_path: Path) -> None:
     """Issue 11 as reported: split cupti 12.8.90 with a long --cuda-compat path, then strip
     every library of the output the way Nix's fixupPhase does; each still loads."""
     from cudasplit import SplitOptions, split_to_dir
-    from cudasplit._elf.plan.runpath import RunpathPolicy
+    from cudasplit._elf.plan import RunpathPolicy
 
     if shutil.which("strip") is None:
         pytest.skip("binutils strip not installed")

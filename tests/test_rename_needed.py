@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cudasplit import SplitOptions, split_to_dir
-from cudasplit._elf.patch.patcher import rename_needed
+from cudasplit._elf.patch import rename_needed
 from cudasplit._rulebook import build_ruleset
 from cudasplit.errors import RulesError
 from tests.builders import compile_shared, dynamic_entries

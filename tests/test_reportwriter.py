@@ -15,7 +15,7 @@ import pytest
 
 import cudasplit._split.patchstage as patchstage
 from cudasplit import SplitOptions, split_to_dir
-from cudasplit._elf.patch.backends import EditResult, ElfEdit
+from cudasplit._elf.plan import EditResult, ElfEdit
 from cudasplit._layout import Layout
 from cudasplit._report import MemberRecord, OutputRecord, Problem, Report
 from cudasplit._split.outcomes import ElfOutcome, MemberFacts, PlaceOutcome

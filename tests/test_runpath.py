@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cudasplit._elf.plan.runpath import (
+from cudasplit._elf.plan import (
     ORIGIN,
     RunpathPlan,
     RunpathPolicy,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cudasplit._elf.plan.entries import dedupe, entry_key, split_search_path
+from cudasplit._elf.plan import dedupe, entry_key, split_search_path
 
 
 @pytest.mark.parametrize(("entry", "key"), [

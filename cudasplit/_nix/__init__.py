@@ -1,2 +1,13 @@
 """Nix: the builder's environment (outputs, loader, library dirs) and the ``nix-support/``
 files a split writes for stdenv."""
+
+from __future__ import annotations
+
+from cudasplit._nix.env import nix_dynamic_linker, nix_library_dirs, nix_outputs, with_nix_defaults
+
+__all__ = [
+    "nix_dynamic_linker",
+    "nix_library_dirs",
+    "nix_outputs",
+    "with_nix_defaults",
+]

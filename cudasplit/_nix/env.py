@@ -16,6 +16,8 @@ from cudasplit._elf.plan.runpath import RunpathPolicy
 from cudasplit._model import OUTPUT_NAMES
 from cudasplit.errors import NixEnvironmentError
 
+__all__ = ["nix_dynamic_linker", "nix_library_dirs", "nix_outputs", "with_nix_defaults"]
+
 
 def nix_outputs(env: Mapping[str, str] | None = None) -> dict[str, Path]:
     """Output name -> store path, from the builder environment.

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import BinaryIO, cast
 
 from cudasplit._model import Member, MemberType
-from cudasplit._source import HEAD_SIZE, normalise_member_path, parse_top_dir
+from cudasplit._source.base import HEAD_SIZE
+from cudasplit._source.names import normalise_member_path
+from cudasplit._source.topdir import parse_top_dir
 from cudasplit.errors import SourceError
 
 __all__ = ["zip_members"]

@@ -10,9 +10,39 @@ placement of its program header (``room``) and the header rewrites that follow m
 from __future__ import annotations
 
 from cudasplit._elf.patch.append import SPARE_BYTES, plan_append
+from cudasplit._elf.patch.apply import PATCHERS, FailFastBackend
+from cudasplit._elf.patch.backends import (
+    BACKENDS,
+    DryRunBackend,
+    ElfBackend,
+    LiefBackend,
+    NativeBackend,
+    backend_for,
+)
 from cudasplit._elf.patch.inplace import plan_in_place
+from cudasplit._elf.patch.patcher import PatchResult, apply_edit, rename_needed, set_runpath
 from cudasplit._elf.patch.room import Room, choose_room
 from cudasplit._elf.patch.want import Plan, Want, new_dynamic
 
-__all__ = ["SPARE_BYTES", "Plan", "Room", "Want", "choose_room", "new_dynamic", "plan_append",
-           "plan_in_place"]
+__all__ = [
+    "BACKENDS",
+    "PATCHERS",
+    "SPARE_BYTES",
+    "DryRunBackend",
+    "ElfBackend",
+    "FailFastBackend",
+    "LiefBackend",
+    "NativeBackend",
+    "PatchResult",
+    "Plan",
+    "Room",
+    "Want",
+    "apply_edit",
+    "backend_for",
+    "choose_room",
+    "new_dynamic",
+    "plan_append",
+    "plan_in_place",
+    "rename_needed",
+    "set_runpath",
+]

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from typing import Any
 
-from cudasplit._elf.patch import Want
+from cudasplit._elf.patch.want import Want
 from cudasplit.errors import PatchError
 
 _BASE_MEMORY = 1 << 30  # interpreter + LIEF itself

@@ -47,7 +47,7 @@ import logging
 import os
 from dataclasses import dataclass
 
-from cudasplit._elf.patch import SPARE_BYTES
+from cudasplit._elf.patch.append import SPARE_BYTES
 from cudasplit._elf.patch.delta import TAG_BY_NAME, edit_bytes, interp_of
 from cudasplit._elf.patch.tiers import Before, lief, native
 from cudasplit._elf.plan.edit import EditResult, ElfEdit, UnknownPatcherError

@@ -11,9 +11,11 @@ import os
 import tempfile
 from dataclasses import dataclass
 
-from cudasplit._elf.patch import Plan, Want, plan_append, plan_in_place
+from cudasplit._elf.patch.append import plan_append
 from cudasplit._elf.patch.delta import changes_nothing, check_interp, interp_of, reduce_to_changes
+from cudasplit._elf.patch.inplace import plan_in_place
 from cudasplit._elf.patch.verify import Expect, expected, verify, verify_after_strip
+from cudasplit._elf.patch.want import Plan, Want
 from cudasplit._elf.read import read_raw
 from cudasplit._elf.read.dynamic import DynNames, dyn_names
 from cudasplit._elf.read.raw import RawElf

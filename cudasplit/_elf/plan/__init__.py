@@ -1,2 +1,62 @@
 """Planning ELF edits: the RUNPATH policy and plan, where needed libraries resolve, and the one
 planner that turns a member's facts and the output layout into an edit value."""
+
+from __future__ import annotations
+
+from cudasplit._elf.plan.edit import EditResult, ElfEdit, UnknownPatcherError
+from cudasplit._elf.plan.entries import dedupe, entry_key
+from cudasplit._elf.plan.planner import ElfPlan, PlacedElf, PlanContext, plan_elf
+from cudasplit._elf.plan.resolve import (
+    LibraryIndex,
+    UnresolvedLibrariesError,
+    arch_of,
+    ignored,
+    loader_arch,
+    parse_interpreters,
+    unresolved_error,
+)
+from cudasplit._elf.plan.runpath import (
+    DEFAULT_DRIVER_LINK,
+    ORIGIN,
+    RunpathPlan,
+    RunpathPolicy,
+    RunpathPolicyError,
+    index_library_paths,
+    is_driver_name,
+    is_glibc_name,
+    is_origin_relative,
+    is_stub_entry,
+    plan_runpath,
+    split_search_path,
+)
+
+__all__ = [
+    "DEFAULT_DRIVER_LINK",
+    "ORIGIN",
+    "EditResult",
+    "ElfEdit",
+    "ElfPlan",
+    "LibraryIndex",
+    "PlacedElf",
+    "PlanContext",
+    "RunpathPlan",
+    "RunpathPolicy",
+    "RunpathPolicyError",
+    "UnknownPatcherError",
+    "UnresolvedLibrariesError",
+    "arch_of",
+    "dedupe",
+    "entry_key",
+    "ignored",
+    "index_library_paths",
+    "is_driver_name",
+    "is_glibc_name",
+    "is_origin_relative",
+    "is_stub_entry",
+    "loader_arch",
+    "parse_interpreters",
+    "plan_elf",
+    "plan_runpath",
+    "split_search_path",
+    "unresolved_error",
+]

@@ -24,17 +24,17 @@ from dataclasses import dataclass
 
 from elftools.elf.enums import ENUM_E_MACHINE, ENUM_E_TYPE
 
-from cudasplit._elf.read import (
+from cudasplit._elf.read.const import (
     DT_NEEDED,
     DT_RPATH,
     DT_RUNPATH,
     DT_SONAME,
     ELF_MAGIC,
     PT_INTERP,
-    RawElf,
-    elf_ident,
-    read_raw,
 )
+from cudasplit._elf.read.headers import elf_ident
+from cudasplit._elf.read.raw import RawElf
+from cudasplit._elf.read.reader import read_raw
 from cudasplit._model import Kind
 from cudasplit.errors import ElfError
 
