@@ -1,4 +1,4 @@
-"""Session-wide test inputs built in code by :mod:`tests.builders` (no network).
+"""Session-wide test inputs built in code by :mod:`tests.support.builders` (no network).
 
 The session fixtures are shared by every test: treat what they return as read-only. A test
 that modifies a tree asks for ``fresh_redist_tree`` (its own copy; compiled artifacts come
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.builders import (
+from tests.support.builders import (
     COMPRESSIONS,
     REFERENCE_DATA_DIR,
     Compression,

@@ -1,0 +1,1 @@
+"""Shared test support: fixture builders, archive writers, real-wheel downloads, paths."""
