@@ -7,6 +7,8 @@ from the builders' session cache, so this costs only file copies).
 
 from __future__ import annotations
 
+import inspect
+import re
 from pathlib import Path
 
 import pytest
@@ -61,3 +63,41 @@ def reference_trees(
     """Each reference list built into a tree (top directory path, read-only)."""
     root = tmp_path_factory.mktemp("reference")
     return {name: tree_from_reference(path, root) for name, path in reference_tree_lists.items()}
+
+
+# Real NVIDIA bytes: a test that reaches the wheel cache (directly, through a fixture, or
+# through a helper of its own module) is marked ``realbytes`` and ``slow``, so that
+# ``pytest -m "not slow"`` is the quick everyday run and needs no network; the README's full
+# command runs them (downloading into ~/.cache/cudasplit on first use).
+_REAL_BYTES = re.compile(r"\b(wheel_root|wheel_file|cu12|cu13|redist_tarball|real_tarball)\(")
+
+_RELEASES = "tests.support.releases"  # release(label): real wheels as redist tarballs
+
+
+def _source_of(obj: object) -> str:
+    try:
+        return inspect.getsource(obj)  # type: ignore[arg-type]
+    except (OSError, TypeError):
+        return ""
+
+
+def _reaches_real_bytes(item: pytest.Function) -> bool:
+    sources = [_source_of(item.function)]
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in (info.name2fixturedefs.values() if info else ()):
+        sources += [_source_of(d.func) for d in defs]
+    module = item.module
+    helpers = {name for text in sources for name in re.findall(r"\b(_?\w+)\(", text)}
+    sources += [_source_of(getattr(module, name)) for name in helpers
+                if inspect.isfunction(getattr(module, name, None))
+                and getattr(module, name).__module__ == module.__name__]
+    from_releases = getattr(getattr(module, "release", None), "__module__", "") == _RELEASES
+    return any(_REAL_BYTES.search(text) or (from_releases and "release(" in text)
+               for text in sources)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if isinstance(item, pytest.Function) and _reaches_real_bytes(item):
+            item.add_marker(pytest.mark.realbytes)
+            item.add_marker(pytest.mark.slow)
