@@ -169,6 +169,37 @@ def _signature(name: str, obj: Any, method: bool = False) -> str:
     return re.sub(r" at 0x[0-9a-f]+", "", f"{name}{sig}")
 
 
+def _wrapped(signature: str, width: int = 100) -> str:
+    """A long signature one parameter per line, as black would lay it out."""
+    if len(signature) <= width:
+        return signature
+    start = signature.index("(")
+    depth, quote, parts, current = 0, "", [], ""
+    for index in range(start + 1, len(signature)):
+        char = signature[index]
+        if quote:
+            quote = "" if char == quote and signature[index - 1] != "\\" else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            if depth == 0:
+                parts.append(current.strip())
+                rest = signature[index:]
+                break
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+            continue
+        current += char
+    else:
+        return signature
+    body = "".join(f"    {part},\n" for part in parts if part)
+    return f"{signature[:start]}(\n{body}{rest}"
+
+
 def _doc(obj: Any) -> str:
     doc = inspect.getdoc(obj)
     return _rst_to_md(doc) if doc else "*(no docstring)*"
@@ -197,7 +228,7 @@ def _class_section(name: str, cls: type) -> list[str]:
         return out
     if issubclass(cls, BaseException):
         return [*out, "```python", head, "```", "", _doc(cls), ""]
-    out += ["```python", head, _signature(name, cls), "```", "", _doc(cls), ""]
+    out += ["```python", head, _wrapped(_signature(name, cls)), "```", "", _doc(cls), ""]
     for attr, value in _members(cls):
         doc = inspect.getdoc(value.fget if isinstance(value, property) else value)
         text = ": " + " ".join(_rst_to_md(doc).split()) if doc else ""
@@ -223,10 +254,13 @@ def render_api() -> str:
         " Anything not listed here (modules whose names start with `_`) may change without"
         " notice. The API never prints and never exits; every error it raises derives from"
         " `CudasplitError`. Examples: [the library how-to](../howto/library.md).", "",
-        "## Functions", "",
     ]
+    for title, group in (("Functions", functions), ("Classes", classes), ("Errors", errors)):
+        lines += [f"{title}: " + ", ".join(f"[`{n}`](#{n.lower()})" for n in group) + ".", ""]
+    lines += ["## Functions", ""]
     for name in functions:
-        lines += [f"### `{name}`", "", "```python", _signature(name, objects[name]), "```", "",
+        lines += [f"### `{name}`", "", "```python", _wrapped(_signature(name, objects[name])),
+                  "```", "",
                   _doc(objects[name]), ""]
     lines += ["## Classes", ""]
     for name in classes:
