@@ -180,7 +180,8 @@ def _split(list_file: Path, tmp_path: Path) -> Split:
     return Split(pname, expect, report, tmp_path / "split")
 
 
-def test_readme_package_table_is_generated_from_the_rules() -> None:
+def test_packages_page_table_is_generated_from_the_rules() -> None:
+    """docs/reference/packages.md holds the table scripts/package_table.py renders."""
     script = REPO / "scripts" / "package_table.py"
     done = subprocess.run([sys.executable, str(script), "--check"], capture_output=True,
                           text=True, check=False)

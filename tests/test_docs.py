@@ -1,0 +1,131 @@
+"""The user documentation stays true and readable: generated reference pages are current, the
+README stays short and keeps the two quick-start commands CI runs, user pages name no private
+module and no issue number, and every relative link leads somewhere."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+# Pages for people changing cudasplit: they may name internal folders and modules.
+INTERNAL = {DOCS / "architecture.md", DOCS / "development.md"}
+USER_PAGES = [README, *sorted(p for p in DOCS.rglob("*.md") if p not in INTERNAL)]
+ALL_PAGES = [README, *sorted(DOCS.rglob("*.md"))]
+
+QUICK_START = [
+    "python3 -m venv .venv && .venv/bin/pip install -q . && .venv/bin/cudasplit split "
+    "fixtures/cuda_sample-linux-x86_64-12.9.79-archive.tar.xz -o /tmp/cudasplit-demo "
+    "--overwrite --report /tmp/cudasplit-demo.json",
+    "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && "
+    ".venv/bin/python -m pytest -q",
+]
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def _prose(text: str) -> str:
+    """The page without its fenced code blocks (links and headings there are not Markdown)."""
+    return re.sub(r"^(```|~~~).*?^\1[^\n]*$", "", text, flags=re.S | re.M)
+
+
+def test_generated_reference_pages_are_current() -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_reference.py"),
+                           "--check"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_readme_is_short() -> None:
+    lines = README.read_text().splitlines()
+    assert len(lines) <= 200, f"README.md has {len(lines)} lines; move detail into docs/"
+
+
+def test_readme_quick_start_is_what_ci_runs() -> None:
+    """`.ci/run` takes the ```sh blocks of `## Quick start` up to the first `---` line, one
+    line each: exactly these two commands, in this order."""
+    commands, inside, take_next = [], False, False
+    for line in README.read_text().splitlines():
+        if take_next:
+            commands.append(line)
+            take_next = False
+        elif line.startswith("## Quick start"):
+            inside = True
+        elif line == "---":
+            inside = False
+        elif inside and line == "```sh":
+            take_next = True
+    assert commands == QUICK_START
+
+
+def test_readme_says_what_the_test_command_downloads() -> None:
+    text = " ".join(README.read_text().split())
+    for needed in ("~/.cache/cudasplit", "CUDASPLIT_CACHE", '-m "not slow"'):
+        assert needed in text
+
+
+PRIVATE_MODULE = re.compile(r"(?<![\w.])_[a-z][a-z0-9_]*\.py\b|\bcudasplit[./]_[a-z]")
+ISSUE_REFERENCE = re.compile(r"\bissues? \d+|(?<![\w/&])#\d+\b", re.I)
+
+
+@pytest.mark.parametrize("page", USER_PAGES, ids=_rel)
+def test_user_pages_name_no_private_module_and_no_issue(page: Path) -> None:
+    bad = [f"{_rel(page)}:{number}: {line.strip()}"
+           for number, line in enumerate(page.read_text().splitlines(), 1)
+           if PRIVATE_MODULE.search(line) or ISSUE_REFERENCE.search(line)]
+    assert bad == []
+
+
+def test_the_patterns_above_catch_what_they_should() -> None:
+    assert PRIVATE_MODULE.search("see `_tarheaders.py`")
+    assert PRIVATE_MODULE.search("cudasplit._rules.load")
+    assert not PRIVATE_MODULE.search("see `__init__.py` or tests/test_docs.py")
+    assert ISSUE_REFERENCE.search("fixed in issue 15") and ISSUE_REFERENCE.search("(#12)")
+    assert not ISSUE_REFERENCE.search("NixOS/nixpkgs#293320 and [x](#exit-codes)")
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip().lower())
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    seen: dict[str, int] = {}
+    anchors = set()
+    for line in _prose(page.read_text()).splitlines():
+        match = re.match(r"#{1,6} (.*)", line)
+        if not match:
+            continue
+        slug = _slug(match.group(1))
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        anchors.add(slug if count == 0 else f"{slug}-{count}")
+    anchors |= set(re.findall(r'<a (?:id|name)="([^"]+)"', page.read_text()))
+    return anchors
+
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?: \"[^\"]*\")?\)")
+
+
+@pytest.mark.parametrize("page", ALL_PAGES, ids=_rel)
+def test_relative_links_lead_somewhere(page: Path) -> None:
+    broken = []
+    for target in LINK.findall(_prose(page.read_text())):
+        if re.match(r"[a-z]+:", target):  # https:, mailto:
+            continue
+        path_part, _, anchor = target.partition("#")
+        dest = (page.parent / path_part).resolve() if path_part else page
+        if not dest.exists():
+            broken.append(f"{target} (no such file)")
+        elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
+            broken.append(f"{target} (no heading #{anchor})")
+    assert broken == [], f"{_rel(page)}: {broken}"
