@@ -23,7 +23,7 @@ from cudasplit._api.batch import BatchResult, batch_report, directory_kind, spli
 from cudasplit._api.entry import Explanation, explain, inspect, split, split_nix, split_to_dir
 from cudasplit._api.options import package_id, platform_name, runpath_policy
 from cudasplit._api.rules import check_rule_file, package_entry_lines, ruleset_for
-from cudasplit._elf.plan.runpath import (
+from cudasplit._elf.plan import (
     DEFAULT_DRIVER_LINK,
     RunpathPlan,
     RunpathPolicy,

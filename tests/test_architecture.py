@@ -171,6 +171,33 @@ def test_no_import_cycles_not_even_typing_only_or_lazy() -> None:
     assert cycles(graph()) == []
 
 
+# Folders whose ``__init__`` is their face: code outside such a folder imports the face, never
+# a leaf module (a test may still import a leaf module whole, to replace one of its seams).
+FACES = ("_elf.read", "_elf.plan", "_elf.patch", "_nix", "_rulebook", "_source",
+         "_source.codecs", "_release.manifest", "_release.nixify", "_split.rewrites")
+
+
+def leaf_imports_from_outside(paths: list[tuple[str, Path]]) -> list[str]:
+    bad = []
+    for name, path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or node.level:
+                continue
+            target = (node.module or "").removeprefix("cudasplit.")
+            faces = [f for f in FACES if target.startswith(f + ".")]
+            face = max(faces, key=len, default=None)
+            inside = face is not None and (name == face or name.startswith(face + "."))
+            if face is not None and not inside:
+                bad.append(f"{name}:{node.lineno} imports {target}, not {face}")
+    return bad
+
+
+def test_outside_a_folder_code_and_tests_import_its_face() -> None:
+    paths = [(m.name, m.path) for m in modules()]
+    paths += [("tests", p) for p in sorted(PACKAGE.parent.joinpath("tests").rglob("*.py"))]
+    assert leaf_imports_from_outside(paths) == []
+
+
 def test_every_module_says_its_job() -> None:
     missing = [m.name for m in modules()
                if not (ast.get_docstring(ast.parse(m.path.read_text())) or "").strip()]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
-from cudasplit._elf.plan.runpath import DEFAULT_DRIVER_LINK
-from cudasplit._nix.env import nix_outputs
+from cudasplit._elf.plan import DEFAULT_DRIVER_LINK
+from cudasplit._nix import nix_outputs
 from cudasplit._release.closure import ClosureReport, closure_of_dir, closure_of_roots
 from cudasplit._release.ldd import LddOptions, LoadView, view_tree
 

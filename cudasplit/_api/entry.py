@@ -13,7 +13,7 @@ from pathlib import Path
 
 from cudasplit._layout import LayoutSpec
 from cudasplit._model import OUTPUT_NAMES, Kind
-from cudasplit._nix.env import nix_outputs, with_nix_defaults
+from cudasplit._nix import nix_outputs, with_nix_defaults
 from cudasplit._report import MemberRecord, Report
 from cudasplit._rulebook import Rename, RuleSet, load_ruleset
 from cudasplit._source import Source

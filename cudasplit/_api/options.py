@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cudasplit._elf.plan.resolve import parse_interpreters
-from cudasplit._elf.plan.runpath import DEFAULT_DRIVER_LINK, RunpathPolicy
+from cudasplit._elf.plan import DEFAULT_DRIVER_LINK, RunpathPolicy, parse_interpreters
 from cudasplit._model import PackageId
 from cudasplit._release.manifest import resolve_platform_word
 from cudasplit._source import parse_top_dir

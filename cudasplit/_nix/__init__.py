@@ -4,10 +4,14 @@ files a split writes for stdenv."""
 from __future__ import annotations
 
 from cudasplit._nix.env import nix_dynamic_linker, nix_library_dirs, nix_outputs, with_nix_defaults
+from cudasplit._nix.support import NixSupport, find_fhs_refs, write_nix_support
 
 __all__ = [
+    "NixSupport",
+    "find_fhs_refs",
     "nix_dynamic_linker",
     "nix_library_dirs",
     "nix_outputs",
     "with_nix_defaults",
+    "write_nix_support",
 ]

@@ -11,8 +11,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from cudasplit._elf.plan.resolve import loader_arch
-from cudasplit._elf.plan.runpath import RunpathPolicy
+from cudasplit._elf.plan import RunpathPolicy, loader_arch
 from cudasplit._model import OUTPUT_NAMES
 from cudasplit.errors import NixEnvironmentError
 

@@ -25,8 +25,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from cudasplit._elf.read import ELF_MAGIC
-from cudasplit._elf.read.info import read_elf_info
+from cudasplit._elf.read import ELF_MAGIC, read_elf_info
 from cudasplit.errors import ElfError, OutputError
 
 __all__ = ["COMPILERS", "STORE_ROOT", "ClosureScanner", "OutputSize", "Reference"]

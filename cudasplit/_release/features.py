@@ -25,8 +25,7 @@ from typing import Any, BinaryIO
 from cudasplit._model import Member
 from cudasplit._release.featurescan import Features, FeatureScan
 from cudasplit._release.manifest import Artifact, Manifest, find_tarball, select_artifacts
-from cudasplit._source import open_source
-from cudasplit._source.zip import zip_members
+from cudasplit._source import open_source, zip_members
 from cudasplit.errors import CudasplitError
 
 __all__ = ["FeatureReport", "FeatureResult", "FeatureStatus", "Features", "features_for_manifest",

@@ -31,7 +31,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import IO, Any, BinaryIO
 
-from cudasplit._elf.read.info import kind_from_head, read_elf_info
+from cudasplit._elf.read import kind_from_head, read_elf_info
 from cudasplit._model import Kind, Member, MemberType
 from cudasplit.errors import ElfError
 

@@ -30,9 +30,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cudasplit._elf.plan.runpath import is_driver_name, is_glibc_name, split_search_path
-from cudasplit._elf.read.dlopen import scan_dlopen
-from cudasplit._elf.read.info import ElfInfo, read_elf_info
+from cudasplit._elf.plan import is_driver_name, is_glibc_name, split_search_path
+from cudasplit._elf.read import ElfInfo, read_elf_info, scan_dlopen
 from cudasplit.errors import ElfError, SourceError
 
 __all__ = ["LddOptions", "LoadView", "Resolution", "view", "view_tree"]

@@ -26,9 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
-from cudasplit._elf.plan.runpath import is_driver_name
-from cudasplit._elf.read import ELF_MAGIC
-from cudasplit._elf.read.info import ElfInfo, kind_from_head, read_elf_info
+from cudasplit._elf.plan import is_driver_name
+from cudasplit._elf.read import ELF_MAGIC, ElfInfo, kind_from_head, read_elf_info
 from cudasplit._model import MemberType
 from cudasplit._source import open_source
 from cudasplit.errors import ElfError

@@ -26,13 +26,28 @@ from typing import Any
 from cudasplit._model import OUTPUT_NAMES
 from cudasplit._rulebook.match import KIND_NAMES, Rename, Rule, RuleRef, kind_matches
 from cudasplit._rulebook.pkgload import PACKAGE_KEYS, load_package
-from cudasplit._rulebook.pkgparse import check_keys, glob_list, string_list, table_of
+
+# The engine's names, wherever they live now (the rest of the package imports them from here).
+from cudasplit._rulebook.pkgparse import (
+    check_keys,
+    glob_list,
+    parse_dlopen_key,
+    string_list,
+    table_of,
+)
 from cudasplit._rulebook.pkgsettings import PackageSettings
+from cudasplit._rulebook.pkgtable import (
+    DlopenNeed,
+    Gate,
+    TextEdit,
+    Where,
+    added_needed,
+    version_at_least,
+)
 from cudasplit._rulebook.ruleset import Decision, RuleSet
 from cudasplit._rulebook.show import describe_package
 from cudasplit.errors import RulesError
 
-# The engine's names, wherever they live now (the rest of the package imports them from here).
 __all__ = [
     "ACTIONS",
     "KIND_NAMES",
@@ -43,17 +58,24 @@ __all__ = [
     "TOP_KEYS",
     "TRANSFORMS",
     "Decision",
+    "DlopenNeed",
+    "Gate",
     "PackageSettings",
     "Rename",
     "Rule",
     "RuleRef",
     "RuleSet",
+    "TextEdit",
+    "Where",
+    "added_needed",
     "build_ruleset",
     "default_rules_dir",
     "describe_package",
     "kind_matches",
     "load_ruleset",
+    "parse_dlopen_key",
     "read_rule_file",
+    "version_at_least",
 ]
 
 RULE_KEYS = frozenset(

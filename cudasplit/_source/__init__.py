@@ -18,6 +18,7 @@ from pathlib import Path
 
 from cudasplit._model import PackageId
 from cudasplit._source.base import HEAD_SIZE, Source
+from cudasplit._source.codecs import Codec, detect_codec, open_decompressed, read_xz_layout
 from cudasplit._source.directory import DirectorySource
 from cudasplit._source.limits import (
     DEFAULT_MAX_MEMBERS,
@@ -27,24 +28,55 @@ from cudasplit._source.limits import (
 )
 from cudasplit._source.names import member_parent, normalise_member_path
 from cudasplit._source.tar import TarSource
+from cudasplit._source.tarfields import (
+    BLOCK,
+    DIRECTORY,
+    REGULAR,
+    Extended,
+    TarFormatError,
+    check_checksum,
+    header_from_block,
+    number,
+    padded_size,
+)
+from cudasplit._source.tarheaders import HARDLINK, SYMLINK, TarReader, parse_pax
 from cudasplit._source.topdir import PLATFORMS, package_from_filename, parse_top_dir
+from cudasplit._source.zip import zip_members
 from cudasplit.errors import LimitExceededError, SourceError
 
 __all__ = [
+    "BLOCK",
     "DEFAULT_MAX_MEMBERS",
     "DEFAULT_MAX_RATIO",
     "DEFAULT_MAX_TOTAL_BYTES",
+    "DIRECTORY",
+    "HARDLINK",
     "HEAD_SIZE",
     "PLATFORMS",
+    "REGULAR",
+    "SYMLINK",
+    "Codec",
     "DirectorySource",
+    "Extended",
     "Limits",
     "Source",
+    "TarFormatError",
+    "TarReader",
     "TarSource",
+    "check_checksum",
+    "detect_codec",
+    "header_from_block",
     "member_parent",
     "normalise_member_path",
+    "number",
+    "open_decompressed",
     "open_source",
     "package_from_filename",
+    "padded_size",
+    "parse_pax",
     "parse_top_dir",
+    "read_xz_layout",
+    "zip_members",
 ]
 
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")

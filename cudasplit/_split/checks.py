@@ -11,10 +11,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from cudasplit._model import PackageId
-from cudasplit._nix.support import NixSupport, find_fhs_refs
+from cudasplit._nix import NixSupport, find_fhs_refs
 from cudasplit._report import Problem, Report
-from cudasplit._rulebook import PackageSettings
-from cudasplit._rulebook.pkgtable import Where
+from cudasplit._rulebook import PackageSettings, Where
 from cudasplit._split.links import BUILTIN
 from cudasplit._split.placements import Placements
 

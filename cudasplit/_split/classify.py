@@ -11,10 +11,9 @@ import posixpath
 from dataclasses import dataclass
 from enum import Enum
 
-from cudasplit._elf.read.info import kind_from_head
+from cudasplit._elf.read import kind_from_head
 from cudasplit._model import Kind, Member, MemberType
-from cudasplit._rulebook import Decision, Rename, RuleSet
-from cudasplit._rulebook.pkgtable import Where
+from cudasplit._rulebook import Decision, Rename, RuleSet, Where
 from cudasplit._split.libmajor import LibMajor
 from cudasplit._split.outcomes import MemberFacts
 

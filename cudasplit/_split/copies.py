@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cudasplit._report import Problem
-from cudasplit._rulebook import PackageSettings
-from cudasplit._rulebook.pkgtable import Where
+from cudasplit._rulebook import PackageSettings, Where
 from cudasplit._split.rewrites import package_root
 
 __all__ = ["CopiedEntry", "plan_copies"]

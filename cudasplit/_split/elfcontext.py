@@ -12,14 +12,11 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from cudasplit._elf.plan.planner import PlanContext
-from cudasplit._elf.plan.resolve import LibraryIndex
-from cudasplit._elf.plan.runpath import RunpathPolicy
+from cudasplit._elf.plan import LibraryIndex, PlanContext, RunpathPolicy
 from cudasplit._layout import Layout
 from cudasplit._model import OUTPUT_NAMES
 from cudasplit._report import Problem
-from cudasplit._rulebook import PackageSettings
-from cudasplit._rulebook.pkgtable import added_needed
+from cudasplit._rulebook import PackageSettings, added_needed
 from cudasplit._source import member_parent
 from cudasplit.errors import OutputError
 

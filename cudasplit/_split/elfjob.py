@@ -12,10 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from cudasplit._elf.patch.backends import EditResult
-from cudasplit._elf.plan.planner import ElfPlan
-from cudasplit._elf.read.dlopen import DlopenTarget, scan_dlopen
-from cudasplit._elf.read.info import ElfInfo, read_elf_info
+from cudasplit._elf.patch import EditResult
+from cudasplit._elf.plan import ElfPlan
+from cudasplit._elf.read import DlopenTarget, ElfInfo, read_elf_info, scan_dlopen
 from cudasplit._report import Problem
 from cudasplit._rulebook import Rule
 from cudasplit._split.outcomes import ElfOutcome

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cudasplit._elf.plan.resolve import unresolved_error
+from cudasplit._elf.plan import unresolved_error
 from cudasplit._layout import Layout
 from cudasplit._model import Kind, PackageId
-from cudasplit._nix.support import NixSupport, write_nix_support
-from cudasplit._rulebook import RuleSet
-from cudasplit._rulebook.pkgtable import Where
+from cudasplit._nix import NixSupport, write_nix_support
+from cudasplit._rulebook import RuleSet, Where
 from cudasplit._split.checks import (
     declared_output_problems,
     fhs_problems,

@@ -15,8 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from cudasplit._model import Kind, Member
-from cudasplit._rulebook import Rename, Rule, RuleSet
-from cudasplit._rulebook.pkgtable import Where
+from cudasplit._rulebook import Rename, Rule, RuleSet, Where
 from cudasplit._source import member_parent
 from cudasplit._split.classify import BUILTIN, fallback_output
 from cudasplit._split.linkresolve import LinkResolver, join_link, link_text

@@ -14,9 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cudasplit._elf.patch.apply import PATCHERS
-from cudasplit._elf.patch.backends import UnknownPatcherError
-from cudasplit._elf.plan.runpath import RunpathPolicy
+from cudasplit._elf.patch import PATCHERS, UnknownPatcherError
+from cudasplit._elf.plan import RunpathPolicy
 from cudasplit._model import OUTPUT_NAMES, PackageId
 from cudasplit._rulebook import default_rules_dir
 from cudasplit._source import DEFAULT_MAX_MEMBERS, DEFAULT_MAX_RATIO, DEFAULT_MAX_TOTAL_BYTES

@@ -27,10 +27,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import BinaryIO
 
-from cudasplit._elf.patch.apply import FailFastBackend
-from cudasplit._elf.patch.backends import ElfBackend
-from cudasplit._elf.plan.planner import ElfPlan, PlacedElf, PlanContext, plan_elf
-from cudasplit._elf.read.info import ElfInfo, read_elf_info
+from cudasplit._elf.patch import ElfBackend, FailFastBackend
+from cudasplit._elf.plan import ElfPlan, PlacedElf, PlanContext, plan_elf
+from cudasplit._elf.read import ElfInfo, read_elf_info
 from cudasplit._report import Problem
 from cudasplit._rulebook import PackageSettings
 from cudasplit._source import member_parent

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from cudasplit._layout import Layout, LayoutSpec
 from cudasplit._model import PackageId
 from cudasplit._report import Problem
-from cudasplit._rulebook import RuleSet, load_ruleset
-from cudasplit._rulebook.pkgtable import Where
+from cudasplit._rulebook import RuleSet, Where, load_ruleset
 from cudasplit._split.classify import Normaliser
 from cudasplit._split.libmajor import LibMajor
 from cudasplit._split.options import SplitOptions, cuda_version

@@ -14,9 +14,11 @@ from cudasplit._elf.patch.apply import PATCHERS, FailFastBackend
 from cudasplit._elf.patch.backends import (
     BACKENDS,
     DryRunBackend,
+    EditResult,
     ElfBackend,
     LiefBackend,
     NativeBackend,
+    UnknownPatcherError,
     backend_for,
 )
 from cudasplit._elf.patch.inplace import plan_in_place
@@ -29,6 +31,7 @@ __all__ = [
     "PATCHERS",
     "SPARE_BYTES",
     "DryRunBackend",
+    "EditResult",
     "ElfBackend",
     "FailFastBackend",
     "LiefBackend",
@@ -36,6 +39,7 @@ __all__ = [
     "PatchResult",
     "Plan",
     "Room",
+    "UnknownPatcherError",
     "Want",
     "apply_edit",
     "backend_for",

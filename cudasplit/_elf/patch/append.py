@@ -14,9 +14,20 @@ from dataclasses import dataclass, field
 from cudasplit._elf.patch.hdrwrite import new_table, phnum_write, section_symbol_writes, shdr_write
 from cudasplit._elf.patch.room import choose_room
 from cudasplit._elf.patch.want import Plan, Want, new_dynamic
-from cudasplit._elf.read.const import DT_NEEDED, PAGE, PF_R, PT_INTERP, PT_LOAD
-from cudasplit._elf.read.raw import Phdr, RawElf, Shdr, align_up
-from cudasplit._elf.read.walk import dynstr_section, symbol_name_refs, version_refs
+from cudasplit._elf.read import (
+    DT_NEEDED,
+    PAGE,
+    PF_R,
+    PT_INTERP,
+    PT_LOAD,
+    Phdr,
+    RawElf,
+    Shdr,
+    align_up,
+    dynstr_section,
+    symbol_name_refs,
+    version_refs,
+)
 from cudasplit.errors import PatchError
 
 SPARE_BYTES = 256  # NULs kept after an appended string so that later rewrites fit in place

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from cudasplit._elf.patch.patcher import apply_edit
-from cudasplit._elf.plan.edit import EditResult, ElfEdit, UnknownPatcherError
+from cudasplit._elf.plan import EditResult, ElfEdit, UnknownPatcherError
 
 __all__ = ["BACKENDS", "DryRunBackend", "EditResult", "ElfBackend", "ElfEdit", "LiefBackend",
            "NativeBackend", "UnknownPatcherError", "backend_for"]

@@ -10,11 +10,8 @@ import os
 from dataclasses import replace
 
 from cudasplit._elf.patch.want import Want
-from cudasplit._elf.plan.edit import ElfEdit
-from cudasplit._elf.read import open_raw
-from cudasplit._elf.read.const import DT_RPATH, DT_RUNPATH, PT_INTERP
-from cudasplit._elf.read.dynamic import DynNames
-from cudasplit._elf.read.raw import RawElf
+from cudasplit._elf.plan import ElfEdit
+from cudasplit._elf.read import DT_RPATH, DT_RUNPATH, PT_INTERP, DynNames, RawElf, open_raw
 from cudasplit.errors import CudasplitError, PatchError
 
 TAG_BY_NAME = {"RUNPATH": DT_RUNPATH, "RPATH": DT_RPATH}

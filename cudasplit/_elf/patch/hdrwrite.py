@@ -9,8 +9,7 @@ from __future__ import annotations
 import struct
 
 from cudasplit._elf.patch.room import Room
-from cudasplit._elf.read.const import PT_LOAD, PT_NULL, PT_PHDR, SHT_SYMTAB
-from cudasplit._elf.read.raw import Phdr, RawElf, Shdr
+from cudasplit._elf.read import PT_LOAD, PT_NULL, PT_PHDR, SHT_SYMTAB, Phdr, RawElf, Shdr
 
 
 def new_table(elf: RawElf, room: Room, phdrs: list[Phdr], load: Phdr) -> list[Phdr]:

@@ -10,9 +10,16 @@ import bisect
 import re
 
 from cudasplit._elf.patch.want import Plan, Want, new_dynamic
-from cudasplit._elf.read.const import DT_NEEDED, PATH_TAGS, PT_INTERP, STRING_TAGS
-from cudasplit._elf.read.raw import RawElf
-from cudasplit._elf.read.walk import dynstr_section, symbol_name_refs, version_refs
+from cudasplit._elf.read import (
+    DT_NEEDED,
+    PATH_TAGS,
+    PT_INTERP,
+    STRING_TAGS,
+    RawElf,
+    dynstr_section,
+    symbol_name_refs,
+    version_refs,
+)
 
 
 class _Refs:

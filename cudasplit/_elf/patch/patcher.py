@@ -50,10 +50,8 @@ from dataclasses import dataclass
 from cudasplit._elf.patch.append import SPARE_BYTES
 from cudasplit._elf.patch.delta import TAG_BY_NAME, edit_bytes, interp_of
 from cudasplit._elf.patch.tiers import Before, lief, native
-from cudasplit._elf.plan.edit import EditResult, ElfEdit, UnknownPatcherError
-from cudasplit._elf.read import read_raw
-from cudasplit._elf.read.dynamic import dyn_names
-from cudasplit._elf.read.info import read_elf_info
+from cudasplit._elf.plan import EditResult, ElfEdit, UnknownPatcherError
+from cudasplit._elf.read import dyn_names, read_elf_info, read_raw
 from cudasplit.errors import ElfError, PatchError
 
 __all__ = ["SPARE_BYTES", "PatchResult", "apply_edit", "rename_needed", "set_runpath"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cudasplit._elf.patch.want import EVICT_TAG
-from cudasplit._elf.read.const import (
+from cudasplit._elf.read import (
     ADDRESS_TAGS,
     PT_GNU_PROPERTY,
     PT_INTERP,
@@ -31,9 +31,11 @@ from cudasplit._elf.read.const import (
     PT_PHDR,
     SHT_NOBITS,
     SHT_NOTE,
+    RawElf,
+    Shdr,
+    dynstr_section,
+    has_build_id,
 )
-from cudasplit._elf.read.raw import RawElf, Shdr
-from cudasplit._elf.read.walk import dynstr_section, has_build_id
 from cudasplit.errors import ElfError
 
 _MAX_EVICT_BYTES = 8 << 20  # sections moved to make room for one program header, at most

@@ -16,9 +16,7 @@ from cudasplit._elf.patch.delta import changes_nothing, check_interp, interp_of,
 from cudasplit._elf.patch.inplace import plan_in_place
 from cudasplit._elf.patch.verify import Expect, expected, verify, verify_after_strip
 from cudasplit._elf.patch.want import Plan, Want
-from cudasplit._elf.read import read_raw
-from cudasplit._elf.read.dynamic import DynNames, dyn_names
-from cudasplit._elf.read.raw import RawElf
+from cudasplit._elf.read import DynNames, RawElf, dyn_names, read_raw
 from cudasplit.errors import PatchError
 
 

@@ -15,10 +15,7 @@ from dataclasses import dataclass, replace
 
 from cudasplit._elf.patch.delta import interp_of
 from cudasplit._elf.patch.want import Want
-from cudasplit._elf.read import read_raw
-from cudasplit._elf.read.const import DT_RUNPATH, PAGE, PT_LOAD
-from cudasplit._elf.read.dynamic import DynNames, dyn_names
-from cudasplit._elf.read.raw import RawElf
+from cudasplit._elf.read import DT_RUNPATH, PAGE, PT_LOAD, DynNames, RawElf, dyn_names, read_raw
 from cudasplit.errors import ElfError, PatchError
 
 

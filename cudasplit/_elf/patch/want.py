@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cudasplit._elf.read.const import (
+from cudasplit._elf.read import (
     DT_GNU_HASH,
     DT_HASH,
     DT_NEEDED,
@@ -26,8 +26,8 @@ from cudasplit._elf.read.const import (
     SHT_GNU_VERNEED,
     SHT_GNU_VERSYM,
     SHT_HASH,
+    RawElf,
 )
-from cudasplit._elf.read.raw import RawElf
 
 # Sections that may move into the new segment, with the dynamic tag that holds their address.
 EVICT_TAG = {SHT_HASH: DT_HASH, SHT_GNU_HASH: DT_GNU_HASH, SHT_DYNSYM: DT_SYMTAB,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from cudasplit._elf.plan.edit import ElfEdit
 from cudasplit._elf.plan.resolve import LibraryIndex, arch_of, ignored
 from cudasplit._elf.plan.runpath import RunpathPlan, RunpathPolicy, is_glibc_name, plan_runpath
-from cudasplit._elf.read.info import ElfInfo
+from cudasplit._elf.read import ElfInfo
 from cudasplit._globs import Glob
 
 __all__ = ["ElfPlan", "PlacedElf", "PlanContext", "plan_elf"]

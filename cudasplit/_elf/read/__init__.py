@@ -68,6 +68,7 @@ from cudasplit._elf.read.headers import (
     read_shdrs,
 )
 from cudasplit._elf.read.info import ElfInfo, is_elf, kind_from_head, read_elf_info
+from cudasplit._elf.read.libnames import index_library_paths, is_driver_name, is_glibc_name
 from cudasplit._elf.read.raw import Phdr, RawElf, Shdr, align_up
 from cudasplit._elf.read.reader import open_raw, read_raw
 from cudasplit._elf.read.walk import (
@@ -135,7 +136,10 @@ __all__ = [
     "dynstr_section",
     "elf_ident",
     "has_build_id",
+    "index_library_paths",
+    "is_driver_name",
     "is_elf",
+    "is_glibc_name",
     "kind_from_head",
     "open_raw",
     "provider_of",

@@ -40,7 +40,9 @@ from cudasplit._release.nixify.plan import (
     PackagePlan,
     PlatformPlan,
     cuda_version_of,
+    package_roots,
     plan_release,
+    table_needs,
 )
 from cudasplit._release.nixify.render import render_default, render_package
 from cudasplit.errors import ManifestError, OutputError
@@ -54,9 +56,11 @@ __all__ = [
     "PlatformPlan",
     "cuda_version_of",
     "nixify",
+    "package_roots",
     "plan_release",
     "render_default",
     "render_package",
+    "table_needs",
 ]
 
 

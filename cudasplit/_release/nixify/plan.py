@@ -13,12 +13,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cudasplit._elf.plan.runpath import is_glibc_name
+from cudasplit._elf.plan import is_glibc_name
 from cudasplit._model import OUTPUT_NAMES
 from cudasplit._release.manifest import Artifact, Manifest, Package, find_tarball, select_artifacts
 from cudasplit._release.sonames import PackageLinks, dependencies, provider_index, scan_elf_source
-from cudasplit._rulebook import PackageSettings, load_ruleset
-from cudasplit._rulebook.pkgtable import Where
+from cudasplit._rulebook import PackageSettings, Where, load_ruleset
 from cudasplit._split.pipeline import SplitOptions
 from cudasplit._split.pipeline import split as _split
 from cudasplit.errors import ManifestError

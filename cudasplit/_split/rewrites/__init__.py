@@ -17,8 +17,7 @@ from typing import BinaryIO
 from cudasplit._layout import Layout
 from cudasplit._model import Kind
 from cudasplit._report import Problem
-from cudasplit._rulebook import RuleSet
-from cudasplit._rulebook.pkgtable import TextEdit, Where
+from cudasplit._rulebook import RuleSet, TextEdit, Where
 from cudasplit._split.classify import fallback_output
 from cudasplit._split.rewrites.nvccprofile import ProfileExtras, rewrite_nvcc_profile
 from cudasplit._split.rewrites.pkgconfig import (

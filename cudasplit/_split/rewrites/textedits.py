@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from cudasplit._rulebook.pkgtable import TextEdit
+from cudasplit._rulebook import TextEdit
 
 __all__ = ["EditOutcome", "apply_text_edits", "fill_roots"]
 

@@ -10,8 +10,7 @@ import pytest
 
 from cudasplit import SplitOptions, split_to_dir
 from cudasplit._elf.read import DlopenTarget, read_elf_info, scan_dlopen
-from cudasplit._rulebook.pkgparse import parse_dlopen_key
-from cudasplit._rulebook.pkgtable import DlopenNeed
+from cudasplit._rulebook import DlopenNeed, parse_dlopen_key
 from cudasplit.errors import RulesError
 from tests.support.builders import compile_shared
 from tests.support.realwheels import cu12

@@ -21,13 +21,13 @@ from cudasplit._release.manifest import load_manifest
 from cudasplit._release.nixify import (
     EXTERNAL_PROVIDERS,
     nixify,
+    package_roots,
     plan_release,
     render_package,
+    table_needs,
 )
-from cudasplit._release.nixify.plan import package_roots, table_needs
 from cudasplit._release.sonames import PackageLinks, provider_index, scan_elf_dir
-from cudasplit._rulebook import load_ruleset
-from cudasplit._rulebook.pkgtable import Where
+from cudasplit._rulebook import Where, load_ruleset
 from cudasplit.cli import main
 from tests.support.releases import Release, release
 

@@ -7,8 +7,15 @@ from hypothesis import strategies as st
 
 from cudasplit._model import OUTPUT_NAMES, Kind
 from cudasplit._release.manifest import arm_platform, resolve_platform_word
-from cudasplit._rulebook import build_ruleset, describe_package, load_ruleset, read_rule_file
-from cudasplit._rulebook.pkgtable import Gate, Where, version_at_least
+from cudasplit._rulebook import (
+    Gate,
+    Where,
+    build_ruleset,
+    describe_package,
+    load_ruleset,
+    read_rule_file,
+    version_at_least,
+)
 from cudasplit.errors import CudasplitError, RulesError
 
 

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cudasplit._source.codecs.external as _codecexternal
-from cudasplit._source.codecs import Codec, detect_codec, open_decompressed, read_xz_layout
+from cudasplit._source import Codec, detect_codec, open_decompressed, read_xz_layout
 from cudasplit.errors import CorruptArchiveError, SourceError
 
 HAVE_XZ = shutil.which("xz") is not None

@@ -7,7 +7,7 @@ import tarfile
 
 import pytest
 
-from cudasplit._source.tarfields import (
+from cudasplit._source import (
     BLOCK,
     DIRECTORY,
     REGULAR,

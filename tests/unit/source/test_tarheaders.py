@@ -18,14 +18,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cudasplit import SplitOptions, split_to_dir
-from cudasplit._source import Limits, open_source
-from cudasplit._source.tarheaders import (
+from cudasplit._source import (
     DIRECTORY,
     HARDLINK,
     REGULAR,
     SYMLINK,
+    Limits,
     TarFormatError,
     TarReader,
+    open_source,
     parse_pax,
 )
 from cudasplit.errors import LimitExceededError, UnsafeMemberError
