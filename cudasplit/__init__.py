@@ -8,9 +8,11 @@ It is the only way in: the ``cudasplit`` command (:mod:`cudasplit.cli`) uses not
 * options: :class:`SplitOptions`, with :func:`runpath_policy`, :func:`package_id` and
   :func:`platform_name` turning command-line words into its typed values.
 * rules: :func:`load_ruleset`, :func:`ruleset_for`, :func:`check_rule_file`.
-* split output: :func:`closure_of`, :func:`ldd`; releases: :func:`verify_manifest`,
-  :func:`manifest_features`, :func:`nixify_manifest`, :func:`diff_releases`, and finer:
-  :func:`load_manifest`, :func:`select_artifacts`, :func:`features_of` (one tarball).
+* split output: :func:`closure_of`, :func:`ldd`; consumers' builds: :func:`ambiguous_runpaths`,
+  :func:`dlopen_audit`, :func:`closure_budget`, :func:`consumer_guards_hook`; releases:
+  :func:`verify_manifest`, :func:`manifest_features`, :func:`nixify_manifest`,
+  :func:`diff_releases`, and finer: :func:`load_manifest`, :func:`select_artifacts`,
+  :func:`features_of` (one tarball).
 """
 
 from __future__ import annotations
@@ -53,6 +55,16 @@ from .sinks import DirectorySink, MemorySink, Sink, StagedSink, TarballSink
 
 if TYPE_CHECKING:
     from ._api_checks import LoadView, closure_of, ldd
+    from ._api_guards import (
+        DEFAULT_FORBIDDEN_OUTPUTS,
+        Ambiguity,
+        BudgetReport,
+        DlopenAudit,
+        ambiguous_runpaths,
+        closure_budget,
+        consumer_guards_hook,
+        dlopen_audit,
+    )
     from ._api_release import diff_releases, manifest_features, nixify_manifest, verify_manifest
     from ._features import features_of
 
@@ -64,6 +76,11 @@ _LAZY = {
     "diff_releases": "._api_release", "manifest_features": "._api_release",
     "nixify_manifest": "._api_release", "verify_manifest": "._api_release",
     "features_of": "._features",
+    # Guards for consumers' builds (issue 28).
+    "DEFAULT_FORBIDDEN_OUTPUTS": "._api_guards", "Ambiguity": "._api_guards",
+    "BudgetReport": "._api_guards", "DlopenAudit": "._api_guards",
+    "ambiguous_runpaths": "._api_guards", "closure_budget": "._api_guards",
+    "consumer_guards_hook": "._api_guards", "dlopen_audit": "._api_guards",
 }
 
 
@@ -88,12 +105,16 @@ logging.getLogger("cudasplit").addHandler(logging.NullHandler())
 
 __all__ = [
     "DEFAULT_DRIVER_LINK",
+    "DEFAULT_FORBIDDEN_OUTPUTS",
     "DEFAULT_MAX_MEMBERS",
     "OUTPUT_NAMES",
+    "Ambiguity",
     "BatchResult",
+    "BudgetReport",
     "CorruptArchiveError",
     "CudasplitError",
     "DirectorySink",
+    "DlopenAudit",
     "ElfError",
     "Explanation",
     "Kind",
@@ -130,11 +151,15 @@ __all__ = [
     "TarballSink",
     "UnsafeMemberError",
     "__version__",
+    "ambiguous_runpaths",
     "batch_report",
     "check_rule_file",
+    "closure_budget",
     "closure_of",
+    "consumer_guards_hook",
     "diff_releases",
     "directory_kind",
+    "dlopen_audit",
     "explain",
     "features_of",
     "inspect",

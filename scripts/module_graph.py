@@ -41,13 +41,14 @@ FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sources and codecs", ("_sources*", "_source_*", "_codec*", "_tar*", "_xz*", "_zstd*",
                             "_dirsource*", "_limits*", "_member*")),
     ("ELF", ("_elf*", "_patch*", "_runpath*", "_resolve*", "_dlopen*", "_ldd*", "_sonames*",
-             "_lief*", "_interp*", "_needed*", "_dynamic*", "_segment*", "_verify*")),
+             "_lief*", "_interp*", "_needed*", "_dynamic*", "_segment*", "_verify*",
+             "_ambiguity*")),
     ("rules and package table", ("_rules*", "_rule*", "_gates", "_pkgtable*", "_pkg*", "_globs",
                                  "_textedits", "_nvccprofile", "_model", "_where*")),
     ("Nix", ("_nix*",)),
     ("release tools", ("_manifest*", "_features*", "_closure*", "_diff*", "_repack*",
                        "_relreport", "_release*", "_snapshot",
-                       "_zipmembers")),
+                       "_zipmembers", "_budget*")),
 )
 BEGIN = "<!-- module-graph: begin (scripts/module_graph.py --write) -->"
 END = "<!-- module-graph: end -->"
