@@ -1,0 +1,99 @@
+"""Real ``nix-build`` of the consumer guards (issue 28).
+
+cuda_cudart (its member list, tests/data/trees/packages/) is split by a ``builtins.derivation``
+with ``--nix-support --consumer-guards``, so its ``lib`` output's ``nix-support/setup-hook``
+carries the consumer-guards hook. A small consumer then does what stdenv does for a dependency
+(no nixpkgs here: the harness of tests/test_nix.py): sources that setup hook and runs
+``postFixupHooks`` after its install. Its output naming the ``static`` output -- directly, or
+through another store path -- fails the build with the chain of files; naming only ``lib``
+passes.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from cudasplit._rules import load_ruleset
+from tests import test_nix
+from tests.builders import have_compiler, tree_from_reference, write_tarball
+from tests.test_nix import CHECKOUT, Nix
+
+nix = test_nix.nix
+
+pytestmark = [pytest.mark.nix,
+              pytest.mark.skipif(not have_compiler("x86_64"), reason="needs gcc")]
+
+LISTS = Path(__file__).parent / "data" / "trees" / "packages"
+
+
+@pytest.fixture(scope="module")
+def cudart(nix: Nix, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("cudart")
+    top = tree_from_reference(LISTS / "cuda_cudart.txt", tmp / "tree")
+    (tmp / "dist").mkdir()
+    src = write_tarball(top, tmp / "dist", "xz")
+    outputs = load_ruleset("cuda_cudart").package.outputs
+    assert outputs is not None
+    script = (f"PYTHONPATH={CHECKOUT} exec {sys.executable} -m cudasplit split \"@src@\" --nix "
+              "--nix-support --consumer-guards --cuda-version 12.9 -q "
+              "--report \"$NIX_BUILD_TOP/report.json\"")
+    done = nix.build("cuda12.9-cuda_cudart-guarded", script, src=src, outputs=outputs)
+    assert done.returncode == 0, done.stderr[-3000:]
+    paths = done.stdout.split()
+    assert len(paths) == len(outputs)
+    return dict(zip(outputs, map(Path, paths), strict=True))
+
+
+def _consumer(nix: Nix, name: str, cudart: dict[str, Path], body: str, tmp: Path,
+              guarded: bool = True) -> tuple[int, str, str]:
+    hook = cudart["lib"] / "nix-support" / "setup-hook"
+    src = tmp / f"{name}.txt"
+    src.write_text(name + "\n")
+    load = f"source {hook}\n" if guarded else ""
+    script = (f"set -euo pipefail\nexport PATH=/usr/bin:/bin\npostFixupHooks=()\n{load}"
+              f'mkdir -p "$out/share"\n{body}\n'
+              'for hook in "${postFixupHooks[@]}"; do "$hook"; done\n')
+    done = nix.build(name, script, src=src, builder="/bin/bash", outputs=("out",))
+    return done.returncode, done.stdout.strip(), done.stderr
+
+
+def test_lib_carries_the_guards_hook(cudart: dict[str, Path]) -> None:
+    hook = (cudart["lib"] / "nix-support" / "setup-hook").read_text()
+    assert "cudasplitConsumerGuards" in hook
+    assert "static" in cudart and (cudart["static"] / "nix-support/cuda-component").is_file()
+
+
+def test_reference_to_static_fails_with_the_chain(nix: Nix, cudart: dict[str, Path],
+                                                  tmp_path: Path) -> None:
+    static = cudart["static"]
+    archive = next((static / "lib").glob("*.a"))
+    code, _out, err = _consumer(nix, "consumer-static", cudart,
+                                f'echo "{archive}" > "$out/share/ref"', tmp_path)
+    assert code != 0
+    assert f"forbidden static output {static}" in err, err[-3000:]
+    assert "/share/ref names " + str(static) in err
+
+
+def test_reference_through_another_path_fails_with_the_whole_chain(
+        nix: Nix, cudart: dict[str, Path], tmp_path: Path) -> None:
+    static = cudart["static"]
+    code, mid, err = _consumer(nix, "middle-static", cudart,
+                               f'echo "{static}/lib" > "$out/share/ref"', tmp_path,
+                               guarded=False)
+    assert code == 0, err[-3000:]
+    code, _out, err = _consumer(nix, "consumer-via-middle", cudart,
+                                f'ln -s "{mid}/share/ref" "$out/share/link"', tmp_path)
+    assert code != 0
+    assert f"/share/link names {mid}\n" in err, err[-3000:]
+    assert f"    {mid}/share/ref names {static}\n" in err
+
+
+def test_reference_to_lib_only_passes(nix: Nix, cudart: dict[str, Path], tmp_path: Path
+                                      ) -> None:
+    code, out, err = _consumer(nix, "consumer-lib", cudart,
+                               f'echo "{cudart["lib"]}/lib" > "$out/share/ref"', tmp_path)
+    assert code == 0, err[-3000:]
+    assert (Path(out) / "share" / "ref").read_text().strip() == f"{cudart['lib']}/lib"
