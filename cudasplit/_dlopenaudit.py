@@ -10,9 +10,11 @@ dlopen targets come from :mod:`cudasplit._dlopen`'s read-only-data scan), keeps 
 CUDA libraries (:data:`CUDA_LIBRARY_PATTERN`), and for each one says what it would load and,
 when that is nothing, which of the consumer's input directories holds it: the entry the
 consumer-guards hook (``cudasplit/nix/consumer-guards-hook.sh``, ``cudasplitDlopenRunpaths``)
-appends to the file's RUNPATH. The hook greps the same pattern over the whole file, so it may
-see a few more names than the read-only-data scan; it never appends a directory that does not
-hold the library.
+appends to the file's RUNPATH. The hook greps the same pattern over the whole file, so it also
+repairs a CUDA ``DT_NEEDED`` name that loads nothing (a prebuilt wheel's module NEEDing
+``libnvrtc.so.12``): those are listed too, with ``kind = "needed"``. The grep may see a few more
+names than the read-only-data scan; the hook never appends a directory that does not hold the
+library.
 """
 
 from __future__ import annotations
@@ -48,37 +50,41 @@ def is_cuda_library(name: str) -> bool:
 
 @dataclass(frozen=True, slots=True, order=True)
 class DlopenAudit:
-    """``file`` dlopens ``name``: it would load ``loads`` (None: nothing); ``append`` is the
-    input directory holding it that the hook would add to the RUNPATH (None: none needed, or
-    no input holds it)."""
+    """``file`` dlopens (or NEEDs: ``kind``) ``name``: it would load ``loads`` (None:
+    nothing); ``append`` is the input directory holding it that the hook would add to the
+    RUNPATH (None: none needed, or no input holds it)."""
 
     file: str
     name: str
     loads: str | None
     append: str | None
+    kind: str = "dlopen"  # dlopen | needed (listed only when it loads nothing)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def __str__(self) -> str:
         if self.loads is not None:
-            return f"{self.file}: dlopen {self.name} => {self.loads}"
+            return f"{self.file}: {self.kind} {self.name} => {self.loads}"
         if self.append is not None:
-            return (f"{self.file}: dlopen {self.name} would load nothing; the hook appends "
-                    f"{self.append} to its RUNPATH")
-        return f"{self.file}: dlopen {self.name} would load nothing (no input holds it)"
+            return (f"{self.file}: {self.kind} {self.name} would load nothing; the hook "
+                    f"appends {self.append} to its RUNPATH")
+        return f"{self.file}: {self.kind} {self.name} would load nothing (no input holds it)"
 
 
 def audit_dlopen(views: Sequence[LoadView], inputs: Sequence[str] = ()) -> list[DlopenAudit]:
-    """One entry per CUDA library each file of ``views`` dlopens (see the module text);
-    ``inputs`` are the consumer's library directories, searched in order."""
+    """One entry per CUDA library each file of ``views`` dlopens, and per CUDA DT_NEEDED name
+    that loads nothing (see the module text); ``inputs`` are the consumer's library
+    directories, searched in order."""
     found: list[DlopenAudit] = []
     for one in views:
-        for target in one.dlopen:
+        targets = [("dlopen", t) for t in one.dlopen] + [
+            ("needed", t) for t in one.needed if t.path is None]
+        for kind, target in targets:
             if not is_cuda_library(target.name):
                 continue
             append = None if target.path is not None else _provider(target.name, inputs)
-            found.append(DlopenAudit(one.path, target.name, target.path, append))
+            found.append(DlopenAudit(one.path, target.name, target.path, append, kind))
     return sorted(found)
 
 

@@ -90,8 +90,8 @@ def _print_guards(ambiguous: list[Ambiguity], audit: list[DlopenAudit], strict: 
         click.echo(f"{label}: {one}")
     cuda = [a for a in audit if a.loads is None]
     if audit:
-        click.echo(f"CUDA libraries loaded by name: {len(audit)}, {len(cuda)} would load "
-                   "nothing")
+        click.echo(f"CUDA libraries loaded by name or left unresolved: {len(audit)}, "
+                   f"{len(cuda)} would load nothing")
     for item in cuda:
         click.echo(f"    {item}")
 
