@@ -196,3 +196,34 @@ def test_cupy_hook_appends_and_nvrtc_then_loads(cupy_and_split: tuple[Path, Path
     loads = {r.name: r.path for r in one.dlopen}
     assert loads["libnvrtc.so.12"] == str(nvrtc / "libnvrtc.so.12")
     assert loads["libnvrtc.so.13"] is None
+
+
+@needs_gcc
+@pytest.mark.parametrize("how", ["addEnvHooks", "NIX_LDFLAGS"])
+def test_hook_finds_inputs_the_way_stdenv_hands_them(opener: Path, inputs: tuple[Path, Path],
+                                                      how: str) -> None:
+    """Without cudasplitDlopenLibraryPath: the lib/ of every host input (stdenv calls the env
+    hook the setup hook registers once per dependency) and NIX_LDFLAGS' -L directories."""
+    nvrtc, cudnn = inputs
+    if how == "addEnvHooks":
+        body = ("envHooks=()\naddEnvHooks() { envHooks+=(\"$2\"); }\n"
+                f"source {consumer_guards_hook()}\n"
+                f'for dep in {nvrtc.parent} {cudnn.parent}; do "${{envHooks[0]}}" "$dep"; done\n')
+        env: dict[str, str] = {}
+    else:
+        body = f"source {consumer_guards_hook()}\n"
+        env = {"NIX_LDFLAGS": f"-rpath /x -L{nvrtc} -L{cudnn} -lfoo"}
+    script = (f"set -euo pipefail\npostFixupHooks=()\n{body}"
+              'for hook in "${postFixupHooks[@]}"; do "$hook"; done\n')
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "out": str(opener.parent.parent), "outputs": "out",
+                               "cudasplitForbiddenOutputs": "", "cudasplitDlopenRunpaths": "1",
+                               **env})
+    assert done.returncode == 0, done.stderr
+    assert f"appending {nvrtc} to its RUNPATH" in done.stderr
+    assert f"appending {cudnn} to its RUNPATH" in done.stderr
+
+
+def test_cli_prints_the_hook_path() -> None:
+    result = CliRunner().invoke(main, ["nix", "consumer-hook"])
+    assert result.exit_code == 0 and Path(result.output.strip()).samefile(consumer_guards_hook())

@@ -97,3 +97,36 @@ def test_reference_to_lib_only_passes(nix: Nix, cudart: dict[str, Path], tmp_pat
                                f'echo "{cudart["lib"]}/lib" > "$out/share/ref"', tmp_path)
     assert code == 0, err[-3000:]
     assert (Path(out) / "share" / "ref").read_text().strip() == f"{cudart['lib']}/lib"
+
+
+LIBFOO = "int foo(void) { return %d; }\n"
+USES_FOO = "int foo(void);\nint main(void) { return foo(); }\n"
+
+
+def test_ambiguous_runpath_fails_the_consumers_fixup(nix: Nix, cudart: dict[str, Path],
+                                                      tmp_path: Path) -> None:
+    """The fixture consumer: linked against two directories that both hold libfoo.so.1 (each
+    its own build) fails; the same consumer with one directory passes."""
+    import shutil
+
+    from tests.builders import compile_shared
+
+    dirs = []
+    for i in range(2):
+        directory = tmp_path / f"foo{i}"
+        compile_shared(directory, "libfoo.so.1", LIBFOO % i, soname="libfoo.so.1")
+        dirs.append(directory)
+    (tmp_path / "uses_foo.c").write_text(USES_FOO)
+    gcc = shutil.which("gcc")
+
+    def link(runpath: str) -> str:
+        return (f'mkdir -p "$out/bin"\n{gcc} {tmp_path}/uses_foo.c -o "$out/bin/uses-foo" '
+                f"-L{dirs[0]} -l:libfoo.so.1 -Wl,--enable-new-dtags,-rpath,{runpath}")
+
+    code, _out, err = _consumer(nix, "consumer-two-foo", cudart,
+                                link(f"{dirs[0]}:{dirs[1]}"), tmp_path)
+    assert code != 0
+    assert (f"/bin/uses-foo: ambiguous RUNPATH: libfoo.so.1 is in {dirs[0]} and {dirs[1]}"
+            in err), err[-3000:]
+    code, _out, err = _consumer(nix, "consumer-one-foo", cudart, link(str(dirs[0])), tmp_path)
+    assert code == 0, err[-3000:]
