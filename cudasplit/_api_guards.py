@@ -9,7 +9,7 @@ from importlib import resources
 from ._ambiguity import Ambiguity, ambiguities_in
 from ._budget import DEFAULT_FORBIDDEN, STORE_DIR, BudgetReport, check_budget
 from ._dlopenaudit import DlopenAudit, audit_dlopen
-from ._ldd import LddOptions, view_tree
+from ._ldd import LddOptions, LoadView, view_tree
 from ._runpath import DEFAULT_DRIVER_LINK
 
 PathLike = str | os.PathLike[str]
@@ -41,13 +41,17 @@ def ambiguous_runpaths(path: PathLike, *, maps: Sequence[tuple[str, str]] = (),
 def dlopen_audit(path: PathLike, *, inputs: Sequence[str] = (),
                  maps: Sequence[tuple[str, str]] = (), driver_link: str | None = None,
                  interpreter: str | None = None, ld_library_path: Sequence[str] = (),
-                 system: bool = True) -> list[DlopenAudit]:
+                 system: bool = True, views: Sequence[LoadView] | None = None
+                 ) -> list[DlopenAudit]:
     """The CUDA libraries every ELF file in ``path`` (any consumer's, not only NVIDIA's)
     dlopens by name, what each would load, and for those that load nothing the first of
     ``inputs`` (library directories) holding it: what the consumer-guards hook appends to the
-    file's RUNPATH (``cudasplitDlopenRunpaths``). Other arguments as for :func:`ldd`."""
-    options = _options(maps, driver_link, interpreter, ld_library_path, system)
-    return audit_dlopen(view_tree(path, options), inputs)
+    file's RUNPATH (``cudasplitDlopenRunpaths``). Other arguments as for :func:`ldd`; ``views``:
+    what :func:`ldd` already returned for ``path`` (then nothing is read again)."""
+    if views is None:
+        options = _options(maps, driver_link, interpreter, ld_library_path, system)
+        views = view_tree(path, options)
+    return audit_dlopen(views, inputs)
 
 
 def closure_budget(path: PathLike, *, forbid: Sequence[str] = DEFAULT_FORBIDDEN_OUTPUTS,

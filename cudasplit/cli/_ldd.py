@@ -60,9 +60,7 @@ def ldd_command(path: str, driver_link: str | None, cuda_compat: str | None,
                     system=not no_system)
         ambiguous = ambiguous_runpaths(path, maps=pairs, driver_link=driver_link)
         audit = dlopen_audit(path, inputs=[d for v in inputs for d in v.split(":") if d],
-                             maps=pairs, driver_link=driver_link, interpreter=interpreter,
-                             ld_library_path=[p for p in (ld_library_path or "").split(":")
-                                              if p], system=not no_system)
+                             views=views)
     except CudasplitError as exc:
         fail(exc)
     if as_json:
