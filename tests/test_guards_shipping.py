@@ -48,3 +48,11 @@ def test_setup_hook_variable_becomes_the_flag() -> None:
     assert "--consumer-guards" not in args
     args, _settings = _run_hook("")
     assert "--consumer-guards" not in args
+
+
+def test_package_nix_exposes_the_hook(tmp_path: Path) -> None:
+    from tests.test_nix_package import PACKAGE, _eval, _need_nix
+
+    _need_nix()
+    got = _eval(f"toString (callPackage {PACKAGE} {{ }}).passthru.consumerGuardsHook", tmp_path)
+    assert isinstance(got, str) and Path(got).samefile(consumer_guards_hook())
