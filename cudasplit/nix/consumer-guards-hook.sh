@@ -23,7 +23,7 @@
 #   cudasplitAllowAmbiguous    library names 3 accepts (space-separated)
 #   cudasplitDlopenRunpaths    non-empty: do 2
 #   cudasplitDlopenLibraryPath colon-separated directories 2 searches first; then the lib/ of
-#                              every host input (collected with addEnvHooks) and the -L
+#                              every host input (collected with addEnvHooks 0) and the -L
 #                              directories of NIX_LDFLAGS
 #   cudasplitForbiddenOutputs  what the closure may never hold (default "static stubs compiler
 #                              headers"; "" checks nothing): output names (static, stubs,
@@ -47,8 +47,10 @@ if [[ -z ${cudasplitGuardsHookOnce-} ]]; then
         return 0
     }
     if declare -F addEnvHooks >/dev/null; then
-        # Sourced from a build input: hostOffset 0 collects the consumer's host inputs.
-        addEnvHooks "${hostOffset:-0}" _cudasplitCollectInput
+        # Offset 0: the consumer's host inputs (its buildInputs and what they propagate), the
+        # libraries its outputs run with -- "$hostOffset" when this hook comes from a build
+        # input, "$targetOffset" when it comes from a native build input (makeSetupHook).
+        addEnvHooks 0 _cudasplitCollectInput
     fi
 
     _cudasplitOutputDirs() {
