@@ -53,6 +53,7 @@ if [[ -z ${cudasplitGuardsHookOnce-} ]]; then
         addEnvHooks 0 _cudasplitCollectInput
     fi
 
+    # shellcheck disable=SC2154  # outputs: set by stdenv (a string, or an array with structured attrs)
     _cudasplitOutputDirs() {
         local -n _dirs="$1"
         local output dir
