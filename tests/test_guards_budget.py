@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -166,3 +167,39 @@ def test_hook_headers_by_name_and_symlink(store: dict[str, Path], tmp_path: Path
     assert f"forbidden headers output {store['include']}" in done.stderr or \
         f"forbidden include output {store['include']}" in done.stderr, done.stderr
     assert f"    {consumer}/bin/link names {store['include']}" in done.stderr
+
+
+def test_hook_checks_run_time_outputs_not_dev(store: dict[str, Path], tmp_path: Path) -> None:
+    """A consumer's dev output naming CUDA headers (its .pc file) is fine; out reaching dev
+    brings dev into the run-time closure, and the chain says so."""
+    out, dev = tmp_path / "out", tmp_path / "store-like" / (HASHES[0][:31] + "z-app-1.0-dev")
+    (out / "bin").mkdir(parents=True)
+    (out / "bin" / "app").write_bytes(b"\x7fELF\0")
+    (dev / "lib" / "pkgconfig").mkdir(parents=True)
+    (dev / "lib" / "pkgconfig" / "app.pc").write_text(f"Cflags: -I{store['include']}/include\n")
+
+    def run(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        script = (f"set -euo pipefail\npostFixupHooks=()\nsource {consumer_guards_hook()}\n"
+                  'for hook in "${postFixupHooks[@]}"; do "$hook"; done\n')
+        return subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                              env={**os.environ, "out": str(out), "dev": str(dev),
+                                   "outputs": "out dev", "NIX_STORE": str(store["root"]),
+                                   **env})
+
+    assert run({}).returncode == 0
+    checked = run({"cudasplitClosureOutputs": "out dev"})
+    assert checked.returncode != 0 and f"forbidden headers output {store['include']}" in \
+        checked.stderr
+    # out naming dev: dev (not a root any more) is followed into the headers.
+    dev_in_store = store["root"] / dev.name
+    shutil.copytree(dev, dev_in_store)
+    (out / "bin" / "app").write_bytes(b"\x7fELF\0" + f"{dev_in_store}/lib\0".encode())
+    done = subprocess.run(
+        ["bash", "-c", f"set -euo pipefail\npostFixupHooks=()\nsource {consumer_guards_hook()}\n"
+                       'for hook in "${postFixupHooks[@]}"; do "$hook"; done\n'],
+        capture_output=True, text=True,
+        env={**os.environ, "out": str(out), "dev": str(dev_in_store), "outputs": "out dev",
+             "NIX_STORE": str(store["root"])})
+    assert done.returncode != 0
+    assert (f"    {out}/bin/app names {dev_in_store}\n"
+            f"    {dev_in_store}/lib/pkgconfig/app.pc names {store['include']}\n") in done.stderr

@@ -30,7 +30,11 @@
 #                              include, dev, doc, samples, ...), "headers" (= include) and
 #                              "compiler" (a path whose nix-support/cuda-component names one)
 #   cudasplitClosureBudget     maximum bytes of the whole closure (regular files plus symlink
-#                              lengths), all outputs together
+#                              lengths), all checked outputs together
+#   cudasplitClosureOutputs    the consumer's outputs whose closure 4 checks (space-separated;
+#                              default: all but dev, include, static and stubs, which are for
+#                              builds, not run time: a dev output's .pc naming CUDA headers is
+#                              fine; out referencing dev brings dev in and is checked)
 #   cudasplitPatchelf          patchelf to use (default: patchelf from PATH)
 
 if [[ -z ${cudasplitGuardsHookOnce-} ]]; then
@@ -54,6 +58,8 @@ if [[ -z ${cudasplitGuardsHookOnce-} ]]; then
     fi
 
     # shellcheck disable=SC2154  # outputs: set by stdenv (a string, or an array with structured attrs)
+    # _cudasplitOutputDirs RESULT [closure]: the outputs' directories; with "closure" only
+    # those cudasplitCheckClosure starts from (cudasplitClosureOutputs).
     _cudasplitOutputDirs() {
         local -n _dirs="$1"
         local output dir
@@ -65,6 +71,13 @@ if [[ -z ${cudasplitGuardsHookOnce-} ]]; then
             read -ra names <<< "${outputs:-out}"
         fi
         for output in "${names[@]}"; do
+            if [[ ${2-} == closure ]]; then
+                if [[ -n ${cudasplitClosureOutputs+set} ]]; then
+                    [[ " $cudasplitClosureOutputs " == *" $output "* ]] || continue
+                else
+                    [[ " dev include static stubs " != *" $output "* ]] || continue
+                fi
+            fi
             dir="${!output:-}"
             [[ -n $dir && -d $dir ]] && _dirs+=("$dir")
         done
@@ -247,7 +260,7 @@ if [[ -z ${cudasplitGuardsHookOnce-} ]]; then
 
     cudasplitConsumerGuards() {
         local file status=0
-        local -a dirs=() elves=()
+        local -a dirs=() elves=() roots=()
         if declare -F cudasplitRemoveStubsFromRunpathAll >/dev/null; then
             cudasplitRemoveStubsFromRunpathAll
         fi
@@ -262,7 +275,10 @@ if [[ -z ${cudasplitGuardsHookOnce-} ]]; then
                 cudasplitCheckAmbiguousRunpath "$file" || status=1
             done
         fi
-        cudasplitCheckClosure "${dirs[@]}" || status=1
+        _cudasplitOutputDirs roots closure
+        if ((${#roots[@]})); then
+            cudasplitCheckClosure "${roots[@]}" || status=1
+        fi
         if ((status)); then
             echo "cudasplit: consumer guards failed (see above; variables: cudasplit/nix/consumer-guards-hook.sh)" >&2
             return 1
