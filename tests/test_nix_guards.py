@@ -130,3 +130,30 @@ def test_ambiguous_runpath_fails_the_consumers_fixup(nix: Nix, cudart: dict[str,
             in err), err[-3000:]
     code, _out, err = _consumer(nix, "consumer-one-foo", cudart, link(str(dirs[0])), tmp_path)
     assert code == 0, err[-3000:]
+
+
+def test_closure_command_on_built_store_paths(nix: Nix, cudart: dict[str, Path],
+                                              tmp_path: Path) -> None:
+    """``cudasplit closure --consumer`` on what nix-build produced: the unguarded build that
+    names the static output is reported with its chain; one naming lib only is clean."""
+    from click.testing import CliRunner
+
+    from cudasplit.cli import main
+
+    static = cudart["static"]
+    code, bad, err = _consumer(nix, "unguarded-static", cudart,
+                               f'echo "{static}/lib" > "$out/share/ref"', tmp_path,
+                               guarded=False)
+    assert code == 0, err[-3000:]
+    code, good, err = _consumer(nix, "unguarded-lib", cudart,
+                                f'echo "{cudart["lib"]}/lib" > "$out/share/ref"', tmp_path,
+                                guarded=False)
+    assert code == 0, err[-3000:]
+    runner = CliRunner()
+    found = runner.invoke(main, ["closure", bad, "--consumer"])
+    assert found.exit_code == 1, found.output
+    assert f"violation: static output {static} is in the run-time closure" in found.output
+    assert f"    {bad}/share/ref names {static}" in found.output
+    clean = runner.invoke(main, ["closure", good, "--consumer"])
+    assert clean.exit_code == 0, clean.output
+    assert clean.output.startswith(f"{good}: 2 paths")
