@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 from cudasplit._api.entry import split_to_dir  # noqa: E402
 from cudasplit._release.closure import closure_of_dir  # noqa: E402
 from cudasplit._split.pipeline import SplitOptions  # noqa: E402
-from tests.releases import release  # noqa: E402
+from tests.support.releases import release  # noqa: E402
 
 CACHE = ROOT / ".bench-cache" / "closure"
 

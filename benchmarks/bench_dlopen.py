@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from cudasplit._elf.read.dlopen import scan_dlopen  # noqa: E402
 from cudasplit._elf.read.info import read_elf_info  # noqa: E402
-from tests.realwheels import CU12, cu12  # noqa: E402
+from tests.support.realwheels import CU12, cu12  # noqa: E402
 
 
 def libraries() -> list[Path]:

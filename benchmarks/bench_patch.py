@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from cudasplit._elf.patch.patcher import set_runpath  # noqa: E402
 from cudasplit._elf.read.info import read_elf_info  # noqa: E402
-from tests.realwheels import cu12  # noqa: E402
+from tests.support.realwheels import cu12  # noqa: E402
 
 WORK = Path(os.environ.get("TMPDIR", "/tmp")) / "cudasplit-bench-patch"
 WHEELS = ("nvidia-cublas-cu12", "nvidia-cuda-nvrtc-cu12", "nvidia-cuda-runtime-cu12",

@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.gpu_driver_link import STUB_SOURCE, build_wheels  # noqa: E402
-from tests.realwheels import wheel_root  # noqa: E402
+from tests.support.realwheels import wheel_root  # noqa: E402
 
 GPU = REPO / ".gpu"
 

@@ -8,9 +8,11 @@ It is the only way in: the ``cudasplit`` command (:mod:`cudasplit.cli`) uses not
 * options: :class:`SplitOptions`, with :func:`runpath_policy`, :func:`package_id` and
   :func:`platform_name` turning command-line words into its typed values.
 * rules: :func:`load_ruleset`, :func:`ruleset_for`, :func:`check_rule_file`.
-* split output: :func:`closure_of`, :func:`ldd`; releases: :func:`verify_manifest`,
-  :func:`manifest_features`, :func:`nixify_manifest`, :func:`diff_releases`, and finer:
-  :func:`load_manifest`, :func:`select_artifacts`, :func:`features_of` (one tarball).
+* split output: :func:`closure_of`, :func:`ldd`; consumers' builds: :func:`ambiguous_runpaths`,
+  :func:`dlopen_audit`, :func:`closure_budget`, :func:`consumer_guards_hook`; releases:
+  :func:`verify_manifest`, :func:`manifest_features`, :func:`nixify_manifest`,
+  :func:`diff_releases`, and finer: :func:`load_manifest`, :func:`select_artifacts`,
+  :func:`features_of` (one tarball).
 """
 
 from __future__ import annotations
@@ -58,6 +60,16 @@ from cudasplit.sinks import DirectorySink, MemorySink, Sink, StagedSink, Tarball
 
 if TYPE_CHECKING:
     from cudasplit._api.checks import LoadView, closure_of, ldd
+    from cudasplit._api.guards import (
+        DEFAULT_FORBIDDEN_OUTPUTS,
+        Ambiguity,
+        BudgetReport,
+        DlopenAudit,
+        ambiguous_runpaths,
+        closure_budget,
+        consumer_guards_hook,
+        dlopen_audit,
+    )
     from cudasplit._api.release import (
         diff_releases,
         manifest_features,
@@ -75,6 +87,11 @@ _LAZY = {
     "diff_releases": "cudasplit._api.release", "manifest_features": "cudasplit._api.release",
     "nixify_manifest": "cudasplit._api.release", "verify_manifest": "cudasplit._api.release",
     "features_of": "cudasplit._release.features",
+    # Guards for consumers' builds.
+    "DEFAULT_FORBIDDEN_OUTPUTS": "cudasplit._api.guards", "Ambiguity": "cudasplit._api.guards",
+    "BudgetReport": "cudasplit._api.guards", "DlopenAudit": "cudasplit._api.guards",
+    "ambiguous_runpaths": "cudasplit._api.guards", "closure_budget": "cudasplit._api.guards",
+    "consumer_guards_hook": "cudasplit._api.guards", "dlopen_audit": "cudasplit._api.guards",
 }
 
 
@@ -99,12 +116,16 @@ logging.getLogger("cudasplit").addHandler(logging.NullHandler())
 
 __all__ = [
     "DEFAULT_DRIVER_LINK",
+    "DEFAULT_FORBIDDEN_OUTPUTS",
     "DEFAULT_MAX_MEMBERS",
     "OUTPUT_NAMES",
+    "Ambiguity",
     "BatchResult",
+    "BudgetReport",
     "CorruptArchiveError",
     "CudasplitError",
     "DirectorySink",
+    "DlopenAudit",
     "ElfError",
     "Explanation",
     "Kind",
@@ -141,11 +162,15 @@ __all__ = [
     "TarballSink",
     "UnsafeMemberError",
     "__version__",
+    "ambiguous_runpaths",
     "batch_report",
     "check_rule_file",
+    "closure_budget",
     "closure_of",
+    "consumer_guards_hook",
     "diff_releases",
     "directory_kind",
+    "dlopen_audit",
     "explain",
     "features_of",
     "inspect",

@@ -35,6 +35,10 @@ python3Packages.buildPythonApplication {
   # stdenv copies this to $out/nix-support/setup-hook; dependents source it.
   setupHook = ../cudasplit/nix/setup-hook.sh;
 
+  # The consumer-guards hook (ambiguous RUNPATHs, dlopen RUNPATH entries, closure budgets), for
+  # a consumer to use as a setup hook by hand; `split --consumer-guards` ships it in lib outputs.
+  passthru.consumerGuardsHook = ../cudasplit/nix/consumer-guards-hook.sh;
+
   pythonImportsCheck = [ "cudasplit" ];
 
   meta = {

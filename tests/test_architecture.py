@@ -232,7 +232,7 @@ def test_internal_imports_name_a_module_not_a_copy() -> None:
 
 @pytest.mark.parametrize(("source", "expected"), [
     ("from cudasplit._split.pipeline import x\n", ["_split.pipeline"]),
-    ("from cudasplit._api import entry\n", ["_api.entry"]),
+    ("from cudasplit._api.entry import entry\n", ["_api.entry"]),
     ("if TYPE_CHECKING:\n    from cudasplit._split.pipeline import x\n", ["_split.pipeline"]),
     ("def f():\n    from .pipeline import x\n", ["_split.pipeline"]),
 ])

@@ -85,7 +85,7 @@ def test_user_pages_name_no_private_module_and_no_issue(page: Path) -> None:
 
 def test_the_patterns_above_catch_what_they_should() -> None:
     assert PRIVATE_MODULE.search("see `_tarheaders.py`")
-    assert PRIVATE_MODULE.search("cudasplit._rules.load")
+    assert PRIVATE_MODULE.search("cudasplit._rulebook.load")
     assert not PRIVATE_MODULE.search("see `__init__.py` or tests/test_docs.py")
     assert ISSUE_REFERENCE.search("fixed in issue 15") and ISSUE_REFERENCE.search("(#12)")
     assert not ISSUE_REFERENCE.search("NixOS/nixpkgs#293320 and [x](#exit-codes)")

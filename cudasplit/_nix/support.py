@@ -13,6 +13,10 @@
   ``source <collector>/nix-support/setup-hook``, as cudaComponentHook's
   ``_cudaPublishComponents`` writes it (``printf 'source %q\n%s\n'``), so a consumer that
   depends on the output collects the component without naming the hook itself;
+* with ``consumer_guards`` (``--consumer-guards``): ``lib`` (``out`` when there is no lib)
+  gets ``consumer-guards-hook.sh`` in its ``nix-support/setup-hook`` (after the collector line
+  when there is one): ambiguous RUNPATHs, dlopen RUNPATH entries and closure budgets checked
+  in every consumer's fixup;
 * every output holding a ``stubs`` directory: ``nix-support/setup-hook``, the consumer hook
   (``stubs-consumer-hook.sh``): stdenv sources it in every derivation that depends on the
   output, and after fixup it replaces the first ``*/lib/stubs`` RUNPATH entry of the consumer's
@@ -57,6 +61,7 @@ class NixSupport:
     component_hook: str | None = None            # cudaComponentHook's store path
     # Final root of each output (the run's layout): propagated-build-inputs names them.
     roots: tuple[tuple[str, str], ...] = ()
+    consumer_guards: bool = False                # consumer-guards-hook.sh into lib (else out)
 
 
 def write_nix_support(sink: Sink, info: NixSupport | None = None) -> None:
@@ -75,6 +80,10 @@ def write_nix_support(sink: Sink, info: NixSupport | None = None) -> None:
     for output in _write_components(sink, outputs, info):
         if info.component_hook is not None:
             hooks[output] = collector_line(info.component_hook, hooks.get(output, ""))
+    if info.consumer_guards:
+        # lib is what out and dev propagate, so every consumer sources it (issue 28).
+        holder = "lib" if "lib" in outputs else "out"
+        hooks[holder] = hooks.get(holder, "") + guards_hook_text()
     for output, text in sorted(hooks.items()):
         write_bytes(sink, output, SETUP_HOOK, text.encode(), 0o644)
 
@@ -149,6 +158,11 @@ def _bash_quote(value: str) -> str:
 def stubs_hook_text(driver_lib: str) -> bytes:
     template = resources.files("cudasplit").joinpath("nix/stubs-consumer-hook.sh").read_text()
     return template.replace("@driverLinkLib@", driver_lib).encode()
+
+
+def guards_hook_text() -> str:
+    """consumer-guards-hook.sh: ambiguous RUNPATHs, dlopen entries, closure budgets."""
+    return resources.files("cudasplit").joinpath("nix/consumer-guards-hook.sh").read_text()
 
 
 # -- checkCudaFhsRefs -------------------------------------------------------------------------

@@ -58,7 +58,8 @@ def fhs_problems(staged_roots: Mapping[str, Path]) -> list[Problem]:
 def nix_support_info(package: PackageSettings, ident: PackageId, where: Where,
                      outputs: Sequence[str], placements: Placements, driver_lib: str | None,
                      roots: tuple[tuple[str, str], ...],
-                     component_hook: str | None = None) -> NixSupport:
+                     component_hook: str | None = None,
+                     consumer_guards: bool = False) -> NixSupport:
     compiler = package.compiler
     compiler_output = next((o for (o, d) in placements.occupied if d == compiler), None)
     stubs = sorted({o for (o, d) in placements.output_dirs if d in ("lib/stubs", "stubs")})
@@ -67,4 +68,4 @@ def nix_support_info(package: PackageSettings, ident: PackageId, where: Where,
         propagated=package.propagated(list(outputs)),
         compiler=compiler, compiler_output=compiler_output, stubs_outputs=tuple(stubs),
         driver_lib=driver_lib or "/run/opengl-driver/lib", roots=roots,
-        component_hook=component_hook)
+        component_hook=component_hook, consumer_guards=consumer_guards)

@@ -134,7 +134,7 @@ class EndOfRun:
             state.ruleset.package, state.ident, state.where,
             state.sink.outputs() if state.sink is not None else [], state.placements,
             state.options.runpath.driver_lib_dir(), state.layout.roots,
-            state.options.cuda_component_hook)
+            state.options.cuda_component_hook, state.options.consumer_guards)
 
     def _check_fhs_refs(self) -> None:
         """checkCudaFhsRefs: ``/usr/`` in any output fails the run unless the package allows it."""

@@ -75,6 +75,8 @@ class SplitOptions:
     platform: str | None = None                 # for gates; default: the tarball's platform
     python_version: str | None = None           # X.Y: cuda_gdb keeps that Python's TUI only
     cuda_component_hook: str | None = None      # cudaComponentHook's root: source line (nixsupport)
+    # write consumer-guards-hook.sh into lib's (else out's) nix-support/setup-hook
+    consumer_guards: bool = False
     # Issue 14: archives without an NVIDIA top directory need an explicit strip count;
     # a --package without rules file needs default_rules; fsync before the final renames.
     strip_components: int | None = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -12,7 +12,7 @@ from .. import DEFAULT_DRIVER_LINK, CudasplitError
 from ._terminal import EXIT_OK, fail
 
 if TYPE_CHECKING:
-    from .. import LoadView
+    from .. import Ambiguity, DlopenAudit, LoadView
 
 EXIT_FLAGGED = 1
 # A driver library missing on this machine alone is no error (driver-not-found).
@@ -32,14 +32,24 @@ _BAD = {"not-found", "stub-shadows-driver"}
 @click.option("--ld-library-path", metavar="DIRS", help="Simulate LD_LIBRARY_PATH.")
 @click.option("--no-system", is_flag=True, help="Do not search the default directories.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--strict", is_flag=True, help="An ambiguous RUNPATH (two directories holding "
+              "different libraries of one name) is an error (exit 1), not a warning.")
+@click.option("--inputs", "inputs", multiple=True, metavar="DIRS",
+              help="The consumer's library directories (colon-separated, repeatable): for "
+              "each CUDA library a file dlopens that would load nothing, say which of them "
+              "the consumer-guards hook would append to its RUNPATH.")
 def ldd_command(path: str, driver_link: str | None, cuda_compat: str | None,
                 maps: tuple[str, ...], interpreter: str | None, ld_library_path: str | None,
-                no_system: bool, as_json: bool) -> None:
+                no_system: bool, as_json: bool, strict: bool, inputs: tuple[str, ...]) -> None:
     """For every ELF file in PATH (a file or a split directory): which file each DT_NEEDED
     and each detected dlopen target would load. Exit 1 when a name loads nothing or a stub
-    would shadow the driver (a missing driver library alone is not an error)."""
-    # A lazy public name (``cudasplit._LAZY``): loaded only when this command runs.
-    from .. import ldd
+    would shadow the driver (a missing driver library alone is not an error).
+
+    Also, for any ELF file (a consumer's too): ambiguous RUNPATHs (warnings; errors with
+    --strict) and the CUDA libraries each file dlopens by name, with what the consumer-guards
+    hook would append (--inputs)."""
+    # Lazy public names (``cudasplit._LAZY``): loaded only when this command runs.
+    from .. import ambiguous_runpaths, dlopen_audit, ldd
 
     pairs = [_pair(m, "--map") for m in maps]
     if cuda_compat:
@@ -48,15 +58,40 @@ def ldd_command(path: str, driver_link: str | None, cuda_compat: str | None,
         views = ldd(path, maps=pairs, driver_link=driver_link, interpreter=interpreter,
                     ld_library_path=[p for p in (ld_library_path or "").split(":") if p],
                     system=not no_system)
+        ambiguous = ambiguous_runpaths(path, maps=pairs, driver_link=driver_link)
+        audit = dlopen_audit(path, inputs=[d for v in inputs for d in v.split(":") if d],
+                             views=views)
     except CudasplitError as exc:
         fail(exc)
     if as_json:
-        click.echo(json.dumps([v.as_dict() for v in views], indent=2))
+        click.echo(json.dumps([_guarded(v.as_dict(), ambiguous, audit) for v in views],
+                              indent=2))
     else:
         for one in views:
             _print(one)
+        _print_guards(ambiguous, audit, strict)
     flagged = any(set(v.flags) & _BAD or v.error for v in views)
-    sys.exit(EXIT_FLAGGED if flagged else EXIT_OK)
+    sys.exit(EXIT_FLAGGED if flagged or (strict and ambiguous) else EXIT_OK)
+
+
+def _guarded(view: dict[str, Any], ambiguous: list[Ambiguity], audit: list[DlopenAudit]
+             ) -> dict[str, Any]:
+    """One file's JSON with its guards: ``ambiguous`` and ``dlopen_audit`` entries."""
+    mine = view["path"]
+    return {**view, "ambiguous": [a.as_dict() for a in ambiguous if a.file == mine],
+            "dlopen_audit": [a.as_dict() for a in audit if a.file == mine]}
+
+
+def _print_guards(ambiguous: list[Ambiguity], audit: list[DlopenAudit], strict: bool) -> None:
+    label = "error" if strict else "warning"
+    for one in ambiguous:
+        click.echo(f"{label}: {one}")
+    cuda = [a for a in audit if a.loads is None]
+    if audit:
+        click.echo(f"CUDA libraries loaded by name or left unresolved: {len(audit)}, "
+                   f"{len(cuda)} would load nothing")
+    for item in cuda:
+        click.echo(f"    {item}")
 
 
 def _pair(value: str, option: str) -> tuple[str, str]:

@@ -72,3 +72,12 @@ def nix_setup_hook() -> None:
     # The package is installed as files (wheel or editable), so the path is stable.
     with as_file(files("cudasplit") / "nix" / "setup-hook.sh") as path:
         click.echo(str(path))
+
+
+@nix_group.command("consumer-hook")
+def nix_consumer_hook() -> None:
+    """Print the path of the consumer-guards hook (ambiguous RUNPATHs, dlopen RUNPATH entries,
+    closure budgets; what `split --consumer-guards` writes into the lib output)."""
+    from .. import consumer_guards_hook
+
+    click.echo(consumer_guards_hook())

@@ -67,6 +67,9 @@ class ReportTarget:
 @click.option("--cuda-component-hook", metavar="DIR", help="With --nix-support: Nixpkgs' "
               "cudaComponentHook (store path); each component output's nix-support/setup-hook "
               "sources its collector.")
+@click.option("--consumer-guards", is_flag=True, help="With --nix-support: lib's (else out's) "
+              "nix-support/setup-hook also carries the consumer-guards hook (ambiguous "
+              "RUNPATHs, dlopen RUNPATH entries, closure budgets in every consumer's fixup).")
 @COMMON
 @PATCH
 @click.option("--report", "report_file", type=click.Path(dir_okay=False, allow_dash=True),
@@ -90,7 +93,7 @@ class ReportTarget:
 @click.option("--closure", is_flag=True, help="Then print the closure report of the outputs "
               "(one source; see `cudasplit closure`).")
 def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
-                  nix_support: bool, cuda_component_hook: str | None,
+                  nix_support: bool, cuda_component_hook: str | None, consumer_guards: bool,
                   report_file: str | None, report_relative: bool, strict: bool, dry_run: bool,
                   overwrite: bool, check_fhs_refs: bool, no_fsync: bool, jobs: int,
                   quiet: bool, verbose: bool, closure: bool, **kw: Any) -> None:
@@ -110,7 +113,8 @@ def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
         options = split_options(
             kw, COMMON, PATCH, strict=strict, dry_run=dry_run, overwrite=overwrite, jobs=jobs,
             nix_markers=nix_support, check_fhs_refs=check_fhs_refs,
-            cuda_component_hook=cuda_component_hook, fsync=not no_fsync, progress=progress)
+            cuda_component_hook=cuda_component_hook, fsync=not no_fsync, progress=progress,
+            consumer_guards=consumer_guards)
         if len(sources) > 1 or _is_batch(sources[0], nix, quiet):
             if nix:
                 raise click.UsageError("--nix takes exactly one source")

@@ -32,6 +32,8 @@
 #                        cudaPublishComponent is unset (when set, the hook writes it itself)
 #   cudasplitPythonVersion the build's Python X.Y (cuda_gdb keeps only that Python's
 #                        cuda-gdb-pythonX.Y-tui); -> --python-version
+#   cudasplitConsumerGuardsHook  non-empty: --consumer-guards (lib's setup hook then checks
+#                        every consumer: ambiguous RUNPATHs, dlopen entries, closure budgets)
 #   cudasplitNoPatch     non-empty: --no-patch (RUNPATHs left alone; stripping stays on)
 #   cudasplitNoNixSupport  non-empty: skip nix-support/ markers and propagated-build-inputs
 #   cudasplitStrict      non-empty: fail on empty outputs, unclaimed members, dangling links
@@ -64,6 +66,8 @@ cudasplitInstallPhase() {
     _cudasplitWords cudasplitIgnoreMissing words
     for word in ${words[@]+"${words[@]}"}; do flags+=(--ignore-missing "$word"); done
     [[ -n "${cudasplitNoNixSupport:-}" ]] || flags+=(--nix-support)
+    [[ -n "${cudasplitConsumerGuardsHook:-}" && -z "${cudasplitNoNixSupport:-}" ]] \
+        && flags+=(--consumer-guards)
     [[ -n "${cudasplitStrict:-}" ]] && flags+=(--strict)
     [[ -n "${cudasplitCudaCompat:-}" ]] && flags+=(--cuda-compat "$cudasplitCudaCompat")
     if [[ -n "${cudasplitDriverLink+set}" && -z "${cudasplitDriverLink}" ]]; then

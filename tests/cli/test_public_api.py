@@ -104,10 +104,10 @@ def test_the_cli_imports_only_public_names(path: Path) -> None:
 
 def test_the_import_check_sees_internal_imports(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
-    module.write_text("from .. import _api\nfrom .._rules import x\nfrom cudasplit._source "
+    module.write_text("from .. import _api\nfrom .._globs import x\nfrom cudasplit._source "
                       "import y\nimport cudasplit._model\nfrom .. import split\n")
     assert _cudasplit_imports(module) == [
-        ("cudasplit", "_api"), ("cudasplit._rules", "x"), ("cudasplit._source", "y"),
+        ("cudasplit", "_api"), ("cudasplit._globs", "x"), ("cudasplit._source", "y"),
         ("cudasplit._model", ""), ("cudasplit", "split")]
 
 

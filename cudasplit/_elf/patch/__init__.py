@@ -22,7 +22,12 @@ from cudasplit._elf.patch.backends import (
     backend_for,
 )
 from cudasplit._elf.patch.inplace import plan_in_place
-from cudasplit._elf.patch.patcher import PatchResult, apply_edit, rename_needed, set_runpath
+from cudasplit._elf.patch.patcher import (
+    PatchResult,
+    apply_edit,
+    rename_needed,
+    set_runpath,
+)
 from cudasplit._elf.patch.room import Room, choose_room
 from cudasplit._elf.patch.want import Plan, Want, new_dynamic
 

@@ -11,7 +11,12 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from cudasplit._elf.patch.hdrwrite import new_table, phnum_write, section_symbol_writes, shdr_write
+from cudasplit._elf.patch.hdrwrite import (
+    new_table,
+    phnum_write,
+    section_symbol_writes,
+    shdr_write,
+)
 from cudasplit._elf.patch.room import choose_room
 from cudasplit._elf.patch.want import Plan, Want, new_dynamic
 from cudasplit._elf.read import (

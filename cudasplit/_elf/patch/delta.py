@@ -11,7 +11,14 @@ from dataclasses import replace
 
 from cudasplit._elf.patch.want import Want
 from cudasplit._elf.plan import ElfEdit
-from cudasplit._elf.read import DT_RPATH, DT_RUNPATH, PT_INTERP, DynNames, RawElf, open_raw
+from cudasplit._elf.read import (
+    DT_RPATH,
+    DT_RUNPATH,
+    PT_INTERP,
+    DynNames,
+    RawElf,
+    open_raw,
+)
 from cudasplit.errors import CudasplitError, PatchError
 
 TAG_BY_NAME = {"RUNPATH": DT_RUNPATH, "RPATH": DT_RPATH}

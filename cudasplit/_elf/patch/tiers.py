@@ -12,7 +12,12 @@ import tempfile
 from dataclasses import dataclass
 
 from cudasplit._elf.patch.append import plan_append
-from cudasplit._elf.patch.delta import changes_nothing, check_interp, interp_of, reduce_to_changes
+from cudasplit._elf.patch.delta import (
+    changes_nothing,
+    check_interp,
+    interp_of,
+    reduce_to_changes,
+)
 from cudasplit._elf.patch.inplace import plan_in_place
 from cudasplit._elf.patch.verify import Expect, expected, verify, verify_after_strip
 from cudasplit._elf.patch.want import Plan, Want

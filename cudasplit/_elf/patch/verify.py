@@ -15,7 +15,15 @@ from dataclasses import dataclass, replace
 
 from cudasplit._elf.patch.delta import interp_of
 from cudasplit._elf.patch.want import Want
-from cudasplit._elf.read import DT_RUNPATH, PAGE, PT_LOAD, DynNames, RawElf, dyn_names, read_raw
+from cudasplit._elf.read import (
+    DT_RUNPATH,
+    PAGE,
+    PT_LOAD,
+    DynNames,
+    RawElf,
+    dyn_names,
+    read_raw,
+)
 from cudasplit.errors import ElfError, PatchError
 
 

@@ -17,7 +17,12 @@ from dataclasses import dataclass, field, replace
 
 from cudasplit._elf.plan.edit import ElfEdit
 from cudasplit._elf.plan.resolve import LibraryIndex, arch_of, ignored
-from cudasplit._elf.plan.runpath import RunpathPlan, RunpathPolicy, is_glibc_name, plan_runpath
+from cudasplit._elf.plan.runpath import (
+    RunpathPlan,
+    RunpathPolicy,
+    is_glibc_name,
+    plan_runpath,
+)
 from cudasplit._elf.read import ElfInfo
 from cudasplit._globs import Glob
 

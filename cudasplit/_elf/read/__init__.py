@@ -68,7 +68,11 @@ from cudasplit._elf.read.headers import (
     read_shdrs,
 )
 from cudasplit._elf.read.info import ElfInfo, is_elf, kind_from_head, read_elf_info
-from cudasplit._elf.read.libnames import index_library_paths, is_driver_name, is_glibc_name
+from cudasplit._elf.read.libnames import (
+    index_library_paths,
+    is_driver_name,
+    is_glibc_name,
+)
 from cudasplit._elf.read.raw import Phdr, RawElf, Shdr, align_up
 from cudasplit._elf.read.reader import open_raw, read_raw
 from cudasplit._elf.read.walk import (

@@ -13,7 +13,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from cudasplit._elf.read.const import DYN_FORMAT, PHDR_FIELDS, PHDR_FORMAT, PT_LOAD, SHT_NOBITS
+from cudasplit._elf.read.const import (
+    DYN_FORMAT,
+    PHDR_FIELDS,
+    PHDR_FORMAT,
+    PT_LOAD,
+    SHT_NOBITS,
+)
 from cudasplit.errors import ElfError
 
 

@@ -72,6 +72,11 @@ EXPECT: dict[str, Expect] = {
     "libcusparse_lt": Expect(FIVE, runpath_extra=(NVRTC_ROOT + "/lib",)),
     "libcutensor": Expect(FIVE, renames=(("lib/12/", "lib/"),), drops=("lib/11/*",)),
     "libcudss": Expect(FIVE), "cuquantum": Expect(FIVE), "nvcomp": Expect(FIVE),
+    # Issue 28: no Nixpkgs buildRedist file; the package files' own placements.
+    "libnvshmem": Expect(("out", "bin", "dev", "doc", "include", "lib", "static"),
+                         keep={"lib/libnvshmem_device*.bc": "static", "share/skills/*": "doc"},
+                         propagated=("bin", "include", "lib", "static")),
+    "nvimgcodec": Expect(FOUR, keep={"extensions/*": "lib"}),
     "libnvjpeg_2k": Expect(FIVE), "libnvtiff": Expect(FIVE), "libnpp_plus": Expect(FIVE),
     "libcublasmp": Expect(FOUR), "libcusolvermp": Expect(FOUR), "libcal": Expect(FOUR),
     "cuda_nvcc": Expect(OUT, renames=(("nvvm/lib64/", "nvvm/lib/"),)),

@@ -1,0 +1,69 @@
+"""Guards for what consumers build: ambiguous RUNPATHs, CUDA dlopen targets, closure budgets."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from importlib import resources
+
+from cudasplit._elf.plan import DEFAULT_DRIVER_LINK
+from cudasplit._release.ambiguity import Ambiguity, ambiguities_in
+from cudasplit._release.budget import DEFAULT_FORBIDDEN, STORE_DIR, BudgetReport, check_budget
+from cudasplit._release.dlopenaudit import DlopenAudit, audit_dlopen
+from cudasplit._release.ldd import LddOptions, LoadView, view_tree
+
+PathLike = str | os.PathLike[str]
+
+__all__ = ["DEFAULT_FORBIDDEN_OUTPUTS", "Ambiguity", "BudgetReport", "DlopenAudit",
+           "ambiguous_runpaths", "closure_budget", "consumer_guards_hook", "dlopen_audit"]
+
+# Outputs a consumer may never reference at run time unless it says otherwise.
+DEFAULT_FORBIDDEN_OUTPUTS = DEFAULT_FORBIDDEN
+
+
+def _options(maps: Sequence[tuple[str, str]], driver_link: str | None,
+             interpreter: str | None = None, ld_library_path: Sequence[str] = (),
+             system: bool = True) -> LddOptions:
+    pairs = list(maps)
+    if driver_link:
+        pairs.append((DEFAULT_DRIVER_LINK, driver_link))
+    return LddOptions(tuple(pairs), interpreter, tuple(ld_library_path), system)
+
+
+def ambiguous_runpaths(path: PathLike, *, maps: Sequence[tuple[str, str]] = (),
+                       driver_link: str | None = None) -> list[Ambiguity]:
+    """Every ELF file in ``path`` (a file or a tree) whose RUNPATH (RPATH when it has none)
+    holds a library of one name in two directories, as different files: which one loads
+    depends on the order. ``maps``/``driver_link`` as for :func:`ldd`."""
+    return ambiguities_in(path, _options(maps, driver_link))
+
+
+def dlopen_audit(path: PathLike, *, inputs: Sequence[str] = (),
+                 maps: Sequence[tuple[str, str]] = (), driver_link: str | None = None,
+                 interpreter: str | None = None, ld_library_path: Sequence[str] = (),
+                 system: bool = True, views: Sequence[LoadView] | None = None
+                 ) -> list[DlopenAudit]:
+    """The CUDA libraries every ELF file in ``path`` (any consumer's, not only NVIDIA's)
+    dlopens by name, what each would load, and for those that load nothing the first of
+    ``inputs`` (library directories) holding it: what the consumer-guards hook appends to the
+    file's RUNPATH (``cudasplitDlopenRunpaths``). Other arguments as for :func:`ldd`; ``views``:
+    what :func:`ldd` already returned for ``path`` (then nothing is read again)."""
+    if views is None:
+        options = _options(maps, driver_link, interpreter, ld_library_path, system)
+        views = view_tree(path, options)
+    return audit_dlopen(views, inputs)
+
+
+def closure_budget(path: PathLike, *, forbid: Sequence[str] = DEFAULT_FORBIDDEN_OUTPUTS,
+                   max_bytes: int | None = None, store_dir: str = STORE_DIR) -> BudgetReport:
+    """Walk the run-time closure of ``path`` (a built store path, or any directory naming store
+    paths) and report every output in ``forbid`` it reaches -- ``static``, ``stubs``,
+    ``compiler``, ``headers`` or any output name -- with the chain of files naming store paths
+    that leads there, and the closure's bytes when over ``max_bytes``."""
+    return check_budget(path, forbid=forbid, max_bytes=max_bytes, store_dir=store_dir)
+
+
+def consumer_guards_hook() -> str:
+    """Path of the consumer-guards setup hook (``cudasplit/nix/consumer-guards-hook.sh``),
+    which ``split --consumer-guards`` writes into the output consumers link against."""
+    return str(resources.files("cudasplit").joinpath("nix/consumer-guards-hook.sh"))
