@@ -34,9 +34,8 @@ from cudasplit._elf.plan import (
 from cudasplit._layout import Layout, LayoutSpec
 from cudasplit._model import OUTPUT_NAMES, Kind, Member, MemberType, PackageId
 from cudasplit._release.manifest import load_manifest, select_artifacts
-from cudasplit._release.relreport import relative_report
 from cudasplit._release.repack import RepackOptions, RepackResult, repack_to_dir
-from cudasplit._report import MemberRecord, OutputRecord, Problem, Report
+from cudasplit._report import MemberRecord, OutputRecord, Problem, Report, relative_report
 from cudasplit._rulebook import RuleSet, load_ruleset
 from cudasplit._source import DEFAULT_MAX_MEMBERS, open_source
 from cudasplit._split.pipeline import Progress, SplitOptions

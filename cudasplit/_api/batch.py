@@ -17,8 +17,7 @@ from typing import Any
 
 from cudasplit._api.entry import split_to_dir
 from cudasplit._model import PackageId
-from cudasplit._release.relreport import relative_report
-from cudasplit._report import Report
+from cudasplit._report import Report, relative_report
 from cudasplit._source import detect_codec, package_from_filename, parse_top_dir
 from cudasplit._split.pipeline import Progress, SplitOptions
 from cudasplit.errors import CudasplitError, SourceError

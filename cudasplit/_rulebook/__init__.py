@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from cudasplit._model import OUTPUT_NAMES
-from cudasplit._rulebook.match import KIND_NAMES, Rename, Rule, RuleRef, kind_matches
 from cudasplit._rulebook.pkgload import PACKAGE_KEYS, load_package
 
 # The engine's names, wherever they live now (the rest of the package imports them from here).
@@ -44,7 +43,15 @@ from cudasplit._rulebook.pkgtable import (
     added_needed,
     version_at_least,
 )
-from cudasplit._rulebook.ruleset import Decision, RuleSet
+from cudasplit._rulebook.ruleset import (
+    KIND_NAMES,
+    Decision,
+    Rename,
+    Rule,
+    RuleRef,
+    RuleSet,
+    kind_matches,
+)
 from cudasplit._rulebook.show import describe_package
 from cudasplit.errors import RulesError
 

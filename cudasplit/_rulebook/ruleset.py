@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cudasplit._globs import Glob
 from cudasplit._model import Kind
-from cudasplit._rulebook.match import Rename, Rule, RuleRef
 from cudasplit._rulebook.pkgsettings import PackageSettings
 
 __all__ = ["Decision", "RuleSet"]
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,3 +84,60 @@ def _present(output: str | None, allowed: frozenset[str] | None) -> str | None:
     if output == "include" and "dev" in allowed:
         return "dev"
     return None
+
+# "file" matches every regular file whatever its content; "elf" every ELF kind.
+KIND_NAMES = frozenset({k.value for k in Kind} | {"elf"})
+
+
+@dataclass(frozen=True, slots=True)
+class RuleRef:
+    file: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    ref: RuleRef
+    globs: tuple[Glob, ...]
+    kinds: frozenset[str] | None
+    output: str | None
+    action: str = "place"
+    patch: bool | None = None
+    keep_runpath: bool | None = None
+    runpath_append: tuple[str, ...] = ()
+    transform: str | None = None
+    description: str = ""
+    # Where the member goes when ``output`` is missing, instead of the next matching rule.
+    fallback: str | None = None
+
+    def matches(self, path: str, kind: Kind) -> bool:
+        if self.kinds is not None and not kind_matches(self.kinds, kind):
+            return False
+        return any(g.matches(path) for g in self.globs)
+
+
+@dataclass(frozen=True, slots=True)
+class Rename:
+    ref: RuleRef
+    source: str  # prefix, always ending in "/"
+    target: str  # prefix, always ending in "/"
+    link_back: bool = False
+
+    def apply(self, path: str) -> str | None:
+        # Only paths strictly below the prefix move: a member named exactly like the prefix
+        # (``lib64`` as a symlink to ``lib``) keeps its name.
+        if path.startswith(self.source):
+            return self.target + path[len(self.source):]
+        return None
+
+
+def kind_matches(kinds: frozenset[str], kind: Kind) -> bool:
+    if kind.value in kinds:
+        return True
+    regular = kind in (Kind.FILE, Kind.ELF_SHARED, Kind.ELF_EXEC, Kind.ELF_OTHER, Kind.STATIC)
+    if "file" in kinds and regular:
+        return True
+    return "elf" in kinds and kind.value.startswith("elf-")

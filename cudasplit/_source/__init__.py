@@ -28,18 +28,21 @@ from cudasplit._source.limits import (
 )
 from cudasplit._source.names import member_parent, normalise_member_path
 from cudasplit._source.tar import TarSource
-from cudasplit._source.tarfields import (
+from cudasplit._source.tarheaders import (
     BLOCK,
     DIRECTORY,
+    HARDLINK,
     REGULAR,
+    SYMLINK,
     Extended,
     TarFormatError,
+    TarReader,
     check_checksum,
     header_from_block,
     number,
     padded_size,
+    parse_pax,
 )
-from cudasplit._source.tarheaders import HARDLINK, SYMLINK, TarReader, parse_pax
 from cudasplit._source.topdir import PLATFORMS, package_from_filename, parse_top_dir
 from cudasplit._source.zip import zip_members
 from cudasplit.errors import LimitExceededError, SourceError

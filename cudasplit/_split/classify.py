@@ -2,7 +2,7 @@
 
 Pure functions of the member record and the frozen rule set (no sink, no report), so ``explain``
 and every planner get the same answer for a path. A member's facts are returned as a frozen
-value (:class:`~cudasplit._split.outcomes.MemberFacts`) for the report writer.
+value (:class:`~cudasplit._split.reportwriter.MemberFacts`) for the report writer.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from cudasplit._elf.read import kind_from_head
 from cudasplit._model import Kind, Member, MemberType
 from cudasplit._rulebook import Decision, Rename, RuleSet, Where
 from cudasplit._split.libmajor import LibMajor
-from cudasplit._split.outcomes import MemberFacts
+from cudasplit._split.reportwriter import MemberFacts
 
 __all__ = ["AR_MAGIC", "BUILTIN", "PACKAGE_DROP", "Action", "Classified", "Normaliser",
            "classify_member", "fallback_output", "member_kind"]

@@ -3,7 +3,7 @@
 An :class:`ElfJob` is frozen: it says which file to read and plan. Workers (the early-patch
 thread, the final pool) return what they read and did as a :class:`Patched` value through
 their future; the calling thread keeps those values and turns each job's last one into an
-:class:`~cudasplit._split.outcomes.ElfOutcome` for the report writer (:func:`elf_outcome`), in
+:class:`~cudasplit._split.reportwriter.ElfOutcome` for the report writer (:func:`elf_outcome`), in
 source order. No worker writes to anything another thread reads.
 """
 
@@ -17,7 +17,7 @@ from cudasplit._elf.plan import ElfPlan
 from cudasplit._elf.read import DlopenTarget, ElfInfo, read_elf_info, scan_dlopen
 from cudasplit._report import Problem
 from cudasplit._rulebook import Rule
-from cudasplit._split.outcomes import ElfOutcome
+from cudasplit._split.reportwriter import ElfOutcome
 from cudasplit.errors import ElfError
 
 __all__ = ["ElfJob", "ElfRead", "Patched", "elf_outcome", "read_elf", "scan_quietly"]

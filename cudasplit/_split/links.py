@@ -19,8 +19,8 @@ from cudasplit._rulebook import Rename, Rule, RuleSet, Where
 from cudasplit._source import member_parent
 from cudasplit._split.classify import BUILTIN, fallback_output
 from cudasplit._split.linkresolve import LinkResolver, join_link, link_text
-from cudasplit._split.outcomes import MemberFacts
 from cudasplit._split.placements import Placed, Placements
+from cudasplit._split.reportwriter import MemberFacts
 
 __all__ = ["BUILTIN", "Deferred", "ElfCopy", "HardlinkOp", "LinkOp", "LinkPlanner", "SymlinkOp",
            "join_link", "link_text"]

@@ -33,12 +33,11 @@ from cudasplit._split.endrun import EndOfRun, RunState
 from cudasplit._split.libmajor import LibMajor
 from cudasplit._split.links import LinkPlanner
 from cudasplit._split.options import Progress, SplitOptions, check_package_known
-from cudasplit._split.outcomes import MemberFacts
 from cudasplit._split.patchstage import PatchStage
 from cudasplit._split.place import Placer
 from cudasplit._split.placements import Placements
 from cudasplit._split.prepare import patch_settings, prepare
-from cudasplit._split.reportwriter import ReportWriter, record_of
+from cudasplit._split.reportwriter import MemberFacts, ReportWriter, record_of
 from cudasplit._split.rewrites import RewriteContext
 from cudasplit.errors import OutputError
 from cudasplit.sinks._base import Sink

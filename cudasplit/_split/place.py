@@ -4,7 +4,7 @@ plan), text rewrites run, the ELF job is handed to the patch stage; returns what
 One call per file member, on the split loop's thread, in source order. The same steps run in
 a dry run (no sink): rewrites report their warnings, and an ELF member is spooled to read its
 dynamic section, so the plan and the report are the real run's. What happened comes back as a
-:class:`~cudasplit._split.outcomes.PlaceOutcome` for the report writer.
+:class:`~cudasplit._split.reportwriter.PlaceOutcome` for the report writer.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from cudasplit._report import Problem
 from cudasplit._source import member_parent
 from cudasplit._split.classify import Classified
 from cudasplit._split.links import LinkPlanner
-from cudasplit._split.outcomes import MemberFacts, PlaceOutcome
 from cudasplit._split.patchstage import ElfJob, PatchStage
 from cudasplit._split.placements import Placed, Placements
+from cudasplit._split.reportwriter import MemberFacts, PlaceOutcome
 from cudasplit._split.rewrites import (
     REWRITES,
     Rewrite,

@@ -1,8 +1,8 @@
-"""The one writer of the report: stages hand it values, it assembles the report at the end.
+"""The one writer of the report: the values stages hand it, and the report it assembles.
 
 Every :class:`~cudasplit._report.Report`, :class:`~cudasplit._report.MemberRecord` and
 :class:`~cudasplit._report.OutputRecord` of a split is made here, from the frozen values the
-stages return (:mod:`~cudasplit._split.outcomes`), on the split loop's thread. Worker threads return
+stages return (defined below), on the split loop's thread. Worker threads return
 their results to that thread; nothing else holds a record it could change. :meth:`assemble`
 builds a fresh report in source order whenever one is asked for (the end-of-run checks, an
 error that carries the report, the run's result).
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from cudasplit._layout import Layout
 from cudasplit._report import MemberRecord, OutputRecord, Problem, Report
-from cudasplit._split.outcomes import ElfOutcome, MemberFacts, PlaceOutcome
 
 __all__ = ["ReportWriter", "record_of"]
+
 
 
 @dataclass(slots=True)
@@ -155,3 +155,43 @@ def _copy(problem: Problem) -> Problem:
 
 def _retext(problem: Problem, public_text: Callable[[str], str]) -> Problem:
     return Problem(problem.code, problem.path, public_text(problem.message))
+
+@dataclass(frozen=True, slots=True)
+class MemberFacts:
+    """What classification (and, for links, the link planner) says about one member."""
+
+    path: str                 # inside the archive, top directory stripped
+    kind: str
+    output: str | None        # None: dropped or not placed
+    dest: str | None
+    rule: str
+    size: int = 0
+    link: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ElfOutcome:
+    """What the patch stage found, planned and did for one ELF member."""
+
+    patch: str | None = None
+    runpath_before: str | None = None
+    runpath_after: str | None = None
+    runpath_tag: str | None = None
+    needed_unresolved: tuple[str, ...] | None = None
+    interpreter_before: str | None = None
+    interpreter_after: str | None = None
+    dlopen: tuple[tuple[str, str | None], ...] | None = None  # (name, providing package)
+    note: str | None = None   # replaces the member's note when set
+
+
+@dataclass(frozen=True, slots=True)
+class PlaceOutcome:
+    """What placing one file did: the output counted, an earlier copy it replaced (no longer
+    patched), and the rewrites' warnings and problems."""
+
+    output: str
+    size: int
+    superseded: tuple[int, ElfOutcome] | None = None   # (earlier member's position, outcome)
+    warnings: tuple[Problem, ...] = ()
+    problems: tuple[Problem, ...] = ()

@@ -422,7 +422,7 @@ def test_report_relative_names_no_store_path(tmp_path: Path, archive: Path) -> N
     env = {"NIX_STORE": "/nix/store"}
     report = api.inspect(archive)
     report.source = store
-    from cudasplit._release.relreport import relative_report
+    from cudasplit._report import relative_report
     data = relative_report(report, env)
     assert data["source"] == "cuda_demo.tar.xz"
     assert all(not f.startswith("/") for f in data["rules_files"])

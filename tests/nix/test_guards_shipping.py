@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.unit.rulebook.test_package_rules import _run_hook
-
 from cudasplit import SplitOptions, consumer_guards_hook, split_to_dir
 from tests.support.tarutil import write_archive
+from tests.unit.rulebook.test_package_rules import _run_hook
 
 HOOK_ROOT = "/nix/store/" + "h" * 32 + "-cuda-component-hook"
 

@@ -18,8 +18,7 @@ from cudasplit import SplitOptions, split_to_dir
 from cudasplit._elf.plan import EditResult, ElfEdit
 from cudasplit._layout import Layout
 from cudasplit._report import MemberRecord, OutputRecord, Problem, Report
-from cudasplit._split.outcomes import ElfOutcome, MemberFacts, PlaceOutcome
-from cudasplit._split.reportwriter import ReportWriter
+from cudasplit._split.reportwriter import ElfOutcome, MemberFacts, PlaceOutcome, ReportWriter
 from cudasplit.errors import PatchError
 from tests.support.paths import REPO
 from tests.unit.elf.test_plan_agreement import POLICY
