@@ -17,6 +17,7 @@ from ._model import OUTPUT_NAMES
 from ._pkgtable import added_needed
 from ._report import Problem
 from ._resolve import LibraryIndex
+from ._resolvehost import HostLoader
 from ._rules import PackageSettings
 from ._runpath import RunpathPolicy
 from ._sources import member_parent
@@ -61,7 +62,8 @@ def static_context(settings: PatchSettings, package: PackageSettings, layout: La
     policy = replace(base, stub_dirs=(*base.stub_dirs, *stubs_root), append=base.append + appends)
     context = PlanContext(policy, {}, {}, LibraryIndex.scan(policy.library_paths),
                           package.cuda_compat, dict(package.replace_needed), complete=False,
-                          add_needed=added_needed(package.add_needed, settings.package_version))
+                          add_needed=added_needed(package.add_needed, settings.package_version),
+                          host=HostLoader() if policy.host_loader else None)
     return context, warnings
 
 

@@ -43,6 +43,9 @@ class RunpathPolicy:
     # The build's arch (--nix: the loader's). Unresolved names of files of another arch, with
     # no --interpreter for it, never fail: autoPatchelf skips such files altogether.
     target_arch: str | None = None
+    # Names this machine's loader finds (ld.so.cache, default dirs) count as resolved: the
+    # output of a plain split runs here. Off in --nix mode, where the sandbox has none.
+    host_loader: bool = True
 
     def __post_init__(self) -> None:
         if self.tag not in _TAGS:
