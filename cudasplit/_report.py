@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 SCHEMA_VERSION = 1
+_DROP_REASONS = {"<builtin>:cuda-major": "CUDA major", "<builtin>:package-drop": "package table"}
 
 
 @dataclass(slots=True)
@@ -105,3 +106,18 @@ class Report:
         if patched:
             lines.append(f"RUNPATH rewritten in {patched} ELF files")
         return lines
+
+    def dropped(self) -> dict[str, int]:
+        """Why members reached no output, and how many for each reason: ``rules``,
+        ``package table``, ``CUDA major``, or the code of the problem that refused them
+        (``unsafe-symlink``, ...). Directories are not counted (they are created where their
+        content lands). See docs/explanation/problems-and-warnings.md."""
+        refused = {p.path: p.code for p in self.problems if p.path is not None}
+        counts: dict[str, int] = {}
+        for m in self.members:
+            if m.output is not None or m.kind == "dir" or m.rule == "<builtin>:directory":
+                continue
+            why = refused.get(m.path) or _DROP_REASONS.get(m.rule) or (
+                "rules" if m.note == "dropped by rule" else "other")
+            counts[why] = counts.get(why, 0) + 1
+        return counts

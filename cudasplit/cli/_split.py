@@ -28,7 +28,7 @@ from .. import (
     split_to_dir,
 )
 from ._optgroups import COMMON, PATCH, split_options
-from ._terminal import ProgressLine, err, fail, print_issues, setup_logging
+from ._terminal import ProgressLine, dropped_line, err, fail, print_issues, setup_logging
 
 
 class ReportTarget:
@@ -135,10 +135,9 @@ def _print_summary(report: Report, *, to_stderr: bool = False) -> None:
     if report.dry_run:
         lines = ["plan (--dry-run): nothing was written; outputs would go to these directories",
                  *lines]
-    dropped = sum(1 for m in report.members if m.output is None and m.kind != "dir"
-                  and m.note != "directories are created where their content lands")
+    dropped = report.dropped()
     if dropped:
-        lines.append(f"dropped  {dropped:6} members (rules or CUDA major; see the report)")
+        lines.append(dropped_line(dropped))
     for line in lines:
         click.echo(line, err=to_stderr)
 

@@ -141,3 +141,22 @@ def print_issues(report: Report, *, warnings: bool = True) -> None:
         err(issue_line("problem", report.source, problem))
     for warning in report.warnings if warnings else ():
         err(issue_line("warning", report.source, warning))
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``1 file``, ``2 files``, ``1,234 problems``."""
+    return f"{count:,} {word if count == 1 else (many or word + 's')}"
+
+
+_DROP_WORDS = {"rules": "by rules", "package table": "by the package table",
+               "CUDA major": "of another CUDA major", "unsafe-symlink": "unsafe symlink",
+               "dangling-symlink": "dangling symlink", "duplicate-member": "duplicate name",
+               "under-symlink": "below a symlink"}
+
+
+def dropped_line(counts: dict[str, int]) -> str:
+    """``dropped 3 members: 2 by rules, 1 unsafe symlink (see the report)``."""
+    total = sum(counts.values())
+    parts = ", ".join(f"{n} {_DROP_WORDS.get(why, why)}" for why, n in sorted(
+        counts.items(), key=lambda item: (-item[1], item[0])))
+    return f"dropped  {plural(total, 'member')}: {parts} (see the report)"
