@@ -8,8 +8,9 @@ from __future__ import annotations
 import difflib
 import os
 import posixpath
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from ._layout import LayoutSpec
 from ._model import OUTPUT_NAMES, Kind
@@ -22,6 +23,8 @@ from ._rules import Rename, RuleSet, load_ruleset
 from ._sources import Source
 from .errors import SourceError
 from .sinks import DirectorySink, Sink
+
+EXPLAIN_SCHEMA = 1  # the "schema" of Explanation.as_dict
 
 PathLike = str | os.PathLike[str]
 
@@ -85,6 +88,11 @@ class Explanation:
     output: str | None
     note: str | None
     elf: dict[str, object] | None = None  # the planned ELF edit (same planner as a split)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON data: ``{"schema": 1, "path": ..., "tried": [...], ...}`` (described by
+        ``cudasplit/schemas/explain.json``)."""
+        return {"schema": EXPLAIN_SCHEMA, **asdict(self)}
 
 
 def explain(source: PathLike | Source, path: str, options: SplitOptions | None = None

@@ -34,6 +34,7 @@ HEAVY = ("static", "stubs", "samples", "doc", "compiler")
 # Outputs whose closure should stay small; out's propagation list is exempt (see module text).
 WATCHED = ("lib", "out")
 PROPAGATION = "nix-support/propagated-build-inputs"
+CLOSURE_SCHEMA = 1  # the "schema" of as_dict (cudasplit/schemas/closure.json)
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -77,6 +78,7 @@ class ClosureReport:
     def as_dict(self) -> dict[str, Any]:
         edges = self.edges()
         return {
+            "schema": CLOSURE_SCHEMA,
             "outputs": {
                 name: {"root": self.roots[name], "files": size.files, "bytes": size.bytes,
                        "closure_bytes": self.closure_bytes(name), "holds": size.holds,

@@ -23,6 +23,8 @@ from ._model import OUTPUT_NAMES
 from ._snapshot import Snapshot, snapshot
 from ._sonames import ElfFacts
 
+DIFF_SCHEMA = 1  # the "schema" of as_dict (cudasplit/schemas/diff.json)
+
 __all__ = ["Change", "ReleaseDiff", "Snapshot", "diff_snapshots", "snapshot"]
 
 
@@ -51,7 +53,7 @@ class ReleaseDiff:
         return tuple(c for c in self.changes if c.what == what)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"old": self.old, "new": self.new,
+        return {"schema": DIFF_SCHEMA, "old": self.old, "new": self.new,
                 "sizes": {p: {o: {"old": a, "new": b} for o, (a, b) in outs.items()}
                           for p, outs in self.sizes.items()},
                 "changes": [asdict(c) for c in self.changes]}

@@ -22,6 +22,7 @@ from ._manifestselect import find_tarball, select_artifacts
 __all__ = ["CHUNK", "VerifyReport", "VerifyResult", "VerifyStatus", "sha256_file", "verify",
            "verify_artifact"]
 
+VERIFY_SCHEMA = 1  # the "schema" of VerifyReport.as_dict (cudasplit/schemas/verify.json)
 CHUNK = 1 << 20  # 1 MiB: large enough that hashlib drops the GIL, small enough to stay cached
 
 
@@ -84,7 +85,8 @@ class VerifyReport:
         return {s.value: len(self.with_status(s)) for s in VerifyStatus}
 
     def as_dict(self) -> dict[str, Any]:
-        return {"manifest": self.manifest, "tarball_dir": self.tarball_dir, "ok": self.ok,
+        return {"schema": VERIFY_SCHEMA, "manifest": self.manifest,
+                "tarball_dir": self.tarball_dir, "ok": self.ok,
                 "counts": self.counts(), "results": [r.as_dict() for r in self.results]}
 
     def to_json(self) -> str:

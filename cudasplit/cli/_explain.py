@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict
 from typing import Any
 
 import click
@@ -57,7 +56,7 @@ def explain_command(source: str, path: str, as_json: bool, **kw: Any) -> None:
     except CudasplitError as exc:
         fail(exc)
     if as_json:
-        click.echo(json.dumps(asdict(result), indent=2))
+        click.echo(json.dumps(result.as_dict(), indent=2))
         return
     click.echo(f"{result.path} ({result.kind})")
     if result.rename:
