@@ -7,7 +7,8 @@ It is the only way in: the ``cudasplit`` command (:mod:`cudasplit.cli`) uses not
   :func:`batch_report`), :func:`repack_to_dir`; look: :func:`inspect`, :func:`explain`.
 * options: :class:`SplitOptions`, with :func:`runpath_policy`, :func:`package_id` and
   :func:`platform_name` turning command-line words into its typed values.
-* rules: :func:`load_ruleset`, :func:`ruleset_for`, :func:`check_rule_file`.
+* rules: :func:`load_ruleset`, :func:`ruleset_for`, :func:`check_rule_file`,
+  :func:`ruleset_toml`.
 * split output: :func:`closure_of`, :func:`ldd`; releases: :func:`verify_manifest`,
   :func:`manifest_features`, :func:`nixify_manifest`, :func:`diff_releases`, and finer:
   :func:`load_manifest`, :func:`select_artifacts`, :func:`features_of` (one tarball).
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ._api import Explanation, explain, inspect, split, split_nix, split_to_dir
 from ._api_batch import BatchResult, batch_report, directory_kind, split_many
 from ._api_options import package_id, platform_name, runpath_policy
-from ._api_rules import check_rule_file, package_entry_lines, ruleset_for
+from ._api_rules import check_rule_file, package_entry_lines, ruleset_for, ruleset_toml
 from ._layout import Layout, LayoutSpec
 from ._manifest import load_manifest, select_artifacts
 from ._model import OUTPUT_NAMES, Kind, Member, MemberType, PackageId
@@ -151,6 +152,7 @@ __all__ = [
     "relative_report",
     "repack_to_dir",
     "ruleset_for",
+    "ruleset_toml",
     "runpath_policy",
     "select_artifacts",
     "split",

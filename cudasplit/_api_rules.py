@@ -9,9 +9,10 @@ from pathlib import Path
 from ._model import PackageId
 from ._options import check_package_known
 from ._rules import RuleSet, build_ruleset, describe_package, load_ruleset, read_rule_file
+from ._ruletoml import ruleset_toml
 from ._splitoptions import SplitOptions
 
-__all__ = ["check_rule_file", "package_entry_lines", "ruleset_for"]
+__all__ = ["check_rule_file", "package_entry_lines", "ruleset_for", "ruleset_toml"]
 
 
 def ruleset_for(package: str | None = None, files: Sequence[str | os.PathLike[str]] = (), *,

@@ -13,8 +13,8 @@ from .. import (
     check_rule_file,
     explain,
     inspect,
-    package_entry_lines,
     ruleset_for,
+    ruleset_toml,
 )
 from ._optgroups import COMMON, PATCH, split_options
 from ._terminal import fail
@@ -81,24 +81,14 @@ def rules_group() -> None:
 @click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
 @click.option("--package", help="Include rules/packages/<NAME>.toml.")
 def rules_show(files: Sequence[str], package: str | None) -> None:
-    """Print the effective rules in precedence order (FILES first, then the shipped ones)."""
+    """Print the effective rules in precedence order (FILES first, then the shipped ones) as
+    one TOML rule file: the package table merged key by key, then every rename and rule.
+    Read back (tomllib), it gives the same rules; comments say which file each came from."""
     try:
         ruleset = ruleset_for(package, files)
+        click.echo(ruleset_toml(ruleset), nl=False)
     except CudasplitError as exc:
         fail(exc)
-    click.echo("# files, highest precedence first: " + ", ".join(ruleset.files))
-    if package:
-        # The whole package-table entry, every key (defaults too), gates spelled out.
-        click.echo(f"[package]  # {package}")
-        for line in package_entry_lines(ruleset):
-            click.echo(line)
-    for rename in ruleset.renames:
-        click.echo(f"rename {rename.ref}: {rename.source} -> {rename.target}")
-    for index, rule in enumerate(ruleset.rules, 1):
-        target = "DROP" if rule.action == "drop" else rule.output
-        kinds = f" kind={','.join(sorted(rule.kinds))}" if rule.kinds else ""
-        click.echo(f"{index:3}. {rule.ref!s:40} -> {target:8} "
-                   f"{', '.join(g.pattern for g in rule.globs)}{kinds}")
 
 
 @rules_group.command("check")
