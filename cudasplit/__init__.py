@@ -9,9 +9,10 @@ It is the only way in: the ``cudasplit`` command (:mod:`cudasplit.cli`) uses not
   :func:`platform_name` turning command-line words into its typed values.
 * rules: :func:`load_ruleset`, :func:`ruleset_for`, :func:`check_rule_file`,
   :func:`ruleset_toml`.
-* split output: :func:`closure_of`, :func:`ldd`; releases: :func:`verify_manifest`,
-  :func:`manifest_features`, :func:`nixify_manifest`, :func:`diff_releases`, and finer:
-  :func:`load_manifest`, :func:`select_artifacts`, :func:`features_of` (one tarball).
+* split output: :func:`closure_of`, :func:`ldd`, :func:`measure_outputs`; releases:
+  :func:`verify_manifest`, :func:`manifest_features`, :func:`nixify_manifest`,
+  :func:`diff_releases`, and finer: :func:`load_manifest`, :func:`select_artifacts`,
+  :func:`features_of` (one tarball).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from .sinks import DirectorySink, MemorySink, Sink, StagedSink, TarballSink
 if TYPE_CHECKING:
     from ._api_checks import LoadView, closure_of, ldd
     from ._api_release import diff_releases, manifest_features, nixify_manifest, verify_manifest
+    from ._closuresize import measure_outputs
     from ._features import features_of
 
 # The release and inspection tools load on first use (PEP 562): a split never needs them, and
@@ -64,7 +66,7 @@ _LAZY = {
     "LoadView": "._api_checks", "closure_of": "._api_checks", "ldd": "._api_checks",
     "diff_releases": "._api_release", "manifest_features": "._api_release",
     "nixify_manifest": "._api_release", "verify_manifest": "._api_release",
-    "features_of": "._features",
+    "features_of": "._features", "measure_outputs": "._closuresize",
 }
 
 
@@ -143,6 +145,7 @@ __all__ = [
     "load_manifest",
     "load_ruleset",
     "manifest_features",
+    "measure_outputs",
     "nixify_manifest",
     "open_source",
     "package_entry_lines",

@@ -27,6 +27,7 @@ from ._nixsupport import NixSupport, write_nix_support
 from ._patchstage import ElfJob, PatchStage
 from ._pkgtable import Where
 from ._placements import Placements
+from ._reportwords import plural
 from ._reportwriter import ReportWriter
 from ._resolve import unresolved_error
 from ._rules import RuleSet
@@ -166,7 +167,7 @@ class EndOfRun:
         failing = strict_failures(report)
         if state.options.strict and failing:
             raise ProblemsFound(
-                f"{state.description}: {len(failing)} problem(s) under "
+                f"{state.description}: {plural(len(failing), 'problem')} under "
                 f"--strict; first: {failing[0]}", report)
 
     def complete(self, members_seen: int, bytes_seen: int) -> None:

@@ -36,6 +36,7 @@ from ._place import Placer
 from ._placements import Placements
 from ._prepare import patch_settings, prepare
 from ._report import MemberRecord, Report
+from ._reportwords import plural
 from ._reportwriter import ReportWriter, record_of
 from ._rewrites import RewriteContext
 from ._rules import RuleSet
@@ -183,7 +184,8 @@ class SplitRun:
         late = self.lib_major.late()
         if late:
             self.writer.problem("cuda-major-late", late[0], (
-                f"lib/{self.lib_major.major}/ arrived after {len(late)} member(s) directly in "
+                f"lib/{self.lib_major.major}/ arrived after {plural(len(late), 'member')} "
+                "directly in "
                 "lib/ were written; Nixpkgs deletes them (D9), a stream cannot (_libmajor.py)"))
         return False
 

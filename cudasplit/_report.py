@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from ._reportwords import plural
 
 SCHEMA_VERSION = 1
 _DROP_REASONS = {"<builtin>:cuda-major": "CUDA major", "<builtin>:package-drop": "package table"}
@@ -98,13 +101,19 @@ class Report:
                 return record
         raise KeyError(path)
 
-    def summary_lines(self) -> list[str]:
+    def summary_lines(self, sizes: Mapping[str, tuple[int, int]] | None = None) -> list[str]:
+        """One line per output: files, bytes and directory; ``sizes`` (output -> (files,
+        bytes), e.g. from :func:`cudasplit.measure_outputs`) replaces the report's counts of
+        placed input files where given, so that the numbers are those ``closure`` prints."""
         lines = []
+        measured = sizes or {}
         for name, rec in sorted(self.outputs.items()):
-            lines.append(f"{name:8} {rec.files:6} files {rec.bytes:>14,} bytes  {rec.directory}")
+            files, size = measured.get(name, (rec.files, rec.bytes))
+            lines.append(f"{name:8} {plural(files, 'file'):>12} {plural(size, 'byte'):>20}  "
+                         f"{rec.directory}")
         patched = sum(1 for m in self.members if m.patch in ("in-place", "append", "lief"))
         if patched:
-            lines.append(f"RUNPATH rewritten in {patched} ELF files")
+            lines.append(f"RUNPATH rewritten in {plural(patched, 'ELF file')}")
         return lines
 
     def dropped(self) -> dict[str, int]:

@@ -10,6 +10,7 @@ import click
 
 from .. import (
     CudasplitError,
+    Report,
     check_rule_file,
     explain,
     inspect,
@@ -33,10 +34,26 @@ def inspect_command(source: str, as_json: bool, **kw: Any) -> None:
     if as_json:
         click.echo(report.to_json(), nl=False)
         return
+    for line in member_table(report):
+        click.echo(line)
+
+
+def member_table(report: Report) -> list[str]:
+    """One row per member under a header; the widths come from the rows, and the paths,
+    whose length has no bound, come last so that long ones never push a column out of line.
+    Directories are left out: they are created where their content lands."""
+    rows = [("KIND", "SIZE", "OUTPUT", "RULE", "MEMBER")]
     for m in report.members:
-        where = f"{m.output}:{m.dest}" if m.output else "-"
-        link = f" -> {m.link}" if m.link else ""
-        click.echo(f"{m.kind:10} {m.size:>12} {where:50} {m.rule}  {m.path}{link}")
+        if m.kind == "dir":
+            continue
+        size = f"{m.size:,}" if m.kind not in ("symlink", "hardlink") else ""
+        path = m.path + (f" -> {m.link}" if m.link else "")
+        if m.dest is not None and m.dest != m.path:
+            path += f"  (as {m.dest})"
+        rows.append((m.kind, size, m.output or "-", m.rule, path))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    return [f"{kind:{widths[0]}}  {size:>{widths[1]}}  {output:{widths[2]}}  "
+            f"{rule:{widths[3]}}  {path}" for kind, size, output, rule, path in rows]
 
 
 @click.command("explain")
@@ -69,7 +86,17 @@ def explain_command(source: str, path: str, as_json: bool, **kw: Any) -> None:
                + (f"  ({result.note})" if result.note else ""))
     for key, value in (result.elf or {}).items():
         if value not in (None, []):
-            click.echo(f"  => {key}: {value}")
+            click.echo(f"  => {key}: {_readable(value)}")
+
+
+def _readable(value: object) -> str:
+    """``dlopen`` entries as ``libnvrtc.so.12 (from cuda_nvrtc)``, lists comma-separated."""
+    if isinstance(value, list):
+        return ", ".join(_readable(item) for item in value)
+    if isinstance(value, dict):
+        name, package = value.get("name"), value.get("package")
+        return f"{name} (from {package})" if package else str(name)
+    return str(value)
 
 
 @click.group("rules")

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import click
 
 from .. import CudasplitError, OutputError
-from ._terminal import EXIT_OK, EXIT_PROBLEMS, fail
+from ._terminal import EXIT_OK, EXIT_PROBLEMS, fail, plural
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -65,7 +65,8 @@ def verify_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...],
             if not (quiet and result.status == "ok"):
                 click.echo(result.line())
         counts = ", ".join(f"{n} {status}" for status, n in report.counts().items() if n)
-        click.echo(f"{len(report.results)} tarball(s): {counts or 'none selected'}", err=True)
+        click.echo(f"{plural(len(report.results), 'tarball')}: {counts or 'none selected'}",
+                   err=True)
     sys.exit(EXIT_OK if report.ok else EXIT_PROBLEMS)
 
 

@@ -131,7 +131,10 @@ def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
 
 
 def _print_summary(report: Report, *, to_stderr: bool = False) -> None:
-    lines = report.summary_lines()
+    # A lazy public name (``cudasplit._LAZY``): the sizes ``closure`` would print.
+    from .. import measure_outputs
+
+    lines = report.summary_lines(None if report.dry_run else measure_outputs(report))
     if report.dry_run:
         lines = ["plan (--dry-run): nothing was written; outputs would go to these directories",
                  *lines]
