@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from ._closure import ClosureReport, closure_of_dir, closure_of_roots
 from ._ldd import LddOptions, LoadView, view_tree
 from ._nixenv import nix_outputs
+from ._progress import ProgressCallback
 from ._runpath import DEFAULT_DRIVER_LINK
 
 PathLike = str | os.PathLike[str]
@@ -17,17 +18,19 @@ __all__ = ["LoadView", "closure_of", "ldd"]
 
 
 def closure_of(split_dir: PathLike | None = None, *, roots: Mapping[str, str] | None = None,
-               env: Mapping[str, str] | None = None) -> ClosureReport:
+               env: Mapping[str, str] | None = None,
+               progress: ProgressCallback | None = None) -> ClosureReport:
     """Bytes per output, which outputs each references, and what ``lib``/``out`` drag along.
 
     The outputs are ``roots`` (output -> directory, e.g. a build's store paths) when given,
     else ``split_dir``'s ``<output>/`` directories, else the Nix builder's outputs (``env``,
     default ``os.environ``)."""
     if roots is not None:
-        return closure_of_roots(roots)
+        return closure_of_roots(roots, progress)
     if split_dir is not None:
-        return closure_of_dir(split_dir)
-    return closure_of_roots({name: str(path) for name, path in nix_outputs(env).items()})
+        return closure_of_dir(split_dir, progress)
+    return closure_of_roots({name: str(path) for name, path in nix_outputs(env).items()},
+                            progress)
 
 
 def ldd(path: PathLike, *, maps: Sequence[tuple[str, str]] = (),

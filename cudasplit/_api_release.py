@@ -14,6 +14,7 @@ from ._diff import ReleaseDiff, diff_snapshots, snapshot
 from ._features import FeatureReport, features_for_manifest
 from ._manifest import VerifyReport, load_manifest, verify
 from ._nixify import DEFAULT_BASE_URL, NixifyResult, nixify
+from ._progress import ProgressCallback
 
 PathLike = str | os.PathLike[str]
 
@@ -22,35 +23,39 @@ __all__ = ["diff_releases", "manifest_features", "nixify_manifest", "verify_mani
 
 def verify_manifest(manifest: PathLike, tarball_dir: PathLike, *,
                     platforms: Sequence[str] = (), cuda_variants: Sequence[str] = (),
-                    packages: Sequence[str] = (), jobs: int = 0) -> VerifyReport:
+                    packages: Sequence[str] = (), jobs: int = 0,
+                    progress: ProgressCallback | None = None) -> VerifyReport:
     """Size and sha256 of every tarball ``manifest`` names (empty selections: all of them).
     Missing or altered tarballs are results (``report.ok`` is False), not exceptions."""
     return verify(load_manifest(manifest), tarball_dir, platforms=platforms,
-                  cuda_variants=cuda_variants or None, packages=packages or None, jobs=jobs)
+                  cuda_variants=cuda_variants or None, packages=packages or None, jobs=jobs,
+                  progress=progress)
 
 
 def manifest_features(manifest: PathLike, tarball_dir: PathLike, *,
                       platforms: Sequence[str] = (), cuda_variants: Sequence[str] = (),
                       packages: Sequence[str] = (), jobs: int = 0,
-                      extended: bool = False) -> FeatureReport:
+                      extended: bool = False,
+                      progress: ProgressCallback | None = None) -> FeatureReport:
     """The feature manifest (``feature_*.json`` schema) of the tarballs ``manifest`` names,
     each streamed once; ``extended`` adds SONAMEs provided and needed. Missing or unreadable
     tarballs are results (``report.complete`` is False), never guessed."""
     return features_for_manifest(
         load_manifest(manifest), tarball_dir, platforms=platforms,
         cuda_variants=cuda_variants or None, packages=packages or None, jobs=jobs,
-        extended=extended)
+        extended=extended, progress=progress)
 
 
 def nixify_manifest(manifest: PathLike, tarball_dir: PathLike, output_dir: PathLike, *,
                     platforms: Sequence[str] = (), packages: Sequence[str] = (),
-                    base_url: str | None = None, jobs: int = 1) -> NixifyResult:
+                    base_url: str | None = None, jobs: int = 1,
+                    progress: ProgressCallback | None = None) -> NixifyResult:
     """Write one Nix expression per package of ``manifest`` plus ``default.nix`` into
     ``output_dir``; ``base_url`` prefixes the manifest's relative paths (default: NVIDIA's
     redist URL)."""
     return nixify(load_manifest(manifest), tarball_dir, output_dir,
                   platforms=platforms or None, packages=packages or None,
-                  base_url=base_url or DEFAULT_BASE_URL, jobs=jobs)
+                  base_url=base_url or DEFAULT_BASE_URL, jobs=jobs, progress=progress)
 
 
 def diff_releases(old: PathLike, new: PathLike, *, tarball_dir: PathLike | None = None,

@@ -25,6 +25,7 @@ from typing import Any
 
 from ._closurescan import ClosureScanner, OutputSize, Reference
 from ._model import OUTPUT_NAMES
+from ._progress import ProgressCallback, Tally
 from .errors import OutputError
 
 __all__ = ["ClosureReport", "ClosureWarning", "Reference", "closure_of_dir", "closure_of_roots"]
@@ -120,7 +121,8 @@ def _output_order(item: tuple[str, Any]) -> tuple[int, str]:
     return _order_key(item[0])
 
 
-def closure_of_dir(split_dir: str | os.PathLike[str]) -> ClosureReport:
+def closure_of_dir(split_dir: str | os.PathLike[str],
+                   progress: ProgressCallback | None = None) -> ClosureReport:
     """The outputs of a split directory (``DIR/<output>/``, as ``split -o DIR`` writes it)."""
     base = Path(split_dir)
     if not base.is_dir():
@@ -133,13 +135,18 @@ def closure_of_dir(split_dir: str | os.PathLike[str]) -> ClosureReport:
                 if len(unknown) == 1 else f"{', '.join(unknown[:3])} are not output names")
         raise OutputError(f"{base}: not a split directory (DIR/<output>/...): {what}; for a "
                           "batch split give DIR/<pname>-<platform>-<version>")
-    return closure_of_roots(roots)
+    return closure_of_roots(roots, progress)
 
 
-def closure_of_roots(roots: Mapping[str, str]) -> ClosureReport:
-    """Any output -> root mapping: a split directory's outputs or a derivation's store paths."""
+def closure_of_roots(roots: Mapping[str, str],
+                     progress: ProgressCallback | None = None) -> ClosureReport:
+    """Any output -> root mapping: a split directory's outputs or a derivation's store paths.
+    ``progress`` hears of every file scanned."""
     scanner = ClosureScanner(dict(roots))
+    tally = Tally(", ".join(sorted(roots)), progress)
+    scanner.on_file = tally.add if progress is not None else None
     sizes = {name: scanner.scan_output(name) for name in roots}
+    tally.done()
     references = tuple(sorted(set(scanner.references)))
     external = {name: tuple(sorted(paths)) for name, paths in scanner.external.items()}
     report = ClosureReport(dict(roots), sizes, references, ())

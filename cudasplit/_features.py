@@ -25,6 +25,7 @@ from typing import Any, BinaryIO
 from ._featurescan import Features, FeatureScan
 from ._manifest import Artifact, Manifest, find_tarball, select_artifacts
 from ._model import Member
+from ._progress import ProgressCallback, Tally
 from ._sources import open_source
 from ._zipmembers import zip_members
 from .errors import CudasplitError
@@ -129,6 +130,7 @@ def features_for_manifest(
     jobs: int = 0,
     extended: bool = False,
     executor: str = "auto",
+    progress: ProgressCallback | None = None,
 ) -> FeatureReport:
     """Scan every selected tarball found in ``tarball_dir`` concurrently (``jobs`` at a time).
 
@@ -150,8 +152,11 @@ def features_for_manifest(
             executor = "process" if workers > 1 else "thread"
         with _executor(executor, workers) as pool:
             futures = [pool.submit(_scan_one, a, p, extended) for a, p in todo]
+            tally = Tally(manifest.source, progress)
             for (a, _), future in zip(todo, futures, strict=True):
                 scanned[id(a)] = future.result()
+                tally.add(a.filename, a.size)
+            tally.done()
     results = tuple(scanned.get(id(a)) or FeatureResult(a, FeatureStatus.MISSING)
                     for a, _ in found)
     return FeatureReport(manifest.source, os.fspath(tarball_dir), extended, results)

@@ -18,6 +18,7 @@ from typing import Any
 
 from ._manifestparse import Artifact, Manifest
 from ._manifestselect import find_tarball, select_artifacts
+from ._progress import ProgressCallback, Tally
 
 __all__ = ["CHUNK", "VerifyReport", "VerifyResult", "VerifyStatus", "sha256_file", "verify",
            "verify_artifact"]
@@ -101,6 +102,7 @@ def verify(
     cuda_variants: Iterable[str] | None = None,
     packages: Sequence[str] | None = None,
     jobs: int = 0,
+    progress: ProgressCallback | None = None,
 ) -> VerifyReport:
     """Check size, then sha256, of every selected artifact found in ``tarball_dir``.
 
@@ -110,8 +112,16 @@ def verify(
     artifacts = select_artifacts(manifest, platforms=platforms, cuda_variants=cuda_variants,
                                  packages=packages)
     workers = jobs if jobs > 0 else max(1, min(len(os.sched_getaffinity(0)), 8))
+    tally = Tally(manifest.source, progress)
+
+    def one(artifact: Artifact) -> VerifyResult:
+        result = verify_artifact(artifact, tarball_dir)
+        tally.add(artifact.filename, result.actual_size or 0)
+        return result
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        results = tuple(pool.map(lambda a: verify_artifact(a, tarball_dir), artifacts))
+        results = tuple(pool.map(one, artifacts))
+    tally.done()
     return VerifyReport(manifest.source, os.fspath(tarball_dir), results)
 
 

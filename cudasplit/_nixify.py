@@ -43,6 +43,7 @@ from ._nixplan import (
     plan_release,
 )
 from ._nixrender import render_default, render_package
+from ._progress import ProgressCallback
 from .errors import ManifestError, OutputError
 
 __all__ = [
@@ -70,10 +71,10 @@ class NixifyResult:
 def nixify(manifest: Manifest, tarball_dir: str | os.PathLike[str],
            output_dir: str | os.PathLike[str], *, platforms: Iterable[str] | None = None,
            packages: Iterable[str] | None = None, base_url: str = DEFAULT_BASE_URL,
-           jobs: int = 1) -> NixifyResult:
+           jobs: int = 1, progress: ProgressCallback | None = None) -> NixifyResult:
     """Write ``<pname>.nix`` per package and ``default.nix`` into ``output_dir``."""
     plans = plan_release(manifest, tarball_dir, platforms=platforms, packages=packages,
-                         base_url=base_url, jobs=jobs)
+                         base_url=base_url, jobs=jobs, progress=progress)
     if not plans:
         raise ManifestError(f"{manifest.source}: none of its tarballs is in {tarball_dir}")
     name = Path(manifest.source).name

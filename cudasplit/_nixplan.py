@@ -18,6 +18,7 @@ from ._model import OUTPUT_NAMES
 from ._pipeline import SplitOptions
 from ._pipeline import split as _split
 from ._pkgtable import Where
+from ._progress import ProgressCallback, Tally
 from ._rules import PackageSettings, load_ruleset
 from ._runpath import is_glibc_name
 from ._sonames import PackageLinks, dependencies, provider_index, scan_elf_source
@@ -76,7 +77,8 @@ class PackagePlan:
 
 def plan_release(manifest: Manifest, tarball_dir: str | os.PathLike[str], *,
                  platforms: Iterable[str] | None = None, packages: Iterable[str] | None = None,
-                 base_url: str = DEFAULT_BASE_URL, jobs: int = 1) -> tuple[PackagePlan, ...]:
+                 base_url: str = DEFAULT_BASE_URL, jobs: int = 1,
+                 progress: ProgressCallback | None = None) -> tuple[PackagePlan, ...]:
     """Read every tarball of the selection and decide each package's expression."""
     wanted = None if platforms is None else tuple(platforms)
     chosen = [a for a in select_artifacts(manifest, platforms=wanted or ("linux",),
@@ -86,6 +88,7 @@ def plan_release(manifest: Manifest, tarball_dir: str | os.PathLike[str], *,
     cuda = cuda_version_of(manifest)
     links: dict[tuple[str, str], PackageLinks] = {}
     outputs: dict[Artifact, tuple[str, ...]] = {}
+    tally = Tally(manifest.source, progress)
     for artifact, path in found.items():
         if path is None:
             continue
@@ -93,6 +96,8 @@ def plan_release(manifest: Manifest, tarball_dir: str | os.PathLike[str], *,
         outputs[artifact] = _outputs_of(path, where, jobs)
         links[(artifact.package, artifact.platform)] = PackageLinks(
             artifact.package, scan_elf_source(path, jobs=jobs))
+        tally.add(artifact.filename, artifact.size)
+    tally.done()
     plans = []
     for package in manifest.packages:
         arts = [a for a in chosen if a.package == package.pname]

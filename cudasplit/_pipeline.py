@@ -15,7 +15,7 @@ import logging
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from ._classify import (
     Action,
@@ -35,6 +35,7 @@ from ._patchstage import PatchStage
 from ._place import Placer
 from ._placements import Placements
 from ._prepare import patch_settings, prepare
+from ._progress import STEP, MeteredStream
 from ._report import MemberRecord, Report
 from ._reportwords import plural
 from ._reportwriter import ReportWriter, record_of
@@ -91,7 +92,7 @@ class SplitRun:
                 for member, stream in itertools.chain(() if first is None else (first,),
                                                       members):
                     with _naming(self.source.description, member.path):
-                        self._take(member, stream)
+                        self._take(member, self._metered(member, stream))
                     self._tick(member)
                 self._release_held()
                 end.state.patches.wait_early()
@@ -102,6 +103,18 @@ class SplitRun:
             raise
         end.complete(self.members_seen, self.bytes_seen)
         return self.writer.assemble()
+
+    def _metered(self, member: Member, stream: BinaryIO | None) -> BinaryIO | None:
+        """With a progress callback, a large member reports its bytes as they stream."""
+        progress = self.options.progress
+        if progress is None or stream is None or member.size < STEP:
+            return stream
+
+        def partial(read: int) -> None:
+            progress(Progress(self.source.description, self.members_seen,
+                              self.bytes_seen + read, member.path))
+
+        return cast(BinaryIO, MeteredStream(stream, partial))
 
     def _tick(self, member: Member) -> None:
         self.members_seen += 1

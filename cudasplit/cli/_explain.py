@@ -18,7 +18,7 @@ from .. import (
     ruleset_toml,
 )
 from ._optgroups import COMMON, PATCH, split_options
-from ._terminal import fail
+from ._terminal import fail, status_line
 
 
 @click.command("inspect")
@@ -28,7 +28,8 @@ from ._terminal import fail
 def inspect_command(source: str, as_json: bool, **kw: Any) -> None:
     """List every member with kind, size, output and rule; write nothing."""
     try:
-        report = inspect(source, split_options(kw, COMMON, dry_run=True))
+        with status_line() as status:
+            report = inspect(source, split_options(kw, COMMON, dry_run=True, progress=status))
     except CudasplitError as exc:
         fail(exc)
     if as_json:
@@ -69,7 +70,9 @@ def explain_command(source: str, path: str, as_json: bool, **kw: Any) -> None:
     allowed) or an output path (lib/libfoo.so); near matches are suggested.
     """
     try:
-        result = explain(source, path, split_options(kw, COMMON, PATCH, dry_run=True))
+        with status_line() as status:
+            result = explain(source, path, split_options(kw, COMMON, PATCH, dry_run=True,
+                                                         progress=status))
     except CudasplitError as exc:
         fail(exc)
     if as_json:

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from .. import CudasplitError
-from ._terminal import EXIT_OK, fail
+from ._terminal import EXIT_OK, fail, status_line
 
 EXIT_FOUND = 1  # closure --strict found warnings; diff found a change
 
@@ -33,7 +33,9 @@ def closure_command(split_dir: str, roots: tuple[str, ...], as_json: bool, stric
     from .. import closure_of
 
     try:
-        report = closure_of(split_dir, roots=_roots(roots) if roots else None)
+        with status_line("file") as status:
+            report = closure_of(split_dir, roots=_roots(roots) if roots else None,
+                                progress=status)
     except CudasplitError as exc:
         fail(exc)
     if as_json:
@@ -79,8 +81,10 @@ def nixify_command(manifest: str, tarball_dir: str, output_dir: str,
     from .. import nixify_manifest
 
     try:
-        result = nixify_manifest(manifest, tarball_dir, output_dir, platforms=platforms,
-                                 packages=packages, base_url=base_url, jobs=jobs)
+        with status_line("tarball") as status:
+            result = nixify_manifest(manifest, tarball_dir, output_dir, platforms=platforms,
+                                     packages=packages, base_url=base_url, jobs=jobs,
+                                     progress=status)
     except CudasplitError as exc:
         fail(exc)
     for plan in result.packages:

@@ -28,7 +28,15 @@ from .. import (
     split_to_dir,
 )
 from ._optgroups import COMMON, PATCH, split_options
-from ._terminal import ProgressLine, dropped_line, err, fail, print_issues, setup_logging
+from ._terminal import (
+    ProgressLine,
+    dropped_line,
+    err,
+    fail,
+    print_issues,
+    setup_logging,
+    status_line,
+)
 
 
 class ReportTarget:
@@ -205,7 +213,9 @@ def _print_closure(output_dir: str | None, nix: bool) -> None:
     from .. import closure_of
 
     try:
-        report = closure_of() if nix else closure_of(output_dir)
+        with status_line("file") as status:
+            report = closure_of(progress=status) if nix else closure_of(output_dir,
+                                                                      progress=status)
     except CudasplitError as exc:
         fail(exc)
     for line in report.text_lines():
