@@ -15,7 +15,7 @@ import logging
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import BinaryIO, cast
+from typing import BinaryIO
 
 from ._classify import (
     Action,
@@ -35,7 +35,7 @@ from ._patchstage import PatchStage
 from ._place import Placer
 from ._placements import Placements
 from ._prepare import patch_settings, prepare
-from ._progress import STEP, MeteredStream
+from ._progress import metered
 from ._report import MemberRecord, Report
 from ._reportwords import plural
 from ._reportwriter import ReportWriter, record_of
@@ -106,15 +106,8 @@ class SplitRun:
 
     def _metered(self, member: Member, stream: BinaryIO | None) -> BinaryIO | None:
         """With a progress callback, a large member reports its bytes as they stream."""
-        progress = self.options.progress
-        if progress is None or stream is None or member.size < STEP:
-            return stream
-
-        def partial(read: int) -> None:
-            progress(Progress(self.source.description, self.members_seen,
-                              self.bytes_seen + read, member.path))
-
-        return cast(BinaryIO, MeteredStream(stream, partial))
+        return metered(stream, member.size, self.options.progress, lambda read: Progress(
+            self.source.description, self.members_seen, self.bytes_seen + read, member.path))
 
     def _tick(self, member: Member) -> None:
         self.members_seen += 1

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from threading import Lock
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from ._splitoptions import Progress
 
-__all__ = ["STEP", "MeteredStream", "ProgressCallback", "Tally"]
+__all__ = ["STEP", "MeteredStream", "ProgressCallback", "Tally", "metered"]
 
 ProgressCallback = Callable[[Progress], None]
 
@@ -44,6 +44,15 @@ class MeteredStream:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
+
+
+def metered(stream: BinaryIO | None, size: int, progress: ProgressCallback | None,
+            at: Callable[[int], Progress]) -> BinaryIO | None:
+    """``stream``, metered when there is a callback and the member is worth it (``at(read)``
+    is the Progress to report after ``read`` bytes)."""
+    if progress is None or stream is None or size < STEP:
+        return stream
+    return cast(BinaryIO, MeteredStream(stream, lambda read: progress(at(read))))
 
 
 class Tally:
