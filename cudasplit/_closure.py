@@ -95,6 +95,13 @@ class ClosureReport:
     def to_json(self) -> str:
         return json.dumps(self.as_dict(), indent=2) + "\n"
 
+    def draw(self, fmt: str) -> str:
+        """Which output references which, as Graphviz ``dot`` or ``mermaid`` text (ValueError
+        for another format)."""
+        from ._closuregraph import closure_graph
+
+        return closure_graph(self).render(fmt)
+
     def text_lines(self) -> list[str]:
         lines = []
         for name, size in sorted(self.sizes.items(), key=_output_order):

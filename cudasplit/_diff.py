@@ -64,6 +64,13 @@ class ReleaseDiff:
     def text_lines(self, *, members: bool = False) -> list[str]:
         return render_diff(self, members)
 
+    def draw(self, fmt: str) -> str:
+        """What moved, as Graphviz ``dot`` or ``mermaid`` text (ValueError for another
+        format)."""
+        from ._diffgraph import diff_graph
+
+        return diff_graph(self).render(fmt)
+
 
 def diff_snapshots(old: Snapshot, new: Snapshot) -> ReleaseDiff:
     changes: list[Change] = []

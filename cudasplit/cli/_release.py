@@ -17,14 +17,23 @@ from ._terminal import EXIT_OK, fail, status_line
 EXIT_FOUND = 1  # closure --strict found warnings; diff found a change
 
 
+# text for a person, json for a program, dot (Graphviz) and mermaid to draw.
+FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "json", "dot", "mermaid"]),
+                      default="text", show_default=True,
+                      help="Output format: dot (Graphviz) or mermaid draw the outputs as a "
+                      "graph.")
+
+
 @click.command("closure")
 @click.argument("split_dir", type=click.Path(file_okay=False, exists=True))
 @click.option("--root", "roots", multiple=True, metavar="OUTPUT=PATH",
               help="Take the outputs from here instead of SPLIT_DIR/<output> (e.g. a Nix "
               "build's store paths); repeatable. SPLIT_DIR is then ignored.")
-@click.option("--json", "as_json", is_flag=True, help="Print the JSON report.")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON report (--format json).")
+@FORMAT
 @click.option("--strict", is_flag=True, help="Exit 1 when there are warnings.")
-def closure_command(split_dir: str, roots: tuple[str, ...], as_json: bool, strict: bool) -> None:
+def closure_command(split_dir: str, roots: tuple[str, ...], as_json: bool, fmt: str,
+                    strict: bool) -> None:
     """Bytes per output, which outputs each output references, and what lib/out drag along.
 
     SPLIT_DIR is what `split -o DIR` wrote (DIR/<output>/...).
@@ -38,8 +47,11 @@ def closure_command(split_dir: str, roots: tuple[str, ...], as_json: bool, stric
                                 progress=status)
     except CudasplitError as exc:
         fail(exc)
-    if as_json:
+    fmt = "json" if as_json else fmt
+    if fmt == "json":
         click.echo(report.to_json(), nl=False)
+    elif fmt in ("dot", "mermaid"):
+        click.echo(report.draw(fmt), nl=False)
     else:
         for line in report.text_lines():
             click.echo(line)
@@ -114,12 +126,13 @@ def nixify_command(manifest: str, tarball_dir: str, output_dir: str,
 @click.option("--platform", default="linux-x86_64", show_default=True,
               help="The platform compared when OLD and NEW are manifests.")
 @click.option("--members", is_flag=True, help="One line per member instead of per directory.")
-@click.option("--json", "as_json", is_flag=True, help="Print the JSON diff.")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON diff (--format json).")
+@FORMAT
 @click.option("-j", "--jobs", type=int, default=1, show_default=True,
               help="Decompression threads per tarball.")
 def diff_command(old: str, new: str, tarball_dir: str | None, old_tarballs: str | None,
                  new_tarballs: str | None, platform: str, members: bool, as_json: bool,
-                 jobs: int) -> None:
+                 fmt: str, jobs: int) -> None:
     """Compare two releases: tarballs, split directories, or manifests with their tarballs.
 
     Exit 0 when they place the same members the same way, 1 when something changed.
@@ -132,8 +145,11 @@ def diff_command(old: str, new: str, tarball_dir: str | None, old_tarballs: str 
                                new_tarballs=new_tarballs, platform=platform, jobs=jobs)
     except CudasplitError as exc:
         fail(exc)
-    if as_json:
+    fmt = "json" if as_json else fmt
+    if fmt == "json":
         click.echo(result.to_json(), nl=False)
+    elif fmt in ("dot", "mermaid"):
+        click.echo(result.draw(fmt), nl=False)
     else:
         for line in result.text_lines(members=members):
             click.echo(line)

@@ -1,0 +1,118 @@
+"""Graphs of split outputs and release diffs, as Graphviz ``dot`` or Mermaid text.
+
+``closure --format dot|mermaid`` draws which output references which (an edge per pair,
+labelled by how: runpath, symlink, pkgconfig, nix-support, text); ``diff --format ...`` draws
+what moved between two releases (an edge per pair of package outputs, labelled with the
+number of members). The text is the same for the same input: nodes and edges are sorted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ._reportwords import plural
+
+if TYPE_CHECKING:
+    from ._closure import ClosureReport
+
+__all__ = ["FORMATS", "Graph", "closure_graph"]
+
+FORMATS = ("dot", "mermaid")
+# Node styles: (Graphviz attributes, Mermaid classDef body).
+_STYLES = {
+    "warn": ('color="#b35900", style=filled, fillcolor="#ffe6cc"', "fill:#ffe6cc,stroke:#b35900"),
+    "added": ('color="#1a7f37", style=filled, fillcolor="#dafbe1"', "fill:#dafbe1,stroke:#1a7f37"),
+    "removed": ('color="#cf222e", style=filled, fillcolor="#ffebe9"',
+                "fill:#ffebe9,stroke:#cf222e"),
+}
+
+
+@dataclass(slots=True)
+class Graph:
+    """Nodes (id -> label lines, style) and labelled edges, drawn left to right."""
+
+    title: str
+    nodes: dict[str, tuple[list[str], str]] = field(default_factory=dict)
+    edges: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+
+    def node(self, ident: str, *lines: str, style: str = "") -> None:
+        label, old = self.nodes.get(ident, ([ident], ""))
+        self.nodes[ident] = ([*label, *lines], style or old)
+
+    def edge(self, source: str, target: str, label: str = "") -> None:
+        self.node(source)
+        self.node(target)
+        labels = self.edges.setdefault((source, target), [])
+        if label and label not in labels:
+            labels.append(label)
+
+    def render(self, fmt: str) -> str:
+        """``dot`` (Graphviz) or ``mermaid`` text; ValueError for another format."""
+        if fmt == "dot":
+            return self._dot()
+        if fmt == "mermaid":
+            return self._mermaid()
+        raise ValueError(f"unknown graph format {fmt!r} (known: {', '.join(FORMATS)})")
+
+    def _dot(self) -> str:
+        lines = [f"digraph {_dot_string(self.title)} {{", "  rankdir=LR;",
+                 '  node [shape=box, fontname="sans-serif"];']
+        for ident, (label, style) in sorted(self.nodes.items()):
+            extra = f", {_STYLES[style][0]}" if style else ""
+            lines.append(f"  {_dot_string(ident)} [label={_dot_string(chr(10).join(label))}"
+                         f"{extra}];")
+        for (source, target), labels in sorted(self.edges.items()):
+            text = f" [label={_dot_string(', '.join(labels))}]" if labels else ""
+            lines.append(f"  {_dot_string(source)} -> {_dot_string(target)}{text};")
+        return "\n".join([*lines, "}"]) + "\n"
+
+    def _mermaid(self) -> str:
+        ids = {ident: f"n{index}" for index, ident in enumerate(sorted(self.nodes))}
+        lines = [f"%% {self.title}", "flowchart LR"]
+        for ident, (label, _style) in sorted(self.nodes.items()):
+            lines.append(f'  {ids[ident]}["{"<br/>".join(_mermaid_text(x) for x in label)}"]')
+        for (source, target), labels in sorted(self.edges.items()):
+            text = _mermaid_text(", ".join(labels)).replace("|", "#124;")
+            arrow = f"-->|{text}|" if labels else "-->"
+            lines.append(f"  {ids[source]} {arrow} {ids[target]}")
+        for style, (_dot, css) in _STYLES.items():
+            members = [ids[i] for i, (_l, s) in sorted(self.nodes.items()) if s == style]
+            if members:
+                lines += [f"  classDef {style} {css}", f"  class {','.join(members)} {style}"]
+        return "\n".join(lines) + "\n"
+
+
+def _dot_string(text: str) -> str:
+    # Graphviz strings take C escapes; json.dumps gives \" \\ and \n, which dot reads alike.
+    return json.dumps(text)
+
+
+def _mermaid_text(text: str) -> str:
+    """Mermaid labels are HTML-ish: quotes and angle brackets as entity codes."""
+    return re.sub(r'["<>]', lambda m: f"#{ord(m.group())};", text)
+
+
+def closure_graph(report: ClosureReport) -> Graph:
+    """Outputs with their size and closure size; an edge per referencing pair, labelled by
+    how; outputs holding what lib/out should not drag along (a closure warning) stand out."""
+    graph = Graph("closure")
+    warned = {w.holder for w in report.warnings}
+    for name, size in report.sizes.items():
+        graph.node(name, f"{plural(size.files, 'file')}, {plural(size.bytes, 'byte')}",
+                   f"closure {report.closure_bytes(name):,} bytes",
+                   style="warn" if name in warned else "")
+    for ref in report.references:
+        graph.edge(ref.source, ref.target, ref.via)
+    for source, externals in report.external.items():
+        for path in externals:
+            graph.edge(source, _store_name(path), "text")
+    return graph
+
+
+def _store_name(path: str) -> str:
+    """``/nix/store/<hash>-cuda_nvrtc-12.9-lib`` -> ``cuda_nvrtc-12.9-lib``."""
+    base = path.rstrip("/").rsplit("/", 1)[-1]
+    return re.sub(r"^[0-9a-z]{32}-", "", base)
