@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 
 import click
 
+from ._completion import completion_command
 from ._explain import explain_command, inspect_command, rules_group
 from ._ldd import ldd_command
 from ._manifests import features_command, verify_command
@@ -62,7 +63,7 @@ def main() -> None:
 
 for _command in (split_command, inspect_command, explain_command, rules_group, repack_command,
                  nix_group, verify_command, features_command, ldd_command, closure_command,
-                 nixify_command, diff_command):
+                 nixify_command, diff_command, completion_command):
     main.add_command(_command)
 
 

@@ -42,14 +42,25 @@ from ._terminal import (
 class ReportTarget:
     """``--report FILE`` or ``--report -`` (standard output), plain or ``--report-relative``."""
 
-    def __init__(self, target: str | None, relative: bool) -> None:
+    def __init__(self, target: str | None, relative: bool, *, nix: bool = False) -> None:
         self.target = target
         self.relative = relative
         self.to_stdout = target == "-"
+        self.nix = nix
 
     def render(self, report: Report) -> dict[str, Any]:
-        """The report's JSON data, without absolute store paths when ``relative``."""
-        return relative_report(report) if self.relative else report.as_dict()
+        """The report's JSON data, without absolute store paths when ``relative``, and in
+        ``--nix`` mode whenever the report lands inside an output: an output naming another
+        output's store path is a reference, and dev -> out -> dev a Nix cycle error."""
+        relative = self.relative or (self.nix and self._inside(report))
+        return relative_report(report) if relative else report.as_dict()
+
+    def _inside(self, report: Report) -> bool:
+        if self.target is None or self.to_stdout:
+            return False
+        where = Path(self.target).resolve()
+        return any(where.is_relative_to(Path(rec.directory).resolve())
+                   for rec in report.outputs.values())
 
     def write(self, data: dict[str, Any]) -> None:
         """Write ``data`` as JSON to the target (nothing without one)."""
@@ -80,7 +91,8 @@ class ReportTarget:
 @click.option("--report", "report_file", type=click.Path(dir_okay=False, allow_dash=True),
               help="Write the JSON report here ('-': standard output).")
 @click.option("--report-relative", is_flag=True, help="Report without absolute store paths "
-              "(outputs as $<output>, source and rule files by name): safe to keep in $out.")
+              "(outputs as $<output>, source and rule files by name): safe to keep in $out. "
+              "With --nix, a report inside an output is always written so.")
 @click.option("--strict", is_flag=True, help="Fail (exit 1) on empty requested outputs, "
               "unclaimed members, dangling links, failed patches, missing package roots and "
               "unresolved DT_NEEDED.")
@@ -113,7 +125,7 @@ def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
     if bool(output_dir) == nix:
         raise click.UsageError("give exactly one of --output-dir DIR or --nix")
     progress = ProgressLine.for_terminal(quiet)
-    writer = ReportTarget(report_file, report_relative)
+    writer = ReportTarget(report_file, report_relative, nix=nix)
     try:
         options = split_options(
             kw, COMMON, PATCH, strict=strict, dry_run=dry_run, overwrite=overwrite, jobs=jobs,
