@@ -15,10 +15,15 @@ def measure_outputs(report: Report) -> dict[str, tuple[int, int]]:
     :func:`closure_of` counts: every non-directory (symlinks and ``nix-support`` files
     too), a symlink by the length of its target, a file by its size on disk after patching.
 
-    :param report: the report of a split that wrote its outputs (not a dry run).
-    :returns: output name -> (files, bytes); outputs whose directory is missing (a dry run,
-        a directory removed since) are left out.
-    :raises: nothing: unreadable entries count as zero bytes.
+    Args:
+        report: the report of a split that wrote its outputs (not a dry run).
+
+    Returns:
+        Output name -> (files, bytes); outputs whose directory is missing (a dry run, a
+        directory removed since) are left out.
+
+    Raises:
+        Nothing: an entry that cannot be read counts as zero bytes.
     """
     sizes: dict[str, tuple[int, int]] = {}
     for name, record in report.outputs.items():

@@ -36,8 +36,20 @@ __all__ = ["FeatureReport", "FeatureResult", "FeatureStatus", "Features", "featu
 
 def features_of(tarball: str | os.PathLike[str], *, extended: bool = False,
                 jobs: int = 1) -> Features:
-    """Stream ``tarball`` (or a Windows ``.zip``, or an unpacked directory) once and report its
-    outputs. ``extended`` also reads each ELF member's dynamic section (SONAME, NEEDED)."""
+    """Stream one tarball (or a Windows ``.zip``, or an unpacked directory) once and
+    report which outputs it has, as NVIDIA's ``feature_*.json`` says them.
+
+    Args:
+        tarball: the tarball, zip or directory.
+        extended: also read each ELF member's dynamic section (SONAME, NEEDED).
+        jobs: decompression threads.
+
+    Returns:
+        The :class:`Features` of the tarball.
+
+    Raises:
+        SourceError: the tarball cannot be read (CorruptArchiveError: damaged).
+    """
     path = Path(tarball)
     scan = FeatureScan(extended)
     try:

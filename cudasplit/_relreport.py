@@ -19,8 +19,19 @@ _MASK = "e" * 32
 
 
 def relative_report(report: Report, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """``report`` as JSON data safe to keep in ``$out``: output roots as ``$<output>``, source
-    and rule files by name, other store paths' hashes masked (``NIX_STORE`` from ``env``)."""
+    """``report`` as JSON data safe to keep in ``$out``: output roots as ``$<output>``,
+    source and rule files by name, other store paths' hashes masked.
+
+    Args:
+        report: a split's :class:`Report`.
+        env: where ``NIX_STORE`` is read (default: ``os.environ``; else ``/nix/store``).
+
+    Returns:
+        The report's JSON data without absolute store paths.
+
+    Raises:
+        Nothing.
+    """
     env = os.environ if env is None else env
     data = report.as_dict()
     roots = sorted(((rec["directory"], name) for name, rec in data["outputs"].items()),

@@ -39,11 +39,29 @@ class RepackResult:
 def repack_to_dir(source: PathLike | Source, output_dir: PathLike,
                   options: SplitOptions | None = None,
                   repack: RepackOptions | None = None) -> RepackResult:
-    """Split ``source`` with the same rules and patching as ``split`` and write
+    """Split ``source`` with the same rules and patching as :func:`split` and write
     ``<output_dir>/<pname>-<platform>-<version>-<output>.tar.zst`` per output.
+    Archives appear only once all of them are complete (temp files + rename).
 
-    Archives appear only once all of them are complete (temp files + rename). With
-    ``options.dry_run`` nothing is written and ``archives`` is empty.
+    Args:
+        source: a tarball path, an unpacked directory, ``"-"``, or a :class:`Source`.
+        output_dir: where the archives go.
+        options: what the split does (:class:`SplitOptions`); with ``dry_run`` nothing is
+            written and ``archives`` is empty.
+        repack: the archives' format, level, prefix and threads (:class:`RepackOptions`).
+
+    Returns:
+        A :class:`RepackResult`: the archives written and the split's report.
+
+    Raises:
+        SourceError: the source cannot be read; its subclasses say why:
+            CorruptArchiveError (damaged data), UnsafeMemberError (a path leaving the
+            output roots), LimitExceededError (a decompression bomb guard tripped).
+        RulesError: a rule file is invalid (the message names ``file:rule``).
+        OptionsError: an option contradicts the source (e.g. an unknown package).
+        OutputError: an output cannot be written (exists, permissions, disk full).
+        ProblemsFound: ``options.strict`` and problems were found (``.report`` holds
+            the report), or DT_NEEDED names resolve nowhere where that fails the run.
     """
     opts = options or SplitOptions()
     pack = repack or RepackOptions()

@@ -80,6 +80,21 @@ def load_ruleset(
     extra_files: Sequence[str | Path] = (),
     rules_dir: Path | None = None,
 ) -> RuleSet:
+    """The rules of one package: ``extra_files`` first (highest precedence), then
+    ``rules/packages/<package_name>.toml`` when it exists, then ``rules/default.toml``.
+
+    Args:
+        package_name: the package (``cuda_cudart``); ``None``: the default rules only.
+        extra_files: rule files that take precedence over the shipped ones.
+        rules_dir: a directory replacing the shipped ``rules/``.
+
+    Returns:
+        The merged :class:`RuleSet` (rules, renames, package settings, the files read).
+
+    Raises:
+        RulesError: a file cannot be read, is not TOML, or breaks a rule (the message
+            names ``file:rule``).
+    """
     base = rules_dir or default_rules_dir()
     files: list[Path] = [Path(f) for f in extra_files]
     if package_name:

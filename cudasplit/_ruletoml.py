@@ -24,7 +24,19 @@ _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 def ruleset_toml(ruleset: RuleSet) -> str:
-    """The rule set's files merged into one TOML document (see the module docstring)."""
+    """The rule set's files merged into one TOML document that ``tomllib`` reads back
+    into the same rules (``rules show``): ``[package]`` key by key as the merge takes
+    them, then every ``[[rename]]`` and ``[[rule]]`` in precedence order.
+
+    Args:
+        ruleset: from :func:`load_ruleset` or :func:`ruleset_for` (its files are re-read).
+
+    Returns:
+        The TOML text, with a comment naming each rule's file.
+
+    Raises:
+        RulesError: a file of the rule set can no longer be read.
+    """
     documents = [(name, read_rule_file(Path(name))) for name in ruleset.files]
     lines = ["# files, highest precedence first: " + ", ".join(ruleset.files), "schema = 1"]
     package = _merged_package(documents)

@@ -1,0 +1,47 @@
+"""Library users (issue 26): every public function says its parameters, what it returns and
+what it raises; ``help(cudasplit.split)`` is useful; no docstring points at a private name."""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+import pytest
+
+import cudasplit
+
+FUNCTIONS = sorted(n for n in cudasplit.__all__ if inspect.isfunction(getattr(cudasplit, n)))
+CLASSES = sorted(n for n in cudasplit.__all__ if inspect.isclass(getattr(cudasplit, n)))
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_function_docstring_has_args_returns_raises(name: str) -> None:
+    function = getattr(cudasplit, name)
+    doc = inspect.getdoc(function) or ""
+    for parameter in inspect.signature(function).parameters:
+        assert re.search(rf"^\s+{parameter}:", doc, re.M), f"{name}: {parameter} undocumented"
+    assert "\nReturns:\n" in doc and "\nRaises:\n" in doc, name
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_function_docstring_names_only_public_functions(name: str) -> None:
+    doc = inspect.getdoc(getattr(cudasplit, name)) or ""
+    for referenced in re.findall(r":func:`([^`]+)`", doc):
+        assert referenced in cudasplit.__all__, f"{name} points at {referenced}"
+    assert not re.search(r"\b_[a-z]\w*\(", doc), name
+
+
+@pytest.mark.parametrize("name", CLASSES)
+def test_classes_have_docstrings(name: str) -> None:
+    assert (getattr(cudasplit, name).__doc__ or "").strip(), name
+
+
+def test_help_of_split_is_useful() -> None:
+    text = pydoc_text(cudasplit.split)
+    assert "Args:" in text and "ProblemsFound" in text and len(text.splitlines()) > 15
+
+
+def pydoc_text(obj: object) -> str:
+    import pydoc
+
+    return pydoc.render_doc(obj, renderer=pydoc.plaintext)
