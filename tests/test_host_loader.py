@@ -92,3 +92,20 @@ def test_ldd_of_a_library_takes_the_host_loaders_view(tmp_path: Path) -> None:
     found = {r.name: r for r in one.needed}
     assert found["libc.so.6"].path is not None and found["libc.so.6"].via == "glibc"
     assert found[HOST_NAME or ""].path is not None and not one.flags
+
+
+def test_real_nvcc_13_split_warns_nothing_the_host_provides(tmp_path: Path) -> None:
+    """The issue's case on real bytes: nvcc 13's ELF files need libstdc++, libgcc_s, libm,
+    libz...; on a machine that has them, a plain split warns about none of them."""
+    from tests.wheeltrees import WHEELS_13, redist_tarball
+
+    tarball = redist_tarball("cuda_nvcc", WHEELS_13["cuda_nvcc"])
+    plain = split_to_dir(tarball, tmp_path / "plain", SplitOptions(dry_run=True))
+    warned = [w.message for w in plain.warnings if w.code == "needed-unresolved"]
+    nix_like = split_to_dir(tarball, tmp_path / "nix", SplitOptions(
+        dry_run=True, runpath=RunpathPolicy(host_loader=False)))
+    in_nix = " ".join(w.message for w in nix_like.warnings if w.code == "needed-unresolved")
+    host_names = [n for n in ("libstdc++.so.6", "libgcc_s.so.1", "libz.so.1") if n in in_nix]
+    if not host_names or not all(HOST.find(n, 64, "EM_X86_64") for n in host_names):
+        pytest.skip("this machine lacks the libraries nvcc needs")
+    assert not any(n in " ".join(warned) for n in host_names), warned
