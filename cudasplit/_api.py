@@ -163,7 +163,21 @@ class RuleTrial:
 @dataclass(frozen=True, slots=True)
 class Explanation:
     """Why a member went where it did (:func:`explain`): its rename, every rule tried in
-    precedence order, the output, and the planned ELF edit."""
+    precedence order, the output, and the planned ELF edit.
+
+    Attributes:
+        path: the member's archive path, top directory stripped.
+        kind: its kind (as :class:`MemberRecord` says it).
+        dest: its path after renames.
+        rename: the rename that applied, if any.
+        tried: every rule tried, in precedence order, and whether it matched.
+        output: the output it goes to; ``None``: not placed.
+        note: why, where a rule alone does not say it.
+        elf: the planned ELF edit (RUNPATH, interpreter, dlopen names), for ELF files.
+
+    Raises:
+        Nothing: a value.
+    """
 
     path: str
     kind: str

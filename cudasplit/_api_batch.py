@@ -30,7 +30,17 @@ BATCH_SCHEMA = 1  # the version of batch_report's JSON, as Report's own "schema"
 
 @dataclass(frozen=True, slots=True)
 class BatchResult:
-    """One source of :func:`split_many`: its report, or the error that stopped it."""
+    """One source of :func:`split_many`: its report, or the error that stopped it.
+
+    Attributes:
+        source: the source path.
+        output_dir: the directory its outputs went to.
+        report: its :class:`Report`; ``None`` when it failed.
+        error: the :class:`CudasplitError` that stopped it; ``None`` when it succeeded.
+
+    Raises:
+        Nothing: a value.
+    """
 
     source: str
     output_dir: str

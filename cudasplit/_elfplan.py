@@ -27,7 +27,14 @@ __all__ = ["ElfFacts", "ElfPlan", "Layout", "PlanContext", "plan_elf"]
 
 @dataclass(frozen=True, slots=True)
 class Layout:
-    """Output name -> final root, fixed before the first member (``/${out}`` when unknown)."""
+    """Output name -> final root, fixed before the first member (``/${out}`` when unknown).
+
+    Attributes:
+        roots: (output, final root) pairs.
+
+    Raises:
+        Nothing: a value.
+    """
 
     roots: tuple[tuple[str, str], ...]
 

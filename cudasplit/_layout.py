@@ -35,7 +35,16 @@ def archive_stem(package: PackageId) -> str:
 class LayoutSpec:
     """Fixed roots (``roots``), or archive roots ``<prefix>/<output>`` (``archives``) whose
     default prefix ``/<stem>`` comes from the identity. No roots: ``/${output}`` placeholders
-    (``inspect``)."""
+    (``inspect``).
+
+    Attributes:
+        roots: fixed (output, root) pairs.
+        archives: roots are ``<prefix>/<output>`` inside archives.
+        prefix: the archive prefix (default ``/<stem>``).
+
+    Raises:
+        Nothing: a value.
+    """
 
     roots: tuple[tuple[str, str], ...] = ()
     archives: bool = False

@@ -68,7 +68,20 @@ class Resolution:
 
 @dataclass(frozen=True, slots=True)
 class LoadView:
-    """The loader view of one ELF file: what each DT_NEEDED and dlopen name would load."""
+    """The loader view of one ELF file: what each DT_NEEDED and dlopen name would load.
+
+    Attributes:
+        path: the ELF file.
+        interpreter: the loader simulated (the file's PT_INTERP, ``--interpreter``, or for a
+            library this machine's loader).
+        needed: one resolution per DT_NEEDED name: the file loaded and how it was found.
+        dlopen: one resolution per dlopen target found in the file.
+        error: why the file could not be read, if it could not.
+        flags: ``not-found``, ``stub-shadows-driver``, ``driver-not-found`` where they apply.
+
+    Raises:
+        Nothing: a value.
+    """
 
     path: str
     interpreter: str | None

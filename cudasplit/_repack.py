@@ -18,7 +18,19 @@ PathLike = str | os.PathLike[str]
 
 @dataclass(frozen=True, slots=True)
 class RepackOptions:
-    """How the archives are written (what goes into them is :class:`SplitOptions`' business)."""
+    """How the archives are written (what goes into them is :class:`SplitOptions`' business).
+
+    Attributes:
+        prefix: where the outputs unpack: ``<prefix>/<output>`` (default ``/<stem>``).
+        fmt: ``zst``, ``xz`` or ``gz``.
+        level: the compression level.
+        threads: zstd workers; 0: single-threaded (the bytes are the same for any value >= 1).
+        mtime: the members' mtime (``None``: ``SOURCE_DATE_EPOCH`` or a fixed default).
+        staging_parent: where members are staged (default: the output directory).
+
+    Raises:
+        OutputError: (when the archives are written) an unknown format or a relative prefix.
+    """
 
     prefix: str | None = None      # outputs unpack to <prefix>/<output>; default /<stem>
     fmt: str = DEFAULT_FORMAT      # zst | xz | gz
@@ -30,7 +42,15 @@ class RepackOptions:
 
 @dataclass(slots=True)
 class RepackResult:
-    """What :func:`repack_to_dir` did: the split report and the archives written."""
+    """What :func:`repack_to_dir` did: the split report and the archives written.
+
+    Attributes:
+        report: the split's :class:`Report`.
+        archives: the archives written (empty in a dry run).
+
+    Raises:
+        Nothing: a value.
+    """
 
     report: Report
     archives: list[Path] = field(default_factory=list)

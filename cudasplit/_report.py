@@ -15,7 +15,30 @@ _DROP_REASONS = {"<builtin>:cuda-major": "CUDA major", "<builtin>:package-drop":
 
 @dataclass(slots=True)
 class MemberRecord:
-    """One archive member in the report: where it went, by which rule, and its ELF edit."""
+    """One archive member in the report: where it went, by which rule, and its ELF edit.
+
+    Attributes:
+        path: the member's path inside the archive, top directory stripped.
+        kind: ``file``, ``dir``, ``symlink``, ``hardlink``, ``elf-shared``, ``elf-exec``,
+            ``elf-other`` or ``static``.
+        output: the output it went to; ``None``: dropped or not placed.
+        dest: its path inside the output, after renames.
+        rule: the ``file:rule`` that decided, or ``<builtin>:reason``.
+        size: its size in the source.
+        link: a symlink's target as written, or a hard link's source path.
+        note: why, where a rule alone does not say it.
+        runpath_before: an ELF file's RUNPATH (or RPATH) as shipped.
+        runpath_after: the RUNPATH written or planned.
+        runpath_tag: ``RUNPATH`` or ``RPATH``.
+        patch: ``in-place``, ``append``, ``lief``, ``unchanged``, ``skipped`` or ``planned``.
+        needed_unresolved: DT_NEEDED names found nowhere.
+        interpreter_before: the PT_INTERP found (executables).
+        interpreter_after: the PT_INTERP written or planned.
+        dlopen: names it may dlopen, with the package that provides each.
+
+    Raises:
+        Nothing: a value.
+    """
 
     path: str                 # inside the archive, top directory stripped
     kind: str                 # file|dir|symlink|hardlink|elf-shared|elf-exec|elf-other|static
@@ -46,7 +69,16 @@ class MemberRecord:
 
 @dataclass(slots=True)
 class OutputRecord:
-    """One output's root directory, and how many files and bytes it received."""
+    """One output's root directory, and how many files and bytes it received.
+
+    Attributes:
+        directory: the output's root.
+        files: files it received.
+        bytes: their bytes (as read from the source).
+
+    Raises:
+        Nothing: a value.
+    """
 
     directory: str
     files: int = 0
@@ -55,7 +87,17 @@ class OutputRecord:
 
 @dataclass(slots=True)
 class Problem:
-    """Something a run found wrong (a problem) or worth saying (a warning); one line."""
+    """Something a run found wrong (a problem) or worth saying (a warning); one line.
+
+    Attributes:
+        code: what kind (``empty-output``, ``unclaimed``, ``unsafe-symlink``, ``patch-failed``,
+            ``needed-unresolved``, ...).
+        path: the member (or file) concerned; ``None`` for the whole run.
+        message: one line for a person.
+
+    Raises:
+        Nothing: a value.
+    """
 
     code: str       # empty-output|unclaimed|dangling-symlink|unsafe-member|patch-failed|...
     path: str | None
@@ -67,7 +109,22 @@ class Problem:
 
 @dataclass(slots=True)
 class Report:
-    """What a split did or would do: every member, every output, problems and warnings."""
+    """What a split did or would do: every member, every output, problems and warnings.
+
+    Attributes:
+        source: the source split.
+        package: its identity (name, platform, version, cuda_variant).
+        outputs: output name -> :class:`OutputRecord`.
+        members: one :class:`MemberRecord` per member, in source order.
+        problems: :class:`Problem` entries (see docs/explanation/problems-and-warnings.md).
+        warnings: :class:`Problem` entries that are warnings.
+        dry_run: nothing was written.
+        rules_files: the rule files used, highest precedence first.
+        schema: the version of :meth:`as_dict`'s JSON (``cudasplit/schemas/report.json``).
+
+    Raises:
+        Nothing: a value.
+    """
 
     source: str
     package: dict[str, str | None]

@@ -57,6 +57,15 @@ class RunpathPlan:
 
     ``dropped`` lists the existing entries the policy removed (stubs, empty, relative, or
     absolute without ``keep_absolute``), in their original order, for the report.
+
+    Attributes:
+        entries: the planned search path, in order.
+        needed_unresolved: DT_NEEDED names nothing here provides.
+        needed_from_driver: names left to the driver directory.
+        dropped: existing entries the policy removed.
+
+    Raises:
+        Nothing: a value.
     """
 
     entries: tuple[str, ...]

@@ -45,3 +45,23 @@ def pydoc_text(obj: object) -> str:
     import pydoc
 
     return pydoc.render_doc(obj, renderer=pydoc.plaintext)
+
+
+def _constructed(name: str) -> bool:
+    """Classes a user builds (not errors, enums or the Sink protocol)."""
+    import enum
+    import typing
+
+    cls = getattr(cudasplit, name)
+    return not issubclass(cls, BaseException | enum.Enum) and not getattr(
+        cls, "_is_protocol", False) and cls is not typing.Protocol
+
+
+@pytest.mark.parametrize("name", [n for n in CLASSES if _constructed(n)])
+def test_class_docstring_names_every_parameter_and_raises(name: str) -> None:
+    cls = getattr(cudasplit, name)
+    doc = inspect.getdoc(cls) or ""
+    assert "\nAttributes:\n" in doc or "\nArgs:\n" in doc, name
+    for parameter in inspect.signature(cls).parameters:
+        assert re.search(rf"^\s+{parameter}:", doc, re.M), f"{name}: {parameter} undocumented"
+    assert "\nRaises:\n" in doc, name

@@ -37,6 +37,17 @@ class DirectorySink:
     and each output directory is renamed into place by :meth:`finish`, so a killed run leaves
     nothing that looks finished. ``staging=False`` (Nix mode): the roots are written directly;
     Nix discards the outputs of a failed build itself.
+
+    Args:
+        roots: output name -> directory.
+        staging_parent: stage below this directory and rename into place at the end
+            (``None``: write the roots directly, as in a Nix build).
+        overwrite: replace outputs that exist.
+        durable: fsync before the final renames.
+
+    Raises:
+        OutputError: a root exists (without ``overwrite``), is not a directory, or cannot be
+            written.
     """
 
     def __init__(self, roots: Mapping[str, Path], *, staging_parent: Path | None = None,
