@@ -65,3 +65,16 @@ def test_class_docstring_names_every_parameter_and_raises(name: str) -> None:
     for parameter in inspect.signature(cls).parameters:
         assert re.search(rf"^\s+{parameter}:", doc, re.M), f"{name}: {parameter} undocumented"
     assert "\nRaises:\n" in doc, name
+
+
+def test_api_reference_is_generated_from_the_docstrings() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, str(repo / "scripts" / "gen_api_reference.py"),
+                           "--check"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    page = (repo / "docs" / "reference" / "api.md").read_text()
+    assert all(f"### `{name}`" in page for name in cudasplit.__all__)
