@@ -111,7 +111,8 @@ def nixify_manifest(manifest: PathLike, tarball_dir: PathLike, output_dir: PathL
 
 def diff_releases(old: PathLike, new: PathLike, *, tarball_dir: PathLike | None = None,
                   old_tarballs: PathLike | None = None, new_tarballs: PathLike | None = None,
-                  platform: str = "linux-x86_64", jobs: int = 1) -> ReleaseDiff:
+                  platform: str = "linux-x86_64", jobs: int = 1,
+                  progress: ProgressCallback | None = None) -> ReleaseDiff:
     """What changed between two releases: packages, outputs, members, SONAMEs.
 
     Args:
@@ -122,6 +123,7 @@ def diff_releases(old: PathLike, new: PathLike, *, tarball_dir: PathLike | None 
         new_tarballs: where ``new``'s tarballs are (default: ``tarball_dir``).
         platform: the platform compared when ``old`` and ``new`` are manifests.
         jobs: decompression threads per tarball.
+        progress: called with a :class:`Progress` after every member read.
 
     Returns:
         A release diff (``changes``, ``text_lines()``, ``as_dict()``, ``draw("dot")``).
@@ -132,6 +134,7 @@ def diff_releases(old: PathLike, new: PathLike, *, tarball_dir: PathLike | None 
         RulesError: a rule file is invalid.
     """
     before = snapshot(old, tarball_dir=old_tarballs or tarball_dir, platform=platform,
-                      jobs=jobs)
-    after = snapshot(new, tarball_dir=new_tarballs or tarball_dir, platform=platform, jobs=jobs)
+                      jobs=jobs, progress=progress)
+    after = snapshot(new, tarball_dir=new_tarballs or tarball_dir, platform=platform, jobs=jobs,
+                     progress=progress)
     return diff_snapshots(before, after)

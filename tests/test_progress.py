@@ -72,6 +72,7 @@ def _commands(w: dict[str, Path]) -> dict[str, list[str]]:
         "verify": ["verify", str(w["manifest"]), "--tarballs", str(w["tarballs"])],
         "features": ["features", str(w["manifest"]), "--tarballs", str(w["tarballs"]),
                      "-o", str(w["root"] / "features.json")],
+        "diff": ["diff", str(w["archive"]), str(w["archive"])],
         "nixify": ["nixify", str(w["manifest"]), "--tarballs", str(w["tarballs"]),
                    "-o", str(w["root"] / "nix")],
     }
@@ -98,7 +99,8 @@ def _stderr_on_a_pty(args: list[str]) -> tuple[int, bytes]:
     return proc.wait(timeout=60), seen
 
 
-COMMANDS = ["split", "inspect", "explain", "repack", "closure", "verify", "features", "nixify"]
+COMMANDS = ["split", "inspect", "explain", "repack", "closure", "verify", "features", "nixify",
+            "diff"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)

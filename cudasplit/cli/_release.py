@@ -141,8 +141,10 @@ def diff_command(old: str, new: str, tarball_dir: str | None, old_tarballs: str 
     from .. import diff_releases
 
     try:
-        result = diff_releases(old, new, tarball_dir=tarball_dir, old_tarballs=old_tarballs,
-                               new_tarballs=new_tarballs, platform=platform, jobs=jobs)
+        with status_line() as status:
+            result = diff_releases(old, new, tarball_dir=tarball_dir,
+                                   old_tarballs=old_tarballs, new_tarballs=new_tarballs,
+                                   platform=platform, jobs=jobs, progress=status)
     except CudasplitError as exc:
         fail(exc)
     fmt = "json" if as_json else fmt
