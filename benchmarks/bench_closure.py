@@ -35,9 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.test_nix import DRV_NIX  # noqa: E402
-
 from cudasplit._rulebook import load_ruleset  # noqa: E402
+from tests.nix.test_nix import DRV_NIX  # noqa: E402
 from tests.support.wheeltrees import WHEELS, redist_tarball  # noqa: E402
 
 DEFAULT = ("cuda_cudart", "cuda_nvml_dev", "cuda_cupti", "cuda_nvrtc", "libcublas")

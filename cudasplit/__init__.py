@@ -7,9 +7,11 @@ It is the only way in: the ``cudasplit`` command (:mod:`cudasplit.cli`) uses not
   :func:`batch_report`), :func:`repack_to_dir`; look: :func:`inspect`, :func:`explain`.
 * options: :class:`SplitOptions`, with :func:`runpath_policy`, :func:`package_id` and
   :func:`platform_name` turning command-line words into its typed values.
-* rules: :func:`load_ruleset`, :func:`ruleset_for`, :func:`check_rule_file`.
-* split output: :func:`closure_of`, :func:`ldd`; consumers' builds: :func:`ambiguous_runpaths`,
-  :func:`dlopen_audit`, :func:`closure_budget`, :func:`consumer_guards_hook`; releases:
+* rules: :func:`load_ruleset`, :func:`ruleset_for`, :func:`check_rule_file`,
+  :func:`ruleset_toml`.
+* split output: :func:`closure_of`, :func:`ldd`, :func:`measure_outputs`; consumers' builds:
+  :func:`ambiguous_runpaths`, :func:`dlopen_audit`, :func:`closure_budget`,
+  :func:`consumer_guards_hook`; releases:
   :func:`verify_manifest`, :func:`manifest_features`, :func:`nixify_manifest`,
   :func:`diff_releases`, and finer: :func:`load_manifest`, :func:`select_artifacts`,
   :func:`features_of` (one tarball).
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from cudasplit._api.batch import BatchResult, batch_report, directory_kind, split_many
 from cudasplit._api.entry import Explanation, explain, inspect, split, split_nix, split_to_dir
 from cudasplit._api.options import package_id, platform_name, runpath_policy
-from cudasplit._api.rules import check_rule_file, package_entry_lines, ruleset_for
+from cudasplit._api.rules import check_rule_file, package_entry_lines, ruleset_for, ruleset_toml
 from cudasplit._elf.plan import (
     DEFAULT_DRIVER_LINK,
     RunpathPlan,
@@ -75,6 +77,7 @@ if TYPE_CHECKING:
         nixify_manifest,
         verify_manifest,
     )
+    from cudasplit._release.closuresize import measure_outputs
     from cudasplit._release.features import features_of
 
 # The release and inspection tools load on first use (PEP 562): a split never needs them, and
@@ -91,6 +94,7 @@ _LAZY = {
     "BudgetReport": "cudasplit._api.guards", "DlopenAudit": "cudasplit._api.guards",
     "ambiguous_runpaths": "cudasplit._api.guards", "closure_budget": "cudasplit._api.guards",
     "consumer_guards_hook": "cudasplit._api.guards", "dlopen_audit": "cudasplit._api.guards",
+    "measure_outputs": "cudasplit._release.closuresize",
 }
 
 
@@ -177,6 +181,7 @@ __all__ = [
     "load_manifest",
     "load_ruleset",
     "manifest_features",
+    "measure_outputs",
     "nixify_manifest",
     "open_source",
     "package_entry_lines",
@@ -186,6 +191,7 @@ __all__ = [
     "relative_report",
     "repack_to_dir",
     "ruleset_for",
+    "ruleset_toml",
     "runpath_policy",
     "select_artifacts",
     "split",

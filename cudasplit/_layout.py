@@ -21,7 +21,14 @@ __all__ = ["Layout", "LayoutSpec", "archive_stem"]
 
 @dataclass(frozen=True, slots=True)
 class Layout:
-    """Output name -> final root, fixed before the first member (``/${out}`` when unknown)."""
+    """Output name -> final root, fixed before the first member (``/${out}`` when unknown).
+
+    Attributes:
+        roots: (output, final root) pairs.
+
+    Raises:
+        Nothing: a value.
+    """
 
     roots: tuple[tuple[str, str], ...]
 
@@ -44,7 +51,16 @@ def archive_stem(package: PackageId) -> str:
 class LayoutSpec:
     """Fixed roots (``roots``), or archive roots ``<prefix>/<output>`` (``archives``) whose
     default prefix ``/<stem>`` comes from the identity. No roots: ``/${output}`` placeholders
-    (``inspect``)."""
+    (``inspect``).
+
+    Attributes:
+        roots: fixed (output, root) pairs.
+        archives: roots are ``<prefix>/<output>`` inside archives.
+        prefix: the archive prefix (default ``/<stem>``).
+
+    Raises:
+        Nothing: a value.
+    """
 
     roots: tuple[tuple[str, str], ...] = ()
     archives: bool = False

@@ -37,6 +37,18 @@ class Member:
     member (hardlinks, top directory stripped). ``head`` holds the first bytes of a regular
     file's content (up to 4 KiB), enough to recognise ELF files and ``ar`` archives before the
     destination is chosen.
+
+    Attributes:
+        path: the normalised relative POSIX path.
+        type: the :class:`MemberType`.
+        mode: the permission bits.
+        size: the content's size.
+        link: a symlink's target, or a hard link's earlier member.
+        mtime: the modification time.
+        head: the first bytes of a regular file (up to 4 KiB).
+
+    Raises:
+        Nothing: a value.
     """
 
     path: str
@@ -50,7 +62,17 @@ class Member:
 
 @dataclass(frozen=True, slots=True)
 class PackageId:
-    """Parsed from ``<pname>-<platform>-<version>[_cudaNN]-archive``."""
+    """Parsed from ``<pname>-<platform>-<version>[_cudaNN]-archive``.
+
+    Attributes:
+        name: the pname (``cuda_cudart``).
+        platform: ``linux-x86_64``, ...; ``None``: unknown.
+        version: the package version; ``None``: unknown.
+        cuda_variant: ``"12"`` for ``..._cuda12-archive`` (cuDNN style).
+
+    Raises:
+        Nothing: a value.
+    """
 
     name: str
     platform: str | None = None

@@ -11,11 +11,35 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 SCHEMA_VERSION = 1
+_DROP_REASONS = {"<builtin>:cuda-major": "CUDA major", "<builtin>:package-drop": "package table"}
 
 
 @dataclass(slots=True)
 class MemberRecord:
-    """One archive member in the report: where it went, by which rule, and its ELF edit."""
+    """One archive member in the report: where it went, by which rule, and its ELF edit.
+
+    Attributes:
+        path: the member's path inside the archive, top directory stripped.
+        kind: ``file``, ``dir``, ``symlink``, ``hardlink``, ``elf-shared``, ``elf-exec``,
+            ``elf-other`` or ``static``.
+        output: the output it went to; ``None``: dropped or not placed.
+        dest: its path inside the output, after renames.
+        rule: the ``file:rule`` that decided, or ``<builtin>:reason``.
+        size: its size in the source.
+        link: a symlink's target as written, or a hard link's source path.
+        note: why, where a rule alone does not say it.
+        runpath_before: an ELF file's RUNPATH (or RPATH) as shipped.
+        runpath_after: the RUNPATH written or planned.
+        runpath_tag: ``RUNPATH`` or ``RPATH``.
+        patch: ``in-place``, ``append``, ``lief``, ``unchanged``, ``skipped`` or ``planned``.
+        needed_unresolved: DT_NEEDED names found nowhere.
+        interpreter_before: the PT_INTERP found (executables).
+        interpreter_after: the PT_INTERP written or planned.
+        dlopen: names it may dlopen, with the package that provides each.
+
+    Raises:
+        Nothing: a value.
+    """
 
     path: str                 # inside the archive, top directory stripped
     kind: str                 # file|dir|symlink|hardlink|elf-shared|elf-exec|elf-other|static
@@ -46,7 +70,16 @@ class MemberRecord:
 
 @dataclass(slots=True)
 class OutputRecord:
-    """One output's root directory, and how many files and bytes it received."""
+    """One output's root directory, and how many files and bytes it received.
+
+    Attributes:
+        directory: the output's root.
+        files: files it received.
+        bytes: their bytes (as read from the source).
+
+    Raises:
+        Nothing: a value.
+    """
 
     directory: str
     files: int = 0
@@ -55,7 +88,17 @@ class OutputRecord:
 
 @dataclass(slots=True)
 class Problem:
-    """Something a run found wrong (a problem) or worth saying (a warning); one line."""
+    """Something a run found wrong (a problem) or worth saying (a warning); one line.
+
+    Attributes:
+        code: what kind (``empty-output``, ``unclaimed``, ``unsafe-symlink``, ``patch-failed``,
+            ``needed-unresolved``, ...).
+        path: the member (or file) concerned; ``None`` for the whole run.
+        message: one line for a person.
+
+    Raises:
+        Nothing: a value.
+    """
 
     code: str       # empty-output|unclaimed|dangling-symlink|unsafe-member|patch-failed|...
     path: str | None
@@ -67,7 +110,22 @@ class Problem:
 
 @dataclass(slots=True)
 class Report:
-    """What a split did or would do: every member, every output, problems and warnings."""
+    """What a split did or would do: every member, every output, problems and warnings.
+
+    Attributes:
+        source: the source split.
+        package: its identity (name, platform, version, cuda_variant).
+        outputs: output name -> :class:`OutputRecord`.
+        members: one :class:`MemberRecord` per member, in source order.
+        problems: :class:`Problem` entries (see docs/explanation/problems-and-warnings.md).
+        warnings: :class:`Problem` entries that are warnings.
+        dry_run: nothing was written.
+        rules_files: the rule files used, highest precedence first.
+        schema: the version of :meth:`as_dict`'s JSON (``cudasplit/schemas/report.json``).
+
+    Raises:
+        Nothing: a value.
+    """
 
     source: str
     package: dict[str, str | None]
@@ -101,21 +159,54 @@ class Report:
                 return record
         raise KeyError(path)
 
-    def summary_lines(self) -> list[str]:
+    def summary_lines(self, sizes: Mapping[str, tuple[int, int]] | None = None) -> list[str]:
+        """One line per output: files, bytes and directory; ``sizes`` (output -> (files,
+        bytes), e.g. from :func:`cudasplit.measure_outputs`) replaces the report's counts of
+        placed input files where given, so that the numbers are those ``closure`` prints."""
         lines = []
+        measured = sizes or {}
         for name, rec in sorted(self.outputs.items()):
-            lines.append(f"{name:8} {rec.files:6} files {rec.bytes:>14,} bytes  {rec.directory}")
+            files, size = measured.get(name, (rec.files, rec.bytes))
+            lines.append(f"{name:8} {plural(files, 'file'):>12} {plural(size, 'byte'):>20}  "
+                         f"{rec.directory}")
         patched = sum(1 for m in self.members if m.patch in ("in-place", "append", "lief"))
         if patched:
-            lines.append(f"RUNPATH rewritten in {patched} ELF files")
+            lines.append(f"RUNPATH rewritten in {plural(patched, 'ELF file')}")
         return lines
+
+    def dropped(self) -> dict[str, int]:
+        """Why members reached no output, and how many for each reason: ``rules``,
+        ``package table``, ``CUDA major``, or the code of the problem that refused them
+        (``unsafe-symlink``, ...). Directories are not counted (they are created where their
+        content lands). See docs/explanation/problems-and-warnings.md."""
+        refused = {p.path: p.code for p in self.problems if p.path is not None}
+        counts: dict[str, int] = {}
+        for m in self.members:
+            if m.output is not None or m.kind == "dir" or m.rule == "<builtin>:directory":
+                continue
+            why = refused.get(m.path) or _DROP_REASONS.get(m.rule) or (
+                "rules" if m.note == "dropped by rule" else "other")
+            counts[why] = counts.get(why, 0) + 1
+        return counts
+
 
 _MASK = "e" * 32
 
 
 def relative_report(report: Report, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """``report`` as JSON data safe to keep in ``$out``: output roots as ``$<output>``, source
-    and rule files by name, other store paths' hashes masked (``NIX_STORE`` from ``env``)."""
+    """``report`` as JSON data safe to keep in ``$out``: output roots as ``$<output>``,
+    source and rule files by name, other store paths' hashes masked.
+
+    Args:
+        report: a split's :class:`Report`.
+        env: where ``NIX_STORE`` is read (default: ``os.environ``; else ``/nix/store``).
+
+    Returns:
+        The report's JSON data without absolute store paths.
+
+    Raises:
+        Nothing.
+    """
     env = os.environ if env is None else env
     data = report.as_dict()
     roots = sorted(((rec["directory"], name) for name, rec in data["outputs"].items()),
@@ -144,3 +235,7 @@ def _walk(value: Any, roots: list[tuple[str, str]], pattern: re.Pattern[str]) ->
             value = value.replace(root, "$" + name)
         return pattern.sub(lambda m: m[0][: -33] + _MASK + "-", value)
     return value
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``1 file``, ``2 files``, ``1,234 problems``; ``many`` for irregular plurals."""
+    return f"{count:,} {word if count == 1 else (many or word + 's')}"

@@ -28,7 +28,17 @@ BATCH_SCHEMA = 1  # the version of batch_report's JSON, as Report's own "schema"
 
 @dataclass(frozen=True, slots=True)
 class BatchResult:
-    """One source of :func:`split_many`: its report, or the error that stopped it."""
+    """One source of :func:`split_many`: its report, or the error that stopped it.
+
+    Attributes:
+        source: the source path.
+        output_dir: the directory its outputs went to.
+        report: its :class:`Report`; ``None`` when it failed.
+        error: the :class:`CudasplitError` that stopped it; ``None`` when it succeeded.
+
+    Raises:
+        Nothing: a value.
+    """
 
     source: str
     output_dir: str
@@ -46,8 +56,19 @@ class BatchResult:
 
 
 def batch_report(results: Sequence[BatchResult], *, relative: bool = False) -> dict[str, Any]:
-    """The JSON of a whole batch (``split --report`` with several sources): every run in
-    order, with its report or its error."""
+    """The JSON data of a whole batch (``split --report`` with several sources).
+
+    Args:
+        results: what :func:`split_many` returned.
+        relative: each report without absolute store paths (see :func:`relative_report`).
+
+    Returns:
+        ``{"schema": 1, "runs": [...]}``: every run in order, with its report or its error
+        (``cudasplit/schemas/batch.json`` describes it).
+
+    Raises:
+        Nothing: the results are data already.
+    """
     return {"schema": BATCH_SCHEMA, "runs": [r.as_dict(relative=relative) for r in results]}
 
 
@@ -64,9 +85,19 @@ def batch_sources(paths: Sequence[PathLike]) -> list[Path]:
 
 
 def directory_kind(path: PathLike) -> str:
-    """``"tree"`` (an unpacked redistributable) or ``"batch"`` (a downloads directory), by
+    """Whether a directory is an unpacked redistributable or a directory of tarballs, by
     content: a ``*-archive`` directory itself, or a directory holding exactly one, is a tree;
-    otherwise a directory holding tarballs (by magic bytes) is a batch, whatever else it holds.
+    otherwise a directory holding tarballs (by magic bytes) is a batch, whatever else it
+    holds.
+
+    Args:
+        path: the directory.
+
+    Returns:
+        ``"tree"`` or ``"batch"``.
+
+    Raises:
+        OSError: the directory cannot be listed.
     """
     directory = Path(path)
     if parse_top_dir(directory.name) is not None:
@@ -104,7 +135,19 @@ def batch_output_dir(source: Path) -> str:
 def split_many(sources: Sequence[PathLike], output_dir: PathLike,
                options: SplitOptions | None = None) -> list[BatchResult]:
     """Split several sources concurrently (within ``options.jobs``) into
-    ``DIR/<pname>-<platform>-<version>/<output>/``. One failing source does not stop the others.
+    ``output_dir/<pname>-<platform>-<version>/<output>/``. One failing source does not stop
+    the others: its error is in its result.
+
+    Args:
+        sources: tarball paths, or directories holding tarballs (expanded to their files).
+        output_dir: the directory that receives one directory per source.
+        options: what each split does (:class:`SplitOptions`).
+
+    Returns:
+        One :class:`BatchResult` per source, in order: its report or its error.
+
+    Raises:
+        SourceError: two sources would share one output directory.
     """
     opts = options or SplitOptions()
     paths = batch_sources(sources)

@@ -8,8 +8,9 @@ from __future__ import annotations
 import difflib
 import os
 import posixpath
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from cudasplit._layout import LayoutSpec
 from cudasplit._model import OUTPUT_NAMES, Kind
@@ -22,18 +23,64 @@ from cudasplit._split.pipeline import split as _split
 from cudasplit.errors import SourceError
 from cudasplit.sinks import DirectorySink, Sink
 
+EXPLAIN_SCHEMA = 1  # the "schema" of Explanation.as_dict
+
 PathLike = str | os.PathLike[str]
 
 
 def split(source: PathLike | Source, sink: Sink | None, options: SplitOptions | None = None
           ) -> Report:
-    """Split into any sink (``None``: plan only)."""
+    """Split ``source`` into ``sink``: classify every member by the rules, place it, and
+    rewrite ELF RUNPATHs; ``sink=None`` plans only (a dry run, nothing written).
+
+    Args:
+        source: a tarball path (``.tar.xz``, ``.tar.zst``, ...), an unpacked directory,
+            ``"-"`` (standard input), or a :class:`Source` from :func:`open_source`.
+        sink: where the outputs go (:class:`DirectorySink`, :class:`StagedSink`,
+            :class:`TarballSink`, :class:`MemorySink`, or your own :class:`Sink`); ``None``
+            to plan only.
+        options: what the split does (:class:`SplitOptions`; default: the defaults).
+
+    Returns:
+        The :class:`Report`: every member, output, problem and warning.
+
+    Raises:
+        SourceError: the source cannot be read; its subclasses say why:
+            CorruptArchiveError (damaged data), UnsafeMemberError (a path leaving the
+            output roots), LimitExceededError (a decompression bomb guard tripped).
+        RulesError: a rule file is invalid (the message names ``file:rule``).
+        OptionsError: an option contradicts the source (e.g. an unknown package).
+        OutputError: an output cannot be written (exists, permissions, disk full).
+        ProblemsFound: ``options.strict`` and problems were found (``.report`` holds
+            the report), or DT_NEEDED names resolve nowhere where that fails the run.
+    """
     return _split(source, sink, options=options)
 
 
 def split_to_dir(source: PathLike | Source, output_dir: PathLike,
                  options: SplitOptions | None = None) -> Report:
-    """``DIR/<output>/...``; staged, so a failed or killed run leaves no finished-looking output."""
+    """Split ``source`` into ``output_dir/<output>/...``, staged, so a failed or killed
+    run leaves no finished-looking output.
+
+    Args:
+        source: a tarball path, an unpacked directory, ``"-"``, or a :class:`Source`.
+        output_dir: the directory that receives one subdirectory per output.
+        options: what the split does (:class:`SplitOptions`); ``options.dry_run`` writes
+            nothing, ``options.overwrite`` replaces existing outputs.
+
+    Returns:
+        The :class:`Report` of the split.
+
+    Raises:
+        SourceError: the source cannot be read; its subclasses say why:
+            CorruptArchiveError (damaged data), UnsafeMemberError (a path leaving the
+            output roots), LimitExceededError (a decompression bomb guard tripped).
+        RulesError: a rule file is invalid (the message names ``file:rule``).
+        OptionsError: an option contradicts the source (e.g. an unknown package).
+        OutputError: an output cannot be written (exists, permissions, disk full).
+        ProblemsFound: ``options.strict`` and problems were found (``.report`` holds
+            the report), or DT_NEEDED names resolve nowhere where that fails the run.
+    """
     opts = options or SplitOptions()
     if opts.dry_run:
         return _split(source, None, options=opts, layout=LayoutSpec.under(output_dir))
@@ -44,7 +91,29 @@ def split_to_dir(source: PathLike | Source, output_dir: PathLike,
 
 def split_nix(source: PathLike | Source, env: dict[str, str] | None = None,
               options: SplitOptions | None = None) -> Report:
-    """Inside a Nix builder: the derivation's outputs (``$outputs`` or structured attrs)."""
+    """Split ``source`` inside a Nix builder into the derivation's outputs (``$outputs``
+    and one variable per output, or structured attrs), with ``--nix`` defaults: the
+    build's dynamic linker, its library directories, and unresolved names failing the run.
+
+    Args:
+        source: a tarball path, an unpacked directory, ``"-"``, or a :class:`Source`.
+        env: the builder environment (default: ``os.environ``).
+        options: what the split does (:class:`SplitOptions`).
+
+    Returns:
+        The :class:`Report` of the split.
+
+    Raises:
+        NixEnvironmentError: the environment names no outputs, or unknown ones.
+        SourceError: the source cannot be read; its subclasses say why:
+            CorruptArchiveError (damaged data), UnsafeMemberError (a path leaving the
+            output roots), LimitExceededError (a decompression bomb guard tripped).
+        RulesError: a rule file is invalid (the message names ``file:rule``).
+        OptionsError: an option contradicts the source (e.g. an unknown package).
+        OutputError: an output cannot be written (exists, permissions, disk full).
+        ProblemsFound: ``options.strict`` and problems were found (``.report`` holds
+            the report), or DT_NEEDED names resolve nowhere where that fails the run.
+    """
     roots = nix_outputs(env)
     opts = replace(options or SplitOptions(), outputs=tuple(roots))
     opts = replace(opts, runpath=with_nix_defaults(opts.runpath, env))  # loader, libs, failure
@@ -55,7 +124,26 @@ def split_nix(source: PathLike | Source, env: dict[str, str] | None = None,
 
 def inspect(source: PathLike | Source, options: SplitOptions | None = None,
             layout: LayoutSpec | None = None) -> Report:
-    """Classify every member; write nothing. Roots are ``/${output}`` unless ``layout`` says."""
+    """Classify every member of ``source``; write nothing.
+
+    Args:
+        source: a tarball path, an unpacked directory, ``"-"``, or a :class:`Source`.
+        options: what a split would do (:class:`SplitOptions`; ``dry_run`` is forced).
+        layout: where the outputs would live (default: ``/${output}`` roots).
+
+    Returns:
+        The :class:`Report` a dry run gives (``report.dry_run`` is true).
+
+    Raises:
+        SourceError: the source cannot be read; its subclasses say why:
+            CorruptArchiveError (damaged data), UnsafeMemberError (a path leaving the
+            output roots), LimitExceededError (a decompression bomb guard tripped).
+        RulesError: a rule file is invalid (the message names ``file:rule``).
+        OptionsError: an option contradicts the source (e.g. an unknown package).
+        OutputError: an output cannot be written (exists, permissions, disk full).
+        ProblemsFound: ``options.strict`` and problems were found (``.report`` holds
+            the report), or DT_NEEDED names resolve nowhere where that fails the run.
+    """
     return _split(source, None, options=replace(options or SplitOptions(), dry_run=True),
                   layout=layout)
 
@@ -74,7 +162,21 @@ class RuleTrial:
 @dataclass(frozen=True, slots=True)
 class Explanation:
     """Why a member went where it did (:func:`explain`): its rename, every rule tried in
-    precedence order, the output, and the planned ELF edit."""
+    precedence order, the output, and the planned ELF edit.
+
+    Attributes:
+        path: the member's archive path, top directory stripped.
+        kind: its kind (as :class:`MemberRecord` says it).
+        dest: its path after renames.
+        rename: the rename that applied, if any.
+        tried: every rule tried, in precedence order, and whether it matched.
+        output: the output it goes to; ``None``: not placed.
+        note: why, where a rule alone does not say it.
+        elf: the planned ELF edit (RUNPATH, interpreter, dlopen names), for ELF files.
+
+    Raises:
+        Nothing: a value.
+    """
 
     path: str
     kind: str
@@ -85,10 +187,32 @@ class Explanation:
     note: str | None
     elf: dict[str, object] | None = None  # the planned ELF edit (same planner as a split)
 
+    def as_dict(self) -> dict[str, Any]:
+        """JSON data: ``{"schema": 1, "path": ..., "tried": [...], ...}`` (described by
+        ``cudasplit/schemas/explain.json``)."""
+        return {"schema": EXPLAIN_SCHEMA, **asdict(self)}
+
 
 def explain(source: PathLike | Source, path: str, options: SplitOptions | None = None
             ) -> Explanation:
-    """Which rule placed ``path`` (archive path, top dir stripped) and which it passed over."""
+    """Which rule placed ``path`` and which rules it passed over, with the ELF edit a split
+    would plan for it.
+
+    Args:
+        source: a tarball path, an unpacked directory, ``"-"``, or a :class:`Source`.
+        path: an archive path (with or without the top directory, ``./`` allowed) or an
+            output path (``lib/libfoo.so``).
+        options: what a split would do (:class:`SplitOptions`).
+
+    Returns:
+        An :class:`Explanation` (``as_dict()`` gives its JSON data).
+
+    Raises:
+        SourceError: ``path`` is no member (the message suggests near matches), or the
+            source cannot be read.
+        RulesError: a rule file is invalid.
+        OptionsError: an option contradicts the source.
+    """
     opts = replace(options or SplitOptions(), dry_run=True)
     source = open_for(source, opts)
     wanted = _wanted(path)

@@ -32,9 +32,21 @@ def _options(maps: Sequence[tuple[str, str]], driver_link: str | None,
 
 def ambiguous_runpaths(path: PathLike, *, maps: Sequence[tuple[str, str]] = (),
                        driver_link: str | None = None) -> list[Ambiguity]:
-    """Every ELF file in ``path`` (a file or a tree) whose RUNPATH (RPATH when it has none)
-    holds a library of one name in two directories, as different files: which one loads
-    depends on the order. ``maps``/``driver_link`` as for :func:`ldd`."""
+    """Every ELF file in ``path`` whose RUNPATH (RPATH when it has none) holds a library of one
+    name in two directories, as different files: which one loads depends on the order.
+
+    Args:
+        path: an ELF file or a tree of them.
+        maps: ``(prefix, directory)`` pairs read in place of RUNPATH entries, as for
+            :func:`ldd` (e.g. a store path and where it is unpacked).
+        driver_link: where the driver link points here (the NVIDIA driver's directory).
+
+    Returns:
+        One :class:`Ambiguity` per file and library name, in path order.
+
+    Raises:
+        OutputError: ``path`` cannot be read.
+    """
     return ambiguities_in(path, _options(maps, driver_link))
 
 
@@ -43,11 +55,28 @@ def dlopen_audit(path: PathLike, *, inputs: Sequence[str] = (),
                  interpreter: str | None = None, ld_library_path: Sequence[str] = (),
                  system: bool = True, views: Sequence[LoadView] | None = None
                  ) -> list[DlopenAudit]:
-    """The CUDA libraries every ELF file in ``path`` (any consumer's, not only NVIDIA's)
-    dlopens by name, what each would load, and for those that load nothing the first of
-    ``inputs`` (library directories) holding it: what the consumer-guards hook appends to the
-    file's RUNPATH (``cudasplitDlopenRunpaths``). Other arguments as for :func:`ldd`; ``views``:
-    what :func:`ldd` already returned for ``path`` (then nothing is read again)."""
+    """The CUDA libraries every ELF file in ``path`` (any consumer's, not only NVIDIA's) loads
+    or dlopens by name, what each would load, and for those that load nothing the first of
+    ``inputs`` holding it: what the consumer-guards hook (``cudasplitDlopenRunpaths``) appends
+    to the file's RUNPATH.
+
+    Args:
+        path: an ELF file or a tree of them.
+        inputs: library directories the consumer's build has (the hook's search order).
+        maps: ``(prefix, directory)`` pairs read in place of RUNPATH entries, as for
+            :func:`ldd`.
+        driver_link: where the driver link points here.
+        interpreter: the loader whose default directories count (default: this machine's).
+        ld_library_path: directories searched as ``LD_LIBRARY_PATH`` would be.
+        system: whether the loader's cache and default directories count.
+        views: what :func:`ldd` already returned for ``path`` (then nothing is read again).
+
+    Returns:
+        One :class:`DlopenAudit` per file and CUDA library name.
+
+    Raises:
+        OutputError: ``path`` cannot be read.
+    """
     if views is None:
         options = _options(maps, driver_link, interpreter, ld_library_path, system)
         views = view_tree(path, options)
@@ -56,14 +85,36 @@ def dlopen_audit(path: PathLike, *, inputs: Sequence[str] = (),
 
 def closure_budget(path: PathLike, *, forbid: Sequence[str] = DEFAULT_FORBIDDEN_OUTPUTS,
                    max_bytes: int | None = None, store_dir: str = STORE_DIR) -> BudgetReport:
-    """Walk the run-time closure of ``path`` (a built store path, or any directory naming store
-    paths) and report every output in ``forbid`` it reaches -- ``static``, ``stubs``,
-    ``compiler``, ``headers`` or any output name -- with the chain of files naming store paths
-    that leads there, and the closure's bytes when over ``max_bytes``."""
+    """Walk the run-time closure of ``path`` and report every forbidden output it reaches,
+    with the chain of files naming store paths that leads there.
+
+    Args:
+        path: a built store path, or any directory whose files name store paths.
+        forbid: output kinds the closure may never hold: ``static``, ``stubs``, ``compiler``,
+            ``headers`` or any output name (default :data:`DEFAULT_FORBIDDEN_OUTPUTS`).
+        max_bytes: the closure's byte budget (``None``: no budget).
+        store_dir: the Nix store.
+
+    Returns:
+        A :class:`BudgetReport`: the violations (empty when the budget holds) and the bytes.
+
+    Raises:
+        OutputError: ``path`` does not exist or cannot be read.
+    """
     return check_budget(path, forbid=forbid, max_bytes=max_bytes, store_dir=store_dir)
 
 
 def consumer_guards_hook() -> str:
-    """Path of the consumer-guards setup hook (``cudasplit/nix/consumer-guards-hook.sh``),
-    which ``split --consumer-guards`` writes into the output consumers link against."""
+    """Where the consumer-guards setup hook is, the one ``split --consumer-guards`` writes into
+    the output consumers link against.
+
+    Args:
+        None.
+
+    Returns:
+        The path of ``cudasplit/nix/consumer-guards-hook.sh`` inside the installed package.
+
+    Raises:
+        Nothing.
+    """
     return str(resources.files("cudasplit").joinpath("nix/consumer-guards-hook.sh"))

@@ -29,9 +29,26 @@ def runpath_policy(
     interpreters: Sequence[str] = (),
     ignore_missing: Sequence[str] = (),
 ) -> RunpathPolicy:
-    """A :class:`RunpathPolicy` from option values: ``tag`` is ``runpath`` or ``rpath`` (any
-    case), ``interpreters`` are ``[ARCH=]PATH`` words (without ``ARCH=``: the arch of the
-    loader at PATH), ``driver_link=None`` leaves the driver link out."""
+    """A :class:`RunpathPolicy` from command-line words.
+
+    Args:
+        driver_link: the driver link directory (``None``: left out of RUNPATHs).
+        cuda_compat: the ``cuda_compat`` directory searched before the driver.
+        library_paths: directories where DT_NEEDED names outside the package are found.
+        append: entries appended to every RUNPATH (absolute or ``$ORIGIN``-relative).
+        keep_absolute: keep the absolute entries a file already has.
+        tag: ``runpath`` or ``rpath`` (any case).
+        interpreters: ``[ARCH=]PATH`` words (without ``ARCH=``: the arch of the loader at
+            PATH) for the PT_INTERP of executables.
+        ignore_missing: DT_NEEDED globs that may stay unresolved.
+
+    Returns:
+        The :class:`RunpathPolicy`.
+
+    Raises:
+        RunpathPolicyError: a directory is relative, holds ``:``, or is a stubs directory;
+            ``tag`` is neither ``runpath`` nor ``rpath``.
+    """
     if tag.upper() not in ("RUNPATH", "RPATH"):
         raise RunpathPolicyError(f"tag must be runpath or rpath, not {tag!r}")
     return RunpathPolicy(
@@ -47,13 +64,35 @@ def runpath_policy(
 
 
 def package_id(text: str) -> PackageId:
-    """A package identity from a pname (``cuda_cudart``), ``<pname>-<platform>-<version>``,
-    or a whole top directory (``...-archive``); what ``SplitOptions.package`` takes."""
+    """A package identity from a word, as ``SplitOptions.package`` takes it.
+
+    Args:
+        text: a pname (``cuda_cudart``), ``<pname>-<platform>-<version>``, or a whole top
+            directory (``...-archive``).
+
+    Returns:
+        The :class:`PackageId`.
+
+    Raises:
+        Nothing: any other word is taken as a pname.
+    """
     return parse_top_dir(text) or parse_top_dir(text + "-archive") or PackageId(text)
 
 
 def platform_name(word: str, cuda_version: str | None = None) -> str:
     """NVIDIA's platform name for a platform word: ``x86_64-linux`` -> ``linux-x86_64``,
-    ``aarch64-linux:8.7`` (Jetson capabilities) -> ``linux-aarch64`` or ``linux-sbsa`` as
-    ``cuda_version`` decides; NVIDIA's own names pass through unchanged."""
+    ``aarch64-linux:8.7`` (Jetson capabilities) -> ``linux-aarch64`` or ``linux-sbsa``;
+    NVIDIA's own names pass through unchanged.
+
+    Args:
+        word: a Nix system, an NVIDIA platform, or a Nix system with capabilities.
+        cuda_version: decides between ``linux-aarch64`` and ``linux-sbsa`` for Jetson.
+
+    Returns:
+        The NVIDIA platform name.
+
+    Raises:
+        Nothing: a word it does not know passes through unchanged (the manifest
+            selection then reports it).
+    """
     return resolve_platform_word(word, cuda_version) or word

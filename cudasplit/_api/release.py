@@ -14,6 +14,7 @@ from cudasplit._release.diff import ReleaseDiff, diff_snapshots, snapshot
 from cudasplit._release.features import FeatureReport, features_for_manifest
 from cudasplit._release.manifest import VerifyReport, load_manifest, verify
 from cudasplit._release.nixify import DEFAULT_BASE_URL, NixifyResult, nixify
+from cudasplit._split.progress import ProgressCallback
 
 PathLike = str | os.PathLike[str]
 
@@ -22,44 +23,118 @@ __all__ = ["diff_releases", "manifest_features", "nixify_manifest", "verify_mani
 
 def verify_manifest(manifest: PathLike, tarball_dir: PathLike, *,
                     platforms: Sequence[str] = (), cuda_variants: Sequence[str] = (),
-                    packages: Sequence[str] = (), jobs: int = 0) -> VerifyReport:
-    """Size and sha256 of every tarball ``manifest`` names (empty selections: all of them).
-    Missing or altered tarballs are results (``report.ok`` is False), not exceptions."""
+                    packages: Sequence[str] = (), jobs: int = 0,
+                    progress: ProgressCallback | None = None) -> VerifyReport:
+    """Size and sha256 of every tarball ``manifest`` names. Missing or altered tarballs
+    are results (``report.ok`` is False), not exceptions.
+
+    Args:
+        manifest: NVIDIA's ``redistrib_*.json``.
+        tarball_dir: where the tarballs are (flat, or NVIDIA's relative paths).
+        platforms: platform words to keep (empty: all).
+        cuda_variants: CUDA majors of variant packages to keep (empty: all).
+        packages: package names to keep (empty: all).
+        jobs: tarballs hashed at once (0: the available CPUs, at most 8).
+        progress: called with a :class:`Progress` after every tarball.
+
+    Returns:
+        A verify report (``ok``, ``counts()``, ``results``, ``as_dict()``).
+
+    Raises:
+        ManifestError: the manifest cannot be read.
+    """
     return verify(load_manifest(manifest), tarball_dir, platforms=platforms,
-                  cuda_variants=cuda_variants or None, packages=packages or None, jobs=jobs)
+                  cuda_variants=cuda_variants or None, packages=packages or None, jobs=jobs,
+                  progress=progress)
 
 
 def manifest_features(manifest: PathLike, tarball_dir: PathLike, *,
                       platforms: Sequence[str] = (), cuda_variants: Sequence[str] = (),
                       packages: Sequence[str] = (), jobs: int = 0,
-                      extended: bool = False) -> FeatureReport:
-    """The feature manifest (``feature_*.json`` schema) of the tarballs ``manifest`` names,
-    each streamed once; ``extended`` adds SONAMEs provided and needed. Missing or unreadable
-    tarballs are results (``report.complete`` is False), never guessed."""
+                      extended: bool = False,
+                      progress: ProgressCallback | None = None) -> FeatureReport:
+    """The feature manifest (``feature_*.json`` schema) of the tarballs ``manifest``
+    names, each streamed once. Missing or unreadable tarballs are results
+    (``report.complete`` is False), never guessed.
+
+    Args:
+        manifest: NVIDIA's ``redistrib_*.json``.
+        tarball_dir: where the tarballs are (flat, or NVIDIA's relative paths).
+        platforms: platform words to keep (empty: all).
+        cuda_variants: CUDA majors of variant packages to keep (empty: all).
+        packages: package names to keep (empty: all).
+        jobs: tarballs scanned at once (0: the available CPUs).
+        extended: add SONAMEs provided and needed.
+        progress: called with a :class:`Progress` after every tarball.
+
+    Returns:
+        A feature report (``to_feature_json()``, ``complete``).
+
+    Raises:
+        ManifestError: the manifest cannot be read.
+    """
     return features_for_manifest(
         load_manifest(manifest), tarball_dir, platforms=platforms,
         cuda_variants=cuda_variants or None, packages=packages or None, jobs=jobs,
-        extended=extended)
+        extended=extended, progress=progress)
 
 
 def nixify_manifest(manifest: PathLike, tarball_dir: PathLike, output_dir: PathLike, *,
                     platforms: Sequence[str] = (), packages: Sequence[str] = (),
-                    base_url: str | None = None, jobs: int = 1) -> NixifyResult:
+                    base_url: str | None = None, jobs: int = 1,
+                    progress: ProgressCallback | None = None) -> NixifyResult:
     """Write one Nix expression per package of ``manifest`` plus ``default.nix`` into
-    ``output_dir``; ``base_url`` prefixes the manifest's relative paths (default: NVIDIA's
-    redist URL)."""
+    ``output_dir``.
+
+    Args:
+        manifest: NVIDIA's ``redistrib_*.json``.
+        tarball_dir: where the tarballs are; each is read once.
+        output_dir: where the ``.nix`` files go (created).
+        platforms: platform words to keep (empty: every linux platform at hand).
+        packages: package names to keep (empty: all).
+        base_url: prefix of the manifest's relative paths (default: NVIDIA's redist URL).
+        jobs: decompression threads per tarball.
+        progress: called with a :class:`Progress` after every tarball.
+
+    Returns:
+        What was written: the package plans and the file names.
+
+    Raises:
+        ManifestError: the manifest cannot be read, or none of its tarballs is at hand.
+        OutputError: ``output_dir`` cannot be written.
+        SourceError: a tarball cannot be read.
+    """
     return nixify(load_manifest(manifest), tarball_dir, output_dir,
                   platforms=platforms or None, packages=packages or None,
-                  base_url=base_url or DEFAULT_BASE_URL, jobs=jobs)
+                  base_url=base_url or DEFAULT_BASE_URL, jobs=jobs, progress=progress)
 
 
 def diff_releases(old: PathLike, new: PathLike, *, tarball_dir: PathLike | None = None,
                   old_tarballs: PathLike | None = None, new_tarballs: PathLike | None = None,
-                  platform: str = "linux-x86_64", jobs: int = 1) -> ReleaseDiff:
-    """What changed between two releases, each a tarball, an unpacked tree, a split directory
-    or a manifest (with its tarballs in ``old_tarballs``/``new_tarballs``, default
-    ``tarball_dir``; ``platform`` picks the tarballs compared)."""
+                  platform: str = "linux-x86_64", jobs: int = 1,
+                  progress: ProgressCallback | None = None) -> ReleaseDiff:
+    """What changed between two releases: packages, outputs, members, SONAMEs.
+
+    Args:
+        old: a tarball, an unpacked tree, a split directory, or a manifest.
+        new: the same kinds as ``old``.
+        tarball_dir: where both manifests' tarballs are.
+        old_tarballs: where ``old``'s tarballs are (default: ``tarball_dir``).
+        new_tarballs: where ``new``'s tarballs are (default: ``tarball_dir``).
+        platform: the platform compared when ``old`` and ``new`` are manifests.
+        jobs: decompression threads per tarball.
+        progress: called with a :class:`Progress` after every member read.
+
+    Returns:
+        A release diff (``changes``, ``text_lines()``, ``as_dict()``, ``draw("dot")``).
+
+    Raises:
+        ManifestError: a manifest cannot be read or names no tarball at hand.
+        SourceError: a tarball or directory cannot be read.
+        RulesError: a rule file is invalid.
+    """
     before = snapshot(old, tarball_dir=old_tarballs or tarball_dir, platform=platform,
-                      jobs=jobs)
-    after = snapshot(new, tarball_dir=new_tarballs or tarball_dir, platform=platform, jobs=jobs)
+                      jobs=jobs, progress=progress)
+    after = snapshot(new, tarball_dir=new_tarballs or tarball_dir, platform=platform, jobs=jobs,
+                     progress=progress)
     return diff_snapshots(before, after)

@@ -116,13 +116,14 @@ def with_nix_defaults(policy: RunpathPolicy, env: Mapping[str, str] | None = Non
                       ) -> RunpathPolicy:
     """``--nix`` mode: unresolved names fail the run (files of the loader's arch only, as
     autoPatchelf skips the others), the build environment's library dirs are searched after
-    ``--library-path``, and executables of the loader's arch get
-    ``$NIX_CC/nix-support/dynamic-linker`` unless ``--interpreter`` named one."""
+    ``--library-path`` (the host's own are not: the sandbox has none), and executables of the
+    loader's arch get ``$NIX_CC/nix-support/dynamic-linker`` unless ``--interpreter`` named
+    one."""
     interpreters = policy.interpreters
     loader = nix_dynamic_linker(env)
     arch = loader_arch(loader) if loader is not None else platform.machine()
     if loader is not None and policy.interpreter_for(arch) is None:
         interpreters = (*interpreters, (arch, loader))
-    return replace(policy, interpreters=interpreters, fail_unresolved=True,
+    return replace(policy, interpreters=interpreters, fail_unresolved=True, host_loader=False,
                    target_arch=policy.target_arch or arch,
                    library_paths=(*policy.library_paths, *nix_library_dirs(env)))

@@ -34,7 +34,16 @@ _SHARED_OBJECT_NAME = re.compile(r"\.so(\.|$)")
 
 @dataclass(frozen=True, slots=True, order=True)
 class Ambiguity:
-    """``file``'s search path holds ``library`` in each of ``directories`` (search order)."""
+    """One file's search path holds one library name in several directories, as different files.
+
+    Attributes:
+        file: the ELF file.
+        library: the library name found more than once.
+        directories: where it is, in search order (the first one loads).
+
+    Raises:
+        Nothing: a value.
+    """
 
     file: str
     library: str

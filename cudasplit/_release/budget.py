@@ -70,8 +70,21 @@ class BudgetViolation:
 
 @dataclass(frozen=True, slots=True)
 class BudgetReport:
-    """A consumer's run-time closure (every path reached, the root first, and its bytes) and
-    each way it breaks its budget (``violations``: empty when it keeps it)."""
+    """A consumer's run-time closure and each way it breaks its budget.
+
+    Attributes:
+        root: the consumer path the walk started from.
+        closure: every path reached, the root first.
+        closure_bytes: the bytes of every path reached.
+        max_bytes: the budget asked for (``None``: none).
+        forbidden: the output kinds that were forbidden.
+        violations: each forbidden output reached (with its chain) or the budget overrun;
+            empty when the budget holds.
+        sizes: bytes per path reached.
+
+    Raises:
+        Nothing: a value.
+    """
 
     root: str
     closure: tuple[str, ...]              # every path reached, the root first

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -25,6 +26,9 @@ from typing import Any
 
 from cudasplit._model import OUTPUT_NAMES
 from cudasplit._release.closurescan import ClosureScanner, OutputSize, Reference
+from cudasplit._release.graph import Graph
+from cudasplit._report import plural
+from cudasplit._split.progress import ProgressCallback, Tally
 from cudasplit.errors import OutputError
 
 __all__ = ["ClosureReport", "ClosureWarning", "Reference", "closure_of_dir", "closure_of_roots"]
@@ -34,6 +38,7 @@ HEAVY = ("static", "stubs", "samples", "doc", "compiler")
 # Outputs whose closure should stay small; out's propagation list is exempt (see module text).
 WATCHED = ("lib", "out")
 PROPAGATION = "nix-support/propagated-build-inputs"
+CLOSURE_SCHEMA = 1  # the "schema" of as_dict (cudasplit/schemas/closure.json)
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -77,6 +82,7 @@ class ClosureReport:
     def as_dict(self) -> dict[str, Any]:
         edges = self.edges()
         return {
+            "schema": CLOSURE_SCHEMA,
             "outputs": {
                 name: {"root": self.roots[name], "files": size.files, "bytes": size.bytes,
                        "closure_bytes": self.closure_bytes(name), "holds": size.holds,
@@ -91,6 +97,12 @@ class ClosureReport:
 
     def to_json(self) -> str:
         return json.dumps(self.as_dict(), indent=2) + "\n"
+
+    def draw(self, fmt: str) -> str:
+        """Which output references which, as Graphviz ``dot`` or ``mermaid`` text (ValueError
+        for another format)."""
+
+        return closure_graph(self).render(fmt)
 
     def text_lines(self) -> list[str]:
         lines = []
@@ -118,7 +130,8 @@ def _output_order(item: tuple[str, Any]) -> tuple[int, str]:
     return _order_key(item[0])
 
 
-def closure_of_dir(split_dir: str | os.PathLike[str]) -> ClosureReport:
+def closure_of_dir(split_dir: str | os.PathLike[str],
+                   progress: ProgressCallback | None = None) -> ClosureReport:
     """The outputs of a split directory (``DIR/<output>/``, as ``split -o DIR`` writes it)."""
     base = Path(split_dir)
     if not base.is_dir():
@@ -131,13 +144,18 @@ def closure_of_dir(split_dir: str | os.PathLike[str]) -> ClosureReport:
                 if len(unknown) == 1 else f"{', '.join(unknown[:3])} are not output names")
         raise OutputError(f"{base}: not a split directory (DIR/<output>/...): {what}; for a "
                           "batch split give DIR/<pname>-<platform>-<version>")
-    return closure_of_roots(roots)
+    return closure_of_roots(roots, progress)
 
 
-def closure_of_roots(roots: Mapping[str, str]) -> ClosureReport:
-    """Any output -> root mapping: a split directory's outputs or a derivation's store paths."""
+def closure_of_roots(roots: Mapping[str, str],
+                     progress: ProgressCallback | None = None) -> ClosureReport:
+    """Any output -> root mapping: a split directory's outputs or a derivation's store paths.
+    ``progress`` hears of every file scanned."""
     scanner = ClosureScanner(dict(roots))
+    tally = Tally(", ".join(sorted(roots)), progress)
+    scanner.on_file = tally.add if progress is not None else None
     sizes = {name: scanner.scan_output(name) for name in roots}
+    tally.done()
     references = tuple(sorted(set(scanner.references)))
     external = {name: tuple(sorted(paths)) for name, paths in scanner.external.items()}
     report = ClosureReport(dict(roots), sizes, references, ())
@@ -180,3 +198,26 @@ def _paths(edges: Mapping[str, set[str]], start: str) -> dict[str, tuple[str, ..
 
 def _reach(edges: Mapping[str, set[str]], start: str) -> set[str]:
     return set(_paths(edges, start))
+
+
+def closure_graph(report: ClosureReport) -> Graph:
+    """Outputs with their size and closure size; an edge per referencing pair, labelled by
+    how; outputs holding what lib/out should not drag along (a closure warning) stand out."""
+    graph = Graph("closure")
+    warned = {w.holder for w in report.warnings}
+    for name, size in report.sizes.items():
+        graph.node(name, f"{plural(size.files, 'file')}, {plural(size.bytes, 'byte')}",
+                   f"closure {report.closure_bytes(name):,} bytes",
+                   style="warn" if name in warned else "")
+    for ref in report.references:
+        graph.edge(ref.source, ref.target, ref.via)
+    for source, externals in report.external.items():
+        for path in externals:
+            graph.edge(source, _store_name(path), "text")
+    return graph
+
+
+def _store_name(path: str) -> str:
+    """``/nix/store/<hash>-cuda_nvrtc-12.9-lib`` -> ``cuda_nvrtc-12.9-lib``."""
+    base = path.rstrip("/").rsplit("/", 1)[-1]
+    return re.sub(r"^[0-9a-z]{32}-", "", base)

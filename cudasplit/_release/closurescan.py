@@ -22,7 +22,7 @@ import mmap
 import os
 import posixpath
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from cudasplit._elf.read import ELF_MAGIC, read_elf_info
@@ -59,6 +59,7 @@ class ClosureScanner:
 
     def __init__(self, roots: dict[str, str]) -> None:
         self.roots = roots
+        self.on_file: Callable[[str, int], None] | None = None  # (path, bytes): progress
         self.needles = {name: _needle(root).encode() for name, root in roots.items()}
         # A store hash is unique whatever follows it (``-name/lib``); a directory path is not.
         self.bounded = {name: STORE_ROOT.match(root) is None for name, root in roots.items()}
@@ -90,6 +91,9 @@ class ClosureScanner:
                 self._file(name, rel, full)
             for category in _categories(name, rel, link):
                 holds.setdefault(category, rel)
+            if self.on_file is not None:
+                self.on_file(f"{name}/{rel}",
+                             len(link) if link is not None else os.path.getsize(full))
         return OutputSize(files, total, holds)
 
     def _symlink(self, name: str, rel: str, full: str) -> None:

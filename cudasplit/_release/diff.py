@@ -15,13 +15,18 @@ from __future__ import annotations
 
 import json
 import posixpath
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from cudasplit._model import OUTPUT_NAMES
+from cudasplit._release.graph import Graph
 from cudasplit._release.snapshot import Snapshot, snapshot
 from cudasplit._release.sonames import ElfNames
+from cudasplit._report import plural
+
+DIFF_SCHEMA = 1  # the "schema" of as_dict (cudasplit/schemas/diff.json)
 
 __all__ = ["Change", "ReleaseDiff", "Snapshot", "diff_snapshots", "snapshot"]
 
@@ -52,7 +57,7 @@ class ReleaseDiff:
         return tuple(c for c in self.changes if c.what == what)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"old": self.old, "new": self.new,
+        return {"schema": DIFF_SCHEMA, "old": self.old, "new": self.new,
                 "sizes": {p: {o: {"old": a, "new": b} for o, (a, b) in outs.items()}
                           for p, outs in self.sizes.items()},
                 "changes": [asdict(c) for c in self.changes]}
@@ -62,6 +67,12 @@ class ReleaseDiff:
 
     def text_lines(self, *, members: bool = False) -> list[str]:
         return render_diff(self, members)
+
+    def draw(self, fmt: str) -> str:
+        """What moved, as Graphviz ``dot`` or ``mermaid`` text (ValueError for another
+        format)."""
+
+        return diff_graph(self).render(fmt)
 
 
 def diff_snapshots(old: Snapshot, new: Snapshot) -> ReleaseDiff:
@@ -289,3 +300,41 @@ def _ends(c: Change, *, member: bool = False) -> tuple[str, str, str]:
 def _group_dir(path: str) -> str:
     parts = posixpath.dirname(path).split("/")
     return "/".join(parts[:2]) + "/" if parts != [""] else path
+
+
+def diff_graph(diff: ReleaseDiff) -> Graph:
+    """A node per package output that changed (its size, members added and removed; new
+    ones green, gone ones red) and an edge per pair of outputs members moved between,
+    labelled with how many."""
+    graph = Graph(f"{diff.old} -> {diff.new}")
+    moved: Counter[tuple[str, str]] = Counter()
+    added: Counter[str] = Counter()
+    removed: Counter[str] = Counter()
+    for c in diff.changes:
+        if c.what in ("member-moved", "package-moved"):
+            moved[(c.old, c.new)] += 1
+        elif c.what == "relocated":
+            moved[(c.old, ":".join(c.new.split(":")[:2]))] += 1
+        elif c.what == "member-added":
+            added[f"{c.package}:{c.new}"] += 1
+        elif c.what == "member-removed":
+            removed[f"{c.package}:{c.old}"] += 1
+        elif c.what in ("output-added", "output-removed"):
+            graph.node(f"{c.package}:{c.path}", c.what.replace("-", " "),
+                       style=c.what.split("-")[1])
+        elif c.what in ("package-added", "package-removed"):
+            graph.node(c.package, f"{c.what.replace('-', ' ')} {c.old or c.new}",
+                       style=c.what.split("-")[1])
+        elif c.what == "version":
+            graph.node(c.package, f"{c.old} -> {c.new}")
+    for package, outputs in diff.sizes.items():
+        for output, (before, after) in outputs.items():
+            if before != after:
+                graph.node(f"{package}:{output}", f"{before:,} -> {after:,} bytes")
+    for node, count in sorted(added.items()):
+        graph.node(node, f"+{plural(count, 'member')}")
+    for node, count in sorted(removed.items()):
+        graph.node(node, f"-{plural(count, 'member')}")
+    for (source, target), count in sorted(moved.items()):
+        graph.edge(source, target, plural(count, "member"))
+    return graph

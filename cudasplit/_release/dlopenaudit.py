@@ -50,9 +50,19 @@ def is_cuda_library(name: str) -> bool:
 
 @dataclass(frozen=True, slots=True, order=True)
 class DlopenAudit:
-    """``file`` dlopens (or NEEDs: ``kind``) ``name``: it would load ``loads`` (None:
-    nothing); ``append`` is the input directory holding it that the hook would add to the
-    RUNPATH (None: none needed, or no input holds it)."""
+    """One CUDA library a file opens, and what it would load.
+
+    Attributes:
+        file: the ELF file.
+        name: the library name it dlopens (or needs: ``kind``).
+        loads: the file it would load (``None``: nothing).
+        append: the input directory holding it that the hook would add to the RUNPATH
+            (``None``: none needed, or no input holds it).
+        kind: ``dlopen``, or ``needed`` (a DT_NEEDED name, listed only when it loads nothing).
+
+    Raises:
+        Nothing: a value.
+    """
 
     file: str
     name: str

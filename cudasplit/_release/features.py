@@ -26,6 +26,7 @@ from cudasplit._model import Member
 from cudasplit._release.featurescan import Features, FeatureScan
 from cudasplit._release.manifest import Artifact, Manifest, find_tarball, select_artifacts
 from cudasplit._source import open_source, zip_members
+from cudasplit._split.progress import ProgressCallback, Tally
 from cudasplit.errors import CudasplitError
 
 __all__ = ["FeatureReport", "FeatureResult", "FeatureStatus", "Features", "features_for_manifest",
@@ -34,8 +35,20 @@ __all__ = ["FeatureReport", "FeatureResult", "FeatureStatus", "Features", "featu
 
 def features_of(tarball: str | os.PathLike[str], *, extended: bool = False,
                 jobs: int = 1) -> Features:
-    """Stream ``tarball`` (or a Windows ``.zip``, or an unpacked directory) once and report its
-    outputs. ``extended`` also reads each ELF member's dynamic section (SONAME, NEEDED)."""
+    """Stream one tarball (or a Windows ``.zip``, or an unpacked directory) once and
+    report which outputs it has, as NVIDIA's ``feature_*.json`` says them.
+
+    Args:
+        tarball: the tarball, zip or directory.
+        extended: also read each ELF member's dynamic section (SONAME, NEEDED).
+        jobs: decompression threads.
+
+    Returns:
+        The :class:`Features` of the tarball.
+
+    Raises:
+        SourceError: the tarball cannot be read (CorruptArchiveError: damaged).
+    """
     path = Path(tarball)
     scan = FeatureScan(extended)
     try:
@@ -128,6 +141,7 @@ def features_for_manifest(
     jobs: int = 0,
     extended: bool = False,
     executor: str = "auto",
+    progress: ProgressCallback | None = None,
 ) -> FeatureReport:
     """Scan every selected tarball found in ``tarball_dir`` concurrently (``jobs`` at a time).
 
@@ -149,8 +163,11 @@ def features_for_manifest(
             executor = "process" if workers > 1 else "thread"
         with _executor(executor, workers) as pool:
             futures = [pool.submit(_scan_one, a, p, extended) for a, p in todo]
+            tally = Tally(manifest.source, progress)
             for (a, _), future in zip(todo, futures, strict=True):
                 scanned[id(a)] = future.result()
+                tally.add(a.filename, a.size)
+            tally.done()
     results = tuple(scanned.get(id(a)) or FeatureResult(a, FeatureStatus.MISSING)
                     for a, _ in found)
     return FeatureReport(manifest.source, os.fspath(tarball_dir), extended, results)

@@ -19,7 +19,8 @@ Extended form: ``include``, ``stubs``, ``python`` and the SONAMEs the package pr
 DT_NEEDED names it uses. The dynamic section of a large library lies near its end and its string
 table near its start, so it cannot be read from a bounded prefix of the stream; ELF members
 (only they, only in the extended form) are therefore spooled to one reused temporary file and
-read with :func:`~cudasplit._elf.read_elf_info`. Disk use is bounded by the largest ELF member.
+read with :func:`~cudasplit._elf.read.info.read_elf_info`. Disk use is bounded by the largest ELF
+member.
 """
 
 from __future__ import annotations

@@ -6,8 +6,13 @@ Simulates glibc's search for one object (``ld.so(8)``), without running anything
 2. ``DT_RPATH``, only when the object has no ``DT_RUNPATH``;
 3. ``LD_LIBRARY_PATH`` (only when given);
 4. ``DT_RUNPATH``;
-5. the system: the interpreter's directory and the default directories (unless turned off;
-   ``ld.so.cache`` is not read).
+5. the system: the interpreter's directory, then (for the host's own loader) ``ld.so.cache``,
+   then the default directories of the file's architecture (unless turned off).
+
+Without ``--interpreter``, a file without PT_INTERP (a library) is viewed as this machine's
+loader would load it: its standard glibc loader for the file's architecture, where installed,
+so ``libc.so.6`` resolves as it does for any program here. A loader in ``/nix/store`` reads no
+host ``ld.so.cache``.
 
 ``$ORIGIN`` is the object's directory. A ``dlopen`` pattern such as ``libnvrtc.so.%s`` stands
 for the first file of the search path that fits it. ``maps`` stand in for the machine the output
@@ -30,7 +35,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cudasplit._elf.plan import is_driver_name, is_glibc_name, split_search_path
+from cudasplit._elf.plan import (
+    HostLoader,
+    default_dirs,
+    host_interpreter,
+    is_driver_name,
+    is_glibc_name,
+    split_search_path,
+)
 from cudasplit._elf.read import ElfInfo, read_elf_info, scan_dlopen
 from cudasplit.errors import ElfError, SourceError
 
@@ -39,6 +51,8 @@ __all__ = ["LddOptions", "LoadView", "Resolution", "view", "view_tree"]
 _DEFAULT_DIRS = ("/lib64", "/usr/lib64", "/lib", "/usr/lib", "/lib/x86_64-linux-gnu",
                  "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
                  "/usr/lib/aarch64-linux-gnu")
+
+_CACHE = HostLoader()
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +73,20 @@ class Resolution:
 
 @dataclass(frozen=True, slots=True)
 class LoadView:
-    """The loader view of one ELF file: what each DT_NEEDED and dlopen name would load."""
+    """The loader view of one ELF file: what each DT_NEEDED and dlopen name would load.
+
+    Attributes:
+        path: the ELF file.
+        interpreter: the loader simulated (the file's PT_INTERP, ``--interpreter``, or for a
+            library this machine's loader).
+        needed: one resolution per DT_NEEDED name: the file loaded and how it was found.
+        dlopen: one resolution per dlopen target found in the file.
+        error: why the file could not be read, if it could not.
+        flags: ``not-found``, ``stub-shadows-driver``, ``driver-not-found`` where they apply.
+
+    Raises:
+        Nothing: a value.
+    """
 
     path: str
     interpreter: str | None
@@ -83,7 +110,7 @@ def view(path: str | os.PathLike[str], options: LddOptions | None = None) -> Loa
         targets = scan_dlopen(name, info) if info.has_dynamic else ()
     except ElfError as exc:
         return LoadView(name, None, error=str(exc))
-    interpreter = opts.interpreter or info.interp
+    interpreter = opts.interpreter or info.interp or host_interpreter(info.machine)
     search = _search(name, info, opts, interpreter)
     needed = tuple(_resolve(n, info, search, interpreter) for n in info.needed)
     opened = tuple(_resolve(_pattern_hit(t.name, search) or t.name, info, search, interpreter)
@@ -122,9 +149,17 @@ def _search(path: str, info: ElfInfo, opts: LddOptions, interpreter: str | None
     dirs += [("RUNPATH", d) for d in split_search_path(info.runpath)]
     if opts.system:
         own = [posixpath.dirname(os.path.realpath(interpreter))] if interpreter else []
-        system = own + list(_DEFAULT_DIRS)
-        dirs += [("system", d) for d in system]
-    return [(via, _mapped(_expand(d, origin), opts.maps)) for via, d in dirs if d]
+        dirs += [("system", d) for d in own]
+        if not (interpreter or "").startswith("/nix/store/"):
+            dirs += [("ld.so.cache", posixpath.dirname(p)) for n in info.needed
+                     for p in _CACHE.cache_paths(n)]
+        dirs += [("system", d) for d in (*default_dirs(info.elf_class, info.machine),
+                                         *_DEFAULT_DIRS)]
+    mapped = [(via, _mapped(_expand(d, origin), opts.maps)) for via, d in dirs if d]
+    first: dict[str, str] = {}  # a directory is searched once, at its first place
+    for via, directory in mapped:
+        first.setdefault(directory, via)
+    return [(via, directory) for directory, via in first.items()]
 
 
 def _pattern_hit(name: str, search: list[tuple[str, str]]) -> str | None:

@@ -18,7 +18,19 @@ PathLike = str | os.PathLike[str]
 
 @dataclass(frozen=True, slots=True)
 class RepackOptions:
-    """How the archives are written (what goes into them is :class:`SplitOptions`' business)."""
+    """How the archives are written (what goes into them is :class:`SplitOptions`' business).
+
+    Attributes:
+        prefix: where the outputs unpack: ``<prefix>/<output>`` (default ``/<stem>``).
+        fmt: ``zst``, ``xz`` or ``gz``.
+        level: the compression level.
+        threads: zstd workers; 0: single-threaded (the bytes are the same for any value >= 1).
+        mtime: the members' mtime (``None``: ``SOURCE_DATE_EPOCH`` or a fixed default).
+        staging_parent: where members are staged (default: the output directory).
+
+    Raises:
+        OutputError: (when the archives are written) an unknown format or a relative prefix.
+    """
 
     prefix: str | None = None      # outputs unpack to <prefix>/<output>; default /<stem>
     fmt: str = DEFAULT_FORMAT      # zst | xz | gz
@@ -30,7 +42,15 @@ class RepackOptions:
 
 @dataclass(slots=True)
 class RepackResult:
-    """What :func:`repack_to_dir` did: the split report and the archives written."""
+    """What :func:`repack_to_dir` did: the split report and the archives written.
+
+    Attributes:
+        report: the split's :class:`Report`.
+        archives: the archives written (empty in a dry run).
+
+    Raises:
+        Nothing: a value.
+    """
 
     report: Report
     archives: list[Path] = field(default_factory=list)
@@ -39,11 +59,29 @@ class RepackResult:
 def repack_to_dir(source: PathLike | Source, output_dir: PathLike,
                   options: SplitOptions | None = None,
                   repack: RepackOptions | None = None) -> RepackResult:
-    """Split ``source`` with the same rules and patching as ``split`` and write
+    """Split ``source`` with the same rules and patching as :func:`split` and write
     ``<output_dir>/<pname>-<platform>-<version>-<output>.tar.zst`` per output.
+    Archives appear only once all of them are complete (temp files + rename).
 
-    Archives appear only once all of them are complete (temp files + rename). With
-    ``options.dry_run`` nothing is written and ``archives`` is empty.
+    Args:
+        source: a tarball path, an unpacked directory, ``"-"``, or a :class:`Source`.
+        output_dir: where the archives go.
+        options: what the split does (:class:`SplitOptions`); with ``dry_run`` nothing is
+            written and ``archives`` is empty.
+        repack: the archives' format, level, prefix and threads (:class:`RepackOptions`).
+
+    Returns:
+        A :class:`RepackResult`: the archives written and the split's report.
+
+    Raises:
+        SourceError: the source cannot be read; its subclasses say why:
+            CorruptArchiveError (damaged data), UnsafeMemberError (a path leaving the
+            output roots), LimitExceededError (a decompression bomb guard tripped).
+        RulesError: a rule file is invalid (the message names ``file:rule``).
+        OptionsError: an option contradicts the source (e.g. an unknown package).
+        OutputError: an output cannot be written (exists, permissions, disk full).
+        ProblemsFound: ``options.strict`` and problems were found (``.report`` holds
+            the report), or DT_NEEDED names resolve nowhere where that fails the run.
     """
     opts = options or SplitOptions()
     pack = repack or RepackOptions()

@@ -21,6 +21,7 @@ from cudasplit._release.sonames import ElfNames, scan_elf_dir, scan_elf_source
 from cudasplit._source import parse_top_dir
 from cudasplit._split.pipeline import SplitOptions
 from cudasplit._split.pipeline import split as _split
+from cudasplit._split.progress import ProgressCallback
 from cudasplit.errors import SourceError
 
 __all__ = ["Entry", "Snapshot", "snapshot"]
@@ -60,22 +61,25 @@ class Snapshot:
 
 
 def snapshot(path: str | os.PathLike[str], *, tarball_dir: str | os.PathLike[str] | None = None,
-             platform: str = "linux-x86_64", jobs: int = 1) -> Snapshot:
-    """A manifest (``*.json``, with ``tarball_dir``), a split directory, or one tarball/tree."""
+             platform: str = "linux-x86_64", jobs: int = 1,
+             progress: ProgressCallback | None = None) -> Snapshot:
+    """A manifest (``*.json``, with ``tarball_dir``), a split directory, or one tarball/tree;
+    ``progress`` hears of every member read."""
     target = Path(path)
     if target.suffix == ".json":
         if tarball_dir is None:
             raise SourceError("a manifest needs the directory of its tarballs (--tarballs)",
                               source=str(target))
-        return _from_manifest(target, Path(tarball_dir), platform, jobs)
+        return _from_manifest(target, Path(tarball_dir), platform, jobs, progress)
     if target.is_dir() and _split_layout(target):
         return _from_split_dir(target)
     snap = Snapshot(str(target))
-    _add_source(snap, target, None, jobs)
+    _add_source(snap, target, None, jobs, progress)
     return snap
 
 
-def _from_manifest(path: Path, tarball_dir: Path, platform: str, jobs: int) -> Snapshot:
+def _from_manifest(path: Path, tarball_dir: Path, platform: str, jobs: int,
+                   progress: ProgressCallback | None) -> Snapshot:
     manifest = load_manifest(path)
     snap = Snapshot(str(path))
     for artifact in select_artifacts(manifest, platforms=(platform,)):
@@ -83,13 +87,15 @@ def _from_manifest(path: Path, tarball_dir: Path, platform: str, jobs: int) -> S
         if found is None:
             raise SourceError(f"no tarball for {artifact.label} ({artifact.filename})",
                               source=str(tarball_dir))
-        _add_source(snap, found, artifact.package, jobs)
+        _add_source(snap, found, artifact.package, jobs, progress)
         snap.versions[artifact.package] = manifest.package(artifact.package).version
     return snap
 
 
-def _add_source(snap: Snapshot, path: Path, package: str | None, jobs: int) -> None:
-    report = _split(path, None, options=SplitOptions(dry_run=True, patch=False, jobs=jobs))
+def _add_source(snap: Snapshot, path: Path, package: str | None, jobs: int,
+                progress: ProgressCallback | None = None) -> None:
+    report = _split(path, None, options=SplitOptions(dry_run=True, patch=False, jobs=jobs,
+                                                     progress=progress))
     name = package or str(report.package.get("name") or path.name)
     snap.versions.setdefault(name, str(report.package.get("version") or ""))
     dests = {}

@@ -2,8 +2,8 @@
 
 One streaming pass per tarball (or unpacked directory, or split directory). The dynamic section
 of a large library lies near its end and its string table near its start, so ELF members are
-spooled to one reused temporary file and read with :func:`~cudasplit._elf.read_elf_info` (the
-same technique as the extended feature scan; disk use is bounded by the largest ELF member).
+spooled to one reused temporary file and read with :func:`~cudasplit._elf.read.info.read_elf_info`
+(the same technique as the extended feature scan; disk use is bounded by the largest ELF member).
 Non-ELF members are skipped without reading their bytes.
 
 ``dlopen`` targets (names in read-only data that the library opens at run time: libcublasLt

@@ -28,6 +28,19 @@ class Decision:
 
 @dataclass(frozen=True, slots=True)
 class RuleSet:
+    """The rules of a split (:func:`load_ruleset`, :func:`ruleset_for`): rules,
+    renames and the package table, merged from the rule files.
+
+    Attributes:
+        rules: every rule, in precedence order (the first that matches wins).
+        renames: path renames applied before the rules.
+        package: the merged package-table settings.
+        files: the rule files read, highest precedence first.
+
+    Raises:
+        Nothing: a value.
+    """
+
     rules: tuple[Rule, ...]
     renames: tuple[Rename, ...]
     package: PackageSettings

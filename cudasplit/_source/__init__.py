@@ -89,8 +89,22 @@ STDIN = "-"
 def open_source(path: str | os.PathLike[str], *, package: PackageId | None = None,
                 jobs: int = 1, limits: Limits | None = None,
                 strip_components: int | None = None) -> Source:
-    """A tarball (recognised by magic bytes in the codec layer), an unpacked directory, or
-    ``-``: a tarball on standard input."""
+    """Open something to split: a tarball (recognised by magic bytes), an unpacked
+    directory, or ``"-"``, a tarball on standard input.
+
+    Args:
+        path: the tarball, directory or ``"-"``.
+        package: the package identity, when the top directory does not say it.
+        jobs: decompression threads.
+        limits: size limits (decompression bomb guard; default: :class:`Limits` defaults).
+        strip_components: leading path components to drop (default: the top directory).
+
+    Returns:
+        A :class:`Source` for :func:`split` and friends.
+
+    Raises:
+        SourceError: no such file, or not a format cudasplit reads.
+    """
     if os.fspath(path) == STDIN:
         return _stdin_source(package, jobs, limits, strip_components)
     p = Path(path)

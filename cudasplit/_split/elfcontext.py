@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from cudasplit._elf.plan import LibraryIndex, PlanContext, RunpathPolicy
+from cudasplit._elf.plan import HostLoader, LibraryIndex, PlanContext, RunpathPolicy
 from cudasplit._layout import Layout
 from cudasplit._model import OUTPUT_NAMES
 from cudasplit._report import Problem
@@ -59,7 +59,8 @@ def static_context(settings: PatchSettings, package: PackageSettings, layout: La
     policy = replace(base, stub_dirs=(*base.stub_dirs, *stubs_root), append=base.append + appends)
     context = PlanContext(policy, {}, {}, LibraryIndex.scan(policy.library_paths),
                           package.cuda_compat, dict(package.replace_needed), complete=False,
-                          add_needed=added_needed(package.add_needed, settings.package_version))
+                          add_needed=added_needed(package.add_needed, settings.package_version),
+                          host=HostLoader() if policy.host_loader else None)
     return context, warnings
 
 

@@ -15,6 +15,7 @@ from cudasplit._elf.plan import unresolved_error
 from cudasplit._layout import Layout
 from cudasplit._model import Kind, PackageId
 from cudasplit._nix import NixSupport, write_nix_support
+from cudasplit._report import plural
 from cudasplit._rulebook import RuleSet, Where
 from cudasplit._split.checks import (
     declared_output_problems,
@@ -165,7 +166,7 @@ class EndOfRun:
         failing = strict_failures(report)
         if state.options.strict and failing:
             raise ProblemsFound(
-                f"{state.description}: {len(failing)} problem(s) under "
+                f"{state.description}: {plural(len(failing), 'problem')} under "
                 f"--strict; first: {failing[0]}", report)
 
     def complete(self, members_seen: int, bytes_seen: int) -> None:

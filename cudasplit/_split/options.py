@@ -35,7 +35,21 @@ def cuda_version(options: SplitOptions, package: PackageId) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Progress:
-    """Handed to ``SplitOptions.progress`` after each member (the API itself never prints)."""
+    """Handed to a progress callback (the API itself never prints): ``SplitOptions.progress``
+    after each member and within large ones; ``progress=`` of :func:`verify_manifest`,
+    :func:`manifest_features`, :func:`nixify_manifest` (per tarball) and :func:`closure_of`
+    (per file).
+
+    Attributes:
+        source: the source being read (or the manifest, or the outputs being scanned).
+        members: items done so far: members, tarballs or files.
+        bytes: bytes done so far (members: uncompressed).
+        current: the item in hand.
+        done: the last call of a run.
+
+    Raises:
+        Nothing: a value.
+    """
 
     source: str
     members: int          # members taken so far
@@ -46,7 +60,43 @@ class Progress:
 
 @dataclass(frozen=True, slots=True)
 class SplitOptions:
-    """Everything that changes what a split does. Frozen: one value serves a whole run."""
+    """Everything that changes what a split does. Frozen: one value serves a whole run.
+
+    Attributes:
+        outputs: limit the outputs (the others fall back to them); ``None``: all.
+        patch: rewrite RUNPATHs (and interpreters) of ELF files.
+        runpath: the :class:`RunpathPolicy` of the run.
+        patcher: ``auto`` (fast tiers, LIEF fallback), ``lief`` or ``native``.
+        strict: problems (and the warnings ``needed-unresolved``, ``package-root-missing``) fail
+            the run with :class:`ProblemsFound`.
+        dry_run: plan, write nothing.
+        package: override the identity parsed from the top directory (:func:`package_id`).
+        rules_files: extra rule files, highest precedence.
+        rules_dir: a directory replacing the shipped ``rules/``.
+        jobs: ELF patch workers; 0: the CPUs available to the process.
+        overwrite: replace existing outputs.
+        cuda_major: the CUDA major whose ``lib/<major>/`` is lifted (default: the ``_cudaNN``
+            suffix).
+        progress: called with a :class:`Progress` after every member (and within large ones).
+        package_roots: where other packages live, for ``@pname@`` in the package table.
+        nix_markers: write the ``nix-support/`` files.
+        max_total_bytes: decompression bomb guard: expanded bytes.
+        max_ratio: decompression bomb guard: expanded / compressed.
+        max_members: member count guard.
+        cuda_version: the CUDA release (major.minor) for the package table's gates.
+        check_fhs_refs: fail on ``/usr/`` references (checkCudaFhsRefs).
+        platform: the platform for gates (default: the tarball's).
+        python_version: ``X.Y``: cuda_gdb keeps that Python's TUI only.
+        consumer_guards: write the consumer-guards hook into the ``lib`` output's (else
+            ``out``'s) ``nix-support/setup-hook``.
+        cuda_component_hook: the root of cudaComponentHook's source line.
+        strip_components: leading components to strip (archives without NVIDIA's top directory).
+        default_rules: accept a package without ``rules/packages/<NAME>.toml``.
+        fsync: make the output durable before the final renames.
+
+    Raises:
+        OptionsError: values that contradict each other or are out of range.
+    """
 
     outputs: tuple[str, ...] | None = None      # limit the outputs (others fall back)
     patch: bool = True                          # rewrite RUNPATHs

@@ -19,7 +19,7 @@ from typing import BinaryIO
 
 from cudasplit._layout import LayoutSpec
 from cudasplit._model import Member
-from cudasplit._report import MemberRecord, Report
+from cudasplit._report import MemberRecord, Report, plural
 from cudasplit._rulebook import RuleSet
 from cudasplit._source import Limits, Source, open_source
 from cudasplit._split.classify import (
@@ -37,6 +37,7 @@ from cudasplit._split.patchstage import PatchStage
 from cudasplit._split.place import Placer
 from cudasplit._split.placements import Placements
 from cudasplit._split.prepare import patch_settings, prepare
+from cudasplit._split.progress import metered
 from cudasplit._split.reportwriter import MemberFacts, ReportWriter, record_of
 from cudasplit._split.rewrites import RewriteContext
 from cudasplit.errors import OutputError
@@ -88,7 +89,7 @@ class SplitRun:
                 for member, stream in itertools.chain(() if first is None else (first,),
                                                       members):
                     with _naming(self.source.description, member.path):
-                        self._take(member, stream)
+                        self._take(member, self._metered(member, stream))
                     self._tick(member)
                 self._release_held()
                 end.state.patches.wait_early()
@@ -99,6 +100,11 @@ class SplitRun:
             raise
         end.complete(self.members_seen, self.bytes_seen)
         return self.writer.assemble()
+
+    def _metered(self, member: Member, stream: BinaryIO | None) -> BinaryIO | None:
+        """With a progress callback, a large member reports its bytes as they stream."""
+        return metered(stream, member.size, self.options.progress, lambda read: Progress(
+            self.source.description, self.members_seen, self.bytes_seen + read, member.path))
 
     def _tick(self, member: Member) -> None:
         self.members_seen += 1
@@ -181,7 +187,8 @@ class SplitRun:
         late = self.lib_major.late()
         if late:
             self.writer.problem("cuda-major-late", late[0], (
-                f"lib/{self.lib_major.major}/ arrived after {len(late)} member(s) directly in "
+                f"lib/{self.lib_major.major}/ arrived after {plural(len(late), 'member')} "
+                "directly in "
                 "lib/ were written; Nixpkgs deletes them (D9), a stream cannot (_libmajor.py)"))
         return False
 

@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict
 from typing import Any
 
 import click
 
 from .. import (
     CudasplitError,
+    Report,
     check_rule_file,
     explain,
     inspect,
-    package_entry_lines,
     ruleset_for,
+    ruleset_toml,
 )
 from ._optgroups import COMMON, PATCH, split_options
-from ._terminal import fail
+from ._terminal import fail, status_line
 
 
 @click.command("inspect")
@@ -28,16 +28,33 @@ from ._terminal import fail
 def inspect_command(source: str, as_json: bool, **kw: Any) -> None:
     """List every member with kind, size, output and rule; write nothing."""
     try:
-        report = inspect(source, split_options(kw, COMMON, dry_run=True))
+        with status_line() as status:
+            report = inspect(source, split_options(kw, COMMON, dry_run=True, progress=status))
     except CudasplitError as exc:
         fail(exc)
     if as_json:
         click.echo(report.to_json(), nl=False)
         return
+    for line in member_table(report):
+        click.echo(line)
+
+
+def member_table(report: Report) -> list[str]:
+    """One row per member under a header; the widths come from the rows, and the paths,
+    whose length has no bound, come last so that long ones never push a column out of line.
+    Directories are left out: they are created where their content lands."""
+    rows = [("KIND", "SIZE", "OUTPUT", "RULE", "MEMBER")]
     for m in report.members:
-        where = f"{m.output}:{m.dest}" if m.output else "-"
-        link = f" -> {m.link}" if m.link else ""
-        click.echo(f"{m.kind:10} {m.size:>12} {where:50} {m.rule}  {m.path}{link}")
+        if m.kind == "dir":
+            continue
+        size = f"{m.size:,}" if m.kind not in ("symlink", "hardlink") else ""
+        path = m.path + (f" -> {m.link}" if m.link else "")
+        if m.dest is not None and m.dest != m.path:
+            path += f"  (as {m.dest})"
+        rows.append((m.kind, size, m.output or "-", m.rule, path))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    return [f"{kind:{widths[0]}}  {size:>{widths[1]}}  {output:{widths[2]}}  "
+            f"{rule:{widths[3]}}  {path}" for kind, size, output, rule, path in rows]
 
 
 @click.command("explain")
@@ -53,11 +70,13 @@ def explain_command(source: str, path: str, as_json: bool, **kw: Any) -> None:
     allowed) or an output path (lib/libfoo.so); near matches are suggested.
     """
     try:
-        result = explain(source, path, split_options(kw, COMMON, PATCH, dry_run=True))
+        with status_line() as status:
+            result = explain(source, path, split_options(kw, COMMON, PATCH, dry_run=True,
+                                                         progress=status))
     except CudasplitError as exc:
         fail(exc)
     if as_json:
-        click.echo(json.dumps(asdict(result), indent=2))
+        click.echo(json.dumps(result.as_dict(), indent=2))
         return
     click.echo(f"{result.path} ({result.kind})")
     if result.rename:
@@ -70,7 +89,17 @@ def explain_command(source: str, path: str, as_json: bool, **kw: Any) -> None:
                + (f"  ({result.note})" if result.note else ""))
     for key, value in (result.elf or {}).items():
         if value not in (None, []):
-            click.echo(f"  => {key}: {value}")
+            click.echo(f"  => {key}: {_readable(value)}")
+
+
+def _readable(value: object) -> str:
+    """``dlopen`` entries as ``libnvrtc.so.12 (from cuda_nvrtc)``, lists comma-separated."""
+    if isinstance(value, list):
+        return ", ".join(_readable(item) for item in value)
+    if isinstance(value, dict):
+        name, package = value.get("name"), value.get("package")
+        return f"{name} (from {package})" if package else str(name)
+    return str(value)
 
 
 @click.group("rules")
@@ -82,24 +111,14 @@ def rules_group() -> None:
 @click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
 @click.option("--package", help="Include rules/packages/<NAME>.toml.")
 def rules_show(files: Sequence[str], package: str | None) -> None:
-    """Print the effective rules in precedence order (FILES first, then the shipped ones)."""
+    """Print the effective rules in precedence order (FILES first, then the shipped ones) as
+    one TOML rule file: the package table merged key by key, then every rename and rule.
+    Read back (tomllib), it gives the same rules; comments say which file each came from."""
     try:
         ruleset = ruleset_for(package, files)
+        click.echo(ruleset_toml(ruleset), nl=False)
     except CudasplitError as exc:
         fail(exc)
-    click.echo("# files, highest precedence first: " + ", ".join(ruleset.files))
-    if package:
-        # The whole package-table entry, every key (defaults too), gates spelled out.
-        click.echo(f"[package]  # {package}")
-        for line in package_entry_lines(ruleset):
-            click.echo(line)
-    for rename in ruleset.renames:
-        click.echo(f"rename {rename.ref}: {rename.source} -> {rename.target}")
-    for index, rule in enumerate(ruleset.rules, 1):
-        target = "DROP" if rule.action == "drop" else rule.output
-        kinds = f" kind={','.join(sorted(rule.kinds))}" if rule.kinds else ""
-        click.echo(f"{index:3}. {rule.ref!s:40} -> {target:8} "
-                   f"{', '.join(g.pattern for g in rule.globs)}{kinds}")
 
 
 @rules_group.command("check")

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from .. import Ambiguity, DlopenAudit, LoadView
 
 EXIT_FLAGGED = 1
+LDD_SCHEMA = 1  # the "schema" of --json (cudasplit/schemas/ldd.json)
 # A driver library missing on this machine alone is no error (driver-not-found).
 _BAD = {"not-found", "stub-shadows-driver"}
 
@@ -64,7 +65,8 @@ def ldd_command(path: str, driver_link: str | None, cuda_compat: str | None,
     except CudasplitError as exc:
         fail(exc)
     if as_json:
-        click.echo(json.dumps([_guarded(v.as_dict(), ambiguous, audit) for v in views],
+        click.echo(json.dumps({"schema": LDD_SCHEMA,
+                               "files": [_guarded(v.as_dict(), ambiguous, audit) for v in views]},
                               indent=2))
     else:
         for one in views:

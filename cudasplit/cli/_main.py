@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 
 import click
 
+from ._completion import completion_command
 from ._explain import explain_command, inspect_command, rules_group
 from ._ldd import ldd_command
 from ._manifests import features_command, verify_command
@@ -31,6 +32,28 @@ class _Group(click.Group):
         except BrokenPipeError:
             raise _StdoutClosed() from None
 
+    def main(self, args: Any = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             **extra: Any) -> Any:
+        """click's standalone mode, but an option error is one line like every other error
+        (``cudasplit: error: ...``, exit 2) instead of click's usage block."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, **extra)
+        except click.ClickException as exc:
+            option_error(exc)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def option_error(exc: click.ClickException) -> NoReturn:
+    """One line on stderr naming the command to ask for help, then click's exit code (2 for
+    usage errors)."""
+    command = exc.ctx.command_path if isinstance(exc, click.UsageError) and exc.ctx else None
+    hint = f" (see '{command} --help')" if command else ""
+    err(f"cudasplit: error: {exc.format_message().replace(chr(10), ' ')}{hint}")
+    sys.exit(exc.exit_code)
+
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="cudasplit")
@@ -40,7 +63,7 @@ def main() -> None:
 
 for _command in (split_command, inspect_command, explain_command, rules_group, repack_command,
                  nix_group, verify_command, features_command, ldd_command, closure_command,
-                 nixify_command, diff_command):
+                 nixify_command, diff_command, completion_command):
     main.add_command(_command)
 
 
@@ -79,8 +102,7 @@ def run() -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
+        option_error(exc)
 
 
 def _quiet_broken_pipe() -> NoReturn:

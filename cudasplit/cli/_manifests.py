@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import click
 
 from .. import CudasplitError, OutputError
-from ._terminal import EXIT_OK, EXIT_PROBLEMS, fail
+from ._terminal import EXIT_OK, EXIT_PROBLEMS, fail, plural, status_line
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -54,8 +54,10 @@ def verify_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...],
     from .. import verify_manifest
 
     try:
-        report = verify_manifest(manifest, tarball_dir, platforms=platforms,
-                                 cuda_variants=cuda_variants, packages=package_names, jobs=jobs)
+        with status_line("tarball") as status:
+            report = verify_manifest(manifest, tarball_dir, platforms=platforms,
+                                     cuda_variants=cuda_variants, packages=package_names,
+                                     jobs=jobs, progress=status)
     except CudasplitError as exc:
         fail(exc)
     if as_json:
@@ -65,7 +67,8 @@ def verify_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...],
             if not (quiet and result.status == "ok"):
                 click.echo(result.line())
         counts = ", ".join(f"{n} {status}" for status, n in report.counts().items() if n)
-        click.echo(f"{len(report.results)} tarball(s): {counts or 'none selected'}", err=True)
+        click.echo(f"{plural(len(report.results), 'tarball')}: {counts or 'none selected'}",
+                   err=True)
     sys.exit(EXIT_OK if report.ok else EXIT_PROBLEMS)
 
 
@@ -88,9 +91,10 @@ def features_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...]
     from .. import manifest_features
 
     try:
-        report = manifest_features(manifest, tarball_dir, platforms=platforms,
-                                   cuda_variants=cuda_variants, packages=package_names,
-                                   jobs=jobs, extended=extended)
+        with status_line("tarball") as status:
+            report = manifest_features(manifest, tarball_dir, platforms=platforms,
+                                       cuda_variants=cuda_variants, packages=package_names,
+                                       jobs=jobs, extended=extended, progress=status)
         _write(report.to_feature_json(), output_file)
     except CudasplitError as exc:
         fail(exc)

@@ -12,9 +12,16 @@ from pathlib import Path
 import click
 
 from .. import CudasplitError
-from ._terminal import EXIT_OK, fail
+from ._terminal import EXIT_OK, fail, status_line
 
 EXIT_FOUND = 1  # closure --strict found warnings; diff found a change
+
+
+# text for a person, json for a program, dot (Graphviz) and mermaid to draw.
+FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "json", "dot", "mermaid"]),
+                      default="text", show_default=True,
+                      help="Output format: dot (Graphviz) or mermaid draw the outputs as a "
+                      "graph.")
 
 
 @click.command("closure")
@@ -22,7 +29,8 @@ EXIT_FOUND = 1  # closure --strict found warnings; diff found a change
 @click.option("--root", "roots", multiple=True, metavar="OUTPUT=PATH",
               help="Take the outputs from here instead of SPLIT_DIR/<output> (e.g. a Nix "
               "build's store paths); repeatable. SPLIT_DIR is then ignored.")
-@click.option("--json", "as_json", is_flag=True, help="Print the JSON report.")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON report (--format json).")
+@FORMAT
 @click.option("--strict", is_flag=True, help="Exit 1 when there are warnings.")
 @click.option("--consumer", is_flag=True, help="SPLIT_DIR is a consumer instead: a built store "
               "path or a directory. Walk its run-time closure and exit 1 when it holds a "
@@ -36,7 +44,7 @@ EXIT_FOUND = 1  # closure --strict found warnings; diff found a change
               help="With --consumer: the closure's byte budget.")
 @click.option("--store-dir", default="/nix/store", show_default=True, metavar="DIR",
               help="With --consumer: the Nix store.")
-def closure_command(split_dir: str, roots: tuple[str, ...], as_json: bool, strict: bool,
+def closure_command(split_dir: str, roots: tuple[str, ...], as_json: bool, fmt: str, strict: bool,
                     consumer: bool, forbid: tuple[str, ...], max_bytes: int | None,
                     store_dir: str) -> None:
     """Bytes per output, which outputs each output references, and what lib/out drag along.
@@ -50,11 +58,16 @@ def closure_command(split_dir: str, roots: tuple[str, ...], as_json: bool, stric
     from .. import closure_of
 
     try:
-        report = closure_of(split_dir, roots=_roots(roots) if roots else None)
+        with status_line("file") as status:
+            report = closure_of(split_dir, roots=_roots(roots) if roots else None,
+                                progress=status)
     except CudasplitError as exc:
         fail(exc)
-    if as_json:
+    fmt = "json" if as_json else fmt
+    if fmt == "json":
         click.echo(report.to_json(), nl=False)
+    elif fmt in ("dot", "mermaid"):
+        click.echo(report.draw(fmt), nl=False)
     else:
         for line in report.text_lines():
             click.echo(line)
@@ -116,8 +129,10 @@ def nixify_command(manifest: str, tarball_dir: str, output_dir: str,
     from .. import nixify_manifest
 
     try:
-        result = nixify_manifest(manifest, tarball_dir, output_dir, platforms=platforms,
-                                 packages=packages, base_url=base_url, jobs=jobs)
+        with status_line("tarball") as status:
+            result = nixify_manifest(manifest, tarball_dir, output_dir, platforms=platforms,
+                                     packages=packages, base_url=base_url, jobs=jobs,
+                                     progress=status)
     except CudasplitError as exc:
         fail(exc)
     for plan in result.packages:
@@ -147,12 +162,13 @@ def nixify_command(manifest: str, tarball_dir: str, output_dir: str,
 @click.option("--platform", default="linux-x86_64", show_default=True,
               help="The platform compared when OLD and NEW are manifests.")
 @click.option("--members", is_flag=True, help="One line per member instead of per directory.")
-@click.option("--json", "as_json", is_flag=True, help="Print the JSON diff.")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON diff (--format json).")
+@FORMAT
 @click.option("-j", "--jobs", type=int, default=1, show_default=True,
               help="Decompression threads per tarball.")
 def diff_command(old: str, new: str, tarball_dir: str | None, old_tarballs: str | None,
                  new_tarballs: str | None, platform: str, members: bool, as_json: bool,
-                 jobs: int) -> None:
+                 fmt: str, jobs: int) -> None:
     """Compare two releases: tarballs, split directories, or manifests with their tarballs.
 
     Exit 0 when they place the same members the same way, 1 when something changed.
@@ -161,12 +177,17 @@ def diff_command(old: str, new: str, tarball_dir: str | None, old_tarballs: str 
     from .. import diff_releases
 
     try:
-        result = diff_releases(old, new, tarball_dir=tarball_dir, old_tarballs=old_tarballs,
-                               new_tarballs=new_tarballs, platform=platform, jobs=jobs)
+        with status_line() as status:
+            result = diff_releases(old, new, tarball_dir=tarball_dir,
+                                   old_tarballs=old_tarballs, new_tarballs=new_tarballs,
+                                   platform=platform, jobs=jobs, progress=status)
     except CudasplitError as exc:
         fail(exc)
-    if as_json:
+    fmt = "json" if as_json else fmt
+    if fmt == "json":
         click.echo(result.to_json(), nl=False)
+    elif fmt in ("dot", "mermaid"):
+        click.echo(result.draw(fmt), nl=False)
     else:
         for line in result.text_lines(members=members):
             click.echo(line)

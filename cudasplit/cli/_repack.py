@@ -10,7 +10,7 @@ import click
 from .. import CudasplitError, ProblemsFound, RepackOptions, Report, repack_to_dir
 from ._optgroups import COMMON, PATCH, split_options
 from ._split import ReportTarget
-from ._terminal import fail, print_issues, setup_logging
+from ._terminal import fail, print_issues, setup_logging, status_line
 
 
 @click.command("repack")
@@ -43,11 +43,13 @@ def repack_command(source: str, output_dir: str, prefix: str | None, fmt: str, l
     setup_logging(quiet, verbose)
     report_target = ReportTarget(report_file, relative=False)
     try:
-        options = split_options(kw, COMMON, PATCH, nix_markers=nix_support, strict=strict,
-                                overwrite=overwrite, jobs=jobs)
         packing = RepackOptions(prefix=prefix, fmt=fmt, level=level, threads=threads)
         try:
-            result = repack_to_dir(source, output_dir, options, packing)
+            with status_line(quiet=quiet) as status:
+                options = split_options(kw, COMMON, PATCH, nix_markers=nix_support,
+                                        strict=strict, overwrite=overwrite, jobs=jobs,
+                                        progress=status)
+                result = repack_to_dir(source, output_dir, options, packing)
         except ProblemsFound as exc:
             if isinstance(exc.report, Report):
                 report_target.write(exc.report.as_dict())

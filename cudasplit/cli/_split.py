@@ -28,20 +28,39 @@ from .. import (
     split_to_dir,
 )
 from ._optgroups import COMMON, PATCH, split_options
-from ._terminal import ProgressLine, err, fail, print_issues, setup_logging
+from ._terminal import (
+    ProgressLine,
+    dropped_line,
+    err,
+    fail,
+    print_issues,
+    setup_logging,
+    status_line,
+)
 
 
 class ReportTarget:
     """``--report FILE`` or ``--report -`` (standard output), plain or ``--report-relative``."""
 
-    def __init__(self, target: str | None, relative: bool) -> None:
+    def __init__(self, target: str | None, relative: bool, *, nix: bool = False) -> None:
         self.target = target
         self.relative = relative
         self.to_stdout = target == "-"
+        self.nix = nix
 
     def render(self, report: Report) -> dict[str, Any]:
-        """The report's JSON data, without absolute store paths when ``relative``."""
-        return relative_report(report) if self.relative else report.as_dict()
+        """The report's JSON data, without absolute store paths when ``relative``, and in
+        ``--nix`` mode whenever the report lands inside an output: an output naming another
+        output's store path is a reference, and dev -> out -> dev a Nix cycle error."""
+        relative = self.relative or (self.nix and self._inside(report))
+        return relative_report(report) if relative else report.as_dict()
+
+    def _inside(self, report: Report) -> bool:
+        if self.target is None or self.to_stdout:
+            return False
+        where = Path(self.target).resolve()
+        return any(where.is_relative_to(Path(rec.directory).resolve())
+                   for rec in report.outputs.values())
 
     def write(self, data: dict[str, Any]) -> None:
         """Write ``data`` as JSON to the target (nothing without one)."""
@@ -75,7 +94,8 @@ class ReportTarget:
 @click.option("--report", "report_file", type=click.Path(dir_okay=False, allow_dash=True),
               help="Write the JSON report here ('-': standard output).")
 @click.option("--report-relative", is_flag=True, help="Report without absolute store paths "
-              "(outputs as $<output>, source and rule files by name): safe to keep in $out.")
+              "(outputs as $<output>, source and rule files by name): safe to keep in $out. "
+              "With --nix, a report inside an output is always written so.")
 @click.option("--strict", is_flag=True, help="Fail (exit 1) on empty requested outputs, "
               "unclaimed members, dangling links, failed patches, missing package roots and "
               "unresolved DT_NEEDED.")
@@ -108,7 +128,7 @@ def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
     if bool(output_dir) == nix:
         raise click.UsageError("give exactly one of --output-dir DIR or --nix")
     progress = ProgressLine.for_terminal(quiet)
-    writer = ReportTarget(report_file, report_relative)
+    writer = ReportTarget(report_file, report_relative, nix=nix)
     try:
         options = split_options(
             kw, COMMON, PATCH, strict=strict, dry_run=dry_run, overwrite=overwrite, jobs=jobs,
@@ -135,14 +155,16 @@ def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
 
 
 def _print_summary(report: Report, *, to_stderr: bool = False) -> None:
-    lines = report.summary_lines()
+    # A lazy public name (``cudasplit._LAZY``): the sizes ``closure`` would print.
+    from .. import measure_outputs
+
+    lines = report.summary_lines(None if report.dry_run else measure_outputs(report))
     if report.dry_run:
         lines = ["plan (--dry-run): nothing was written; outputs would go to these directories",
                  *lines]
-    dropped = sum(1 for m in report.members if m.output is None and m.kind != "dir"
-                  and m.note != "directories are created where their content lands")
+    dropped = report.dropped()
     if dropped:
-        lines.append(f"dropped  {dropped:6} members (rules or CUDA major; see the report)")
+        lines.append(dropped_line(dropped))
     for line in lines:
         click.echo(line, err=to_stderr)
 
@@ -207,7 +229,9 @@ def _print_closure(output_dir: str | None, nix: bool) -> None:
     from .. import closure_of
 
     try:
-        report = closure_of() if nix else closure_of(output_dir)
+        with status_line("file") as status:
+            report = closure_of(progress=status) if nix else closure_of(output_dir,
+                                                                      progress=status)
     except CudasplitError as exc:
         fail(exc)
     for line in report.text_lines():

@@ -9,13 +9,14 @@ no status line there at all.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import NoReturn
 
@@ -33,18 +34,19 @@ class ProgressLine:
 
     MIN_INTERVAL = 0.1
 
-    def __init__(self) -> None:
+    def __init__(self, unit: str = "member") -> None:
+        self.unit = unit  # what Progress.members counts: member, tarball, file
         self._last = 0.0
         self._start = time.monotonic()
         self._lock = threading.Lock()
         self._width = 0
 
     @classmethod
-    def for_terminal(cls, quiet: bool, env: Mapping[str, str] | None = None
-                     ) -> ProgressLine | None:
+    def for_terminal(cls, quiet: bool, env: Mapping[str, str] | None = None,
+                     unit: str = "member") -> ProgressLine | None:
         if quiet or not wants_status_line(env):
             return None
-        line = cls()
+        line = cls(unit)
         _ACTIVE[0] = line
         return line
 
@@ -54,7 +56,7 @@ class ProgressLine:
             return
         self._last = now
         rate = progress.bytes / max(now - self._start, 1e-6)
-        line = (f"{Path(progress.source).name}: {progress.members} members, "
+        line = (f"{Path(progress.source).name}: {plural(progress.members, self.unit)}, "
                 f"{progress.bytes / 1e6:,.0f} MB, {rate / 1e6:,.0f} MB/s  {progress.current}")
         columns = shutil.get_terminal_size().columns - 1
         with self._lock:
@@ -74,6 +76,18 @@ class ProgressLine:
 
 
 _ACTIVE: list[ProgressLine | None] = [None]
+
+
+@contextlib.contextmanager
+def status_line(unit: str = "member", quiet: bool = False) -> Iterator[ProgressLine | None]:
+    """The status line of one command (None off a terminal), cleared when it ends: every
+    long command shows its progress this one way."""
+    line = ProgressLine.for_terminal(quiet, unit=unit)
+    try:
+        yield line
+    finally:
+        if line is not None:
+            line.clear()
 
 
 def wants_status_line(env: Mapping[str, str] | None = None) -> bool:
@@ -141,3 +155,22 @@ def print_issues(report: Report, *, warnings: bool = True) -> None:
         err(issue_line("problem", report.source, problem))
     for warning in report.warnings if warnings else ():
         err(issue_line("warning", report.source, warning))
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``1 file``, ``2 files``, ``1,234 problems``."""
+    return f"{count:,} {word if count == 1 else (many or word + 's')}"
+
+
+_DROP_WORDS = {"rules": "by rules", "package table": "by the package table",
+               "CUDA major": "of another CUDA major", "unsafe-symlink": "unsafe symlink",
+               "dangling-symlink": "dangling symlink", "duplicate-member": "duplicate name",
+               "under-symlink": "below a symlink"}
+
+
+def dropped_line(counts: dict[str, int]) -> str:
+    """``dropped 3 members: 2 by rules, 1 unsafe symlink (see the report)``."""
+    total = sum(counts.values())
+    parts = ", ".join(f"{n} {_DROP_WORDS.get(why, why)}" for why, n in sorted(
+        counts.items(), key=lambda item: (-item[1], item[0])))
+    return f"dropped  {plural(total, 'member')}: {parts} (see the report)"

@@ -31,12 +31,14 @@ MODE_MASK = 0o755
 
 
 class DirectorySink:
-    """Writes each output into its own directory.
-
-    ``staging=True`` (``--output-dir`` mode): members go to ``<parent>/.cudasplit-staging-*/``
-    and each output directory is renamed into place by :meth:`finish`, so a killed run leaves
-    nothing that looks finished. ``staging=False`` (Nix mode): the roots are written directly;
-    Nix discards the outputs of a failed build itself.
+    """Writes each output into its own directory (a killed run leaves none that looks done).
+    Args:
+        roots: output name -> directory.
+        staging_parent: stage below it, rename into place in :meth:`finish` (None: direct).
+        overwrite: replace outputs that exist.
+        durable: fsync before the final renames.
+    Raises:
+        OutputError: a root exists (without ``overwrite``) or cannot be written.
     """
 
     def __init__(self, roots: Mapping[str, Path], *, staging_parent: Path | None = None,

@@ -18,7 +18,14 @@ _VIRTUAL = Path("/cudasplit-memory")
 
 
 class MemorySink(StagedSink):
-    """``layout`` defaults to ``/cudasplit-memory/<output>`` (nothing is ever written there)."""
+    """``layout`` defaults to ``/cudasplit-memory/<output>`` (nothing is ever written there).
+
+    Args:
+        layout: the declared roots (default ``/cudasplit-memory/<output>``).
+
+    Raises:
+        Nothing.
+    """
 
     stage_prefix = "cudasplit-memory-"
 

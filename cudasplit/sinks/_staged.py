@@ -23,7 +23,15 @@ __all__ = ["StagedSink"]
 
 
 class StagedSink(ABC):
-    """The whole :class:`~cudasplit.sinks._base.Sink` protocol but :meth:`finish`."""
+    """The whole :class:`~cudasplit.sinks._base.Sink` protocol but :meth:`finish`.
+
+    Args:
+        layout: where the outputs will live.
+        staging_parent: where the staging directory is made (default: a temporary directory).
+
+    Raises:
+        OutputError: the staging directory cannot be made or written.
+    """
 
     stage_prefix = ".cudasplit-stage-"
 

@@ -70,6 +70,20 @@ class TarballSink(StagedSink):
     it read (:meth:`start`) before the first member, so the sink never asks the source.
     ``prefix`` (default ``/<stem>``) is where the outputs will be unpacked: output ``lib``
     lives at ``<prefix>/lib`` (the sink's declared :attr:`layout`).
+
+    Args:
+        directory: where the archives go.
+        package: names the archives (default: the identity the split reads).
+        prefix: where the outputs unpack (default ``/<stem>``).
+        fmt: ``zst``, ``xz`` or ``gz``.
+        level: the compression level.
+        threads: zstd workers.
+        mtime: the members' mtime (default: ``SOURCE_DATE_EPOCH`` or a fixed value).
+        overwrite: replace archives that exist.
+        staging_parent: where members are staged.
+
+    Raises:
+        OutputError: an unknown format, a relative prefix, or an archive that exists.
     """
 
     stage_prefix = ".cudasplit-repack-"

@@ -367,7 +367,7 @@ def test_dry_run_is_marked_as_a_plan_and_counts_dropped(tmp_path: Path) -> None:
                              "--cuda-major", "12")
     assert code == 0
     assert stdout.startswith("plan (--dry-run): nothing was written")
-    assert "dropped       1 members" in stdout
+    assert "dropped  1 member: 1 of another CUDA major (see the report)" in stdout
     assert not (tmp_path / "o").exists()
 
 

@@ -5,6 +5,12 @@ from __future__ import annotations
 
 from cudasplit._elf.plan.edit import EditResult, ElfEdit, UnknownPatcherError
 from cudasplit._elf.plan.entries import dedupe, entry_key
+from cudasplit._elf.plan.hostloader import (
+    HostLoader,
+    default_dirs,
+    host_interpreter,
+    read_ld_so_cache,
+)
 from cudasplit._elf.plan.planner import ElfPlan, PlacedElf, PlanContext, plan_elf
 from cudasplit._elf.plan.resolve import (
     LibraryIndex,
@@ -36,6 +42,7 @@ __all__ = [
     "EditResult",
     "ElfEdit",
     "ElfPlan",
+    "HostLoader",
     "LibraryIndex",
     "PlacedElf",
     "PlanContext",
@@ -46,7 +53,9 @@ __all__ = [
     "UnresolvedLibrariesError",
     "arch_of",
     "dedupe",
+    "default_dirs",
     "entry_key",
+    "host_interpreter",
     "ignored",
     "index_library_paths",
     "is_driver_name",
@@ -57,6 +66,7 @@ __all__ = [
     "parse_interpreters",
     "plan_elf",
     "plan_runpath",
+    "read_ld_so_cache",
     "split_search_path",
     "unresolved_error",
 ]

@@ -16,6 +16,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 
 from cudasplit._elf.plan.edit import ElfEdit
+from cudasplit._elf.plan.hostloader import HostLoader
 from cudasplit._elf.plan.resolve import LibraryIndex, arch_of, ignored
 from cudasplit._elf.plan.runpath import (
     RunpathPlan,
@@ -59,6 +60,8 @@ class PlanContext:
     complete: bool = True
     # Package-table add_needed, resolved: (globs on the file's path in its output, names).
     add_needed: tuple[tuple[tuple[Glob, ...], tuple[str, ...]], ...] = ()
+    # Outside Nix: what this machine's loader finds is resolved (policy.host_loader).
+    host: HostLoader | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,14 +97,15 @@ def plan_elf(facts: PlacedElf, ctx: PlanContext) -> ElfPlan:
         library_index=ctx.library_index.for_arch(info.elf_class, info.machine),
         policy=policy, is_compat_package=ctx.is_compat_package)
     foreign = _foreign(info, policy)
-    accepted = tuple(n for n in runpath.needed_unresolved
-                     if foreign or ignored(n, policy.ignore_missing))
+    left = tuple(n for n in runpath.needed_unresolved
+                 if ctx.host is None or ctx.host.find(n, info.elf_class, info.machine) is None)
+    accepted = tuple(n for n in left if foreign or ignored(n, policy.ignore_missing))
     edit = ElfEdit(runpath=runpath.value, tag=policy.tag, interpreter=_interpreter(info, policy),
                    replace_needed=renames, add_needed=adds)
     return ElfPlan(
         edit=edit, final=ctx.complete or _settled(needed, own), runpath=runpath,
         interpreter_before=info.interp,
-        unresolved=tuple(n for n in runpath.needed_unresolved if n not in accepted),
+        unresolved=tuple(n for n in left if n not in accepted),
         ignored=accepted)
 
 

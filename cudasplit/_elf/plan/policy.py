@@ -25,6 +25,26 @@ class RunpathPolicy:
     ``cuda_compat`` is the directory holding cuda_compat's ``libcuda.so*`` (``<pkg>/compat``).
     ``stub_dirs`` are absolute directories known to hold stubs, beyond any path with a
     ``stubs`` component. ``append`` entries must be absolute or ``$ORIGIN``-relative.
+
+    Attributes:
+        driver_link: the driver link directory; ``<driver_link>/lib`` leads every RUNPATH
+            (``None``: left out).
+        cuda_compat: the directory holding cuda_compat's ``libcuda.so*``, searched first.
+        library_paths: directories where DT_NEEDED names outside the package are found.
+        append: entries appended to every RUNPATH (absolute or ``$ORIGIN``-relative).
+        keep_absolute: keep the absolute entries a file already has.
+        tag: ``RUNPATH`` or ``RPATH``.
+        stub_dirs: absolute directories known to hold stubs (never on a RUNPATH).
+        interpreters: (arch, loader path) pairs: the PT_INTERP of executables of that arch.
+        ignore_missing: DT_NEEDED globs that may stay unresolved (autoPatchelfIgnoreMissingDeps).
+        fail_unresolved: an unresolved name fails the run (``--nix``; ``--strict`` too).
+        target_arch: the build's arch; unresolved names of files of another arch never fail.
+        host_loader: names this machine's loader finds (``ld.so.cache``, the default directories)
+            count as resolved; off in ``--nix`` mode.
+
+    Raises:
+        RunpathPolicyError: a directory is relative, holds ``:``, or is a stubs directory; an
+            unknown tag; an interpreter that is not an absolute path.
     """
 
     driver_link: str | None = DEFAULT_DRIVER_LINK
@@ -43,6 +63,9 @@ class RunpathPolicy:
     # The build's arch (--nix: the loader's). Unresolved names of files of another arch, with
     # no --interpreter for it, never fail: autoPatchelf skips such files altogether.
     target_arch: str | None = None
+    # Names this machine's loader finds (ld.so.cache, default dirs) count as resolved: the
+    # output of a plain split runs here. Off in --nix mode, where the sandbox has none.
+    host_loader: bool = True
 
     def __post_init__(self) -> None:
         if self.tag not in _TAGS:

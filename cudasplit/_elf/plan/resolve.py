@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from elftools.elf.enums import ENUM_E_MACHINE
 
 from cudasplit._elf.read import elf_ident
+from cudasplit._report import plural
 from cudasplit.errors import ProblemsFound, SourceError
 
 __all__ = [
@@ -140,7 +141,8 @@ def unresolved_error(missing: Mapping[str, Sequence[str]], report: object = None
     names = sorted({n for found in missing.values() for n in found})
     example = " ".join(f"--ignore-missing '{n}'" for n in names[:3])
     return UnresolvedLibrariesError(
-        f"{len(names)} library name(s) needed by {len(missing)} file(s) resolve nowhere "
+        f"{plural(len(names), 'library name')} needed by {plural(len(missing), 'file')} "
+        f"{'resolves' if len(names) == 1 else 'resolve'} nowhere "
         f"(package outputs, --library-path, Nix build inputs): {files}. Add a directory "
         f"holding them with --library-path DIR (in Nix: a buildInputs entry), or accept them "
         f"with --ignore-missing NAME-GLOB (e.g. {example})", report)

@@ -61,6 +61,15 @@ class RunpathPlan:
 
     ``dropped`` lists the existing entries the policy removed (stubs, empty, relative, or
     absolute without ``keep_absolute``), in their original order, for the report.
+
+    Attributes:
+        entries: the planned search path, in order.
+        needed_unresolved: DT_NEEDED names nothing here provides.
+        needed_from_driver: names left to the driver directory.
+        dropped: existing entries the policy removed.
+
+    Raises:
+        Nothing: a value.
     """
 
     entries: tuple[str, ...]
@@ -84,14 +93,29 @@ def plan_runpath(
     policy: RunpathPolicy,
     is_compat_package: bool = False,
 ) -> RunpathPlan:
-    """Plan the search path of one ELF file (see the module docstring for the order).
+    """Plan the search path of one ELF file: the driver (and ``cuda_compat``) first, then
+    the directories of the package's own libraries it needs, ``$ORIGIN``, the kept
+    ``$ORIGIN``-relative entries, and the policy's appended ones.
 
-    ``existing`` is the file's current ``DT_RUNPATH`` or ``DT_RPATH`` (``None``: neither).
-    ``own_dir_names`` are the names present in the file's own directory within the package;
-    ``package_dirs`` maps names the package provides elsewhere to their absolute final
-    directory; ``library_index`` comes from :func:`index_library_paths`. Raises
-    :class:`RunpathPolicyError` when a directory from those mappings is not absolute or
-    contains ``:``.
+    Args:
+        existing: the file's current ``DT_RUNPATH`` or ``DT_RPATH`` (``None``: neither).
+        needed: its DT_NEEDED names.
+        own_dir_names: the names present in the file's own directory within the package.
+        package_dirs: names the package provides elsewhere -> their absolute final
+            directory.
+        library_index: names found on the library path (``--library-path``) -> their
+            absolute directory.
+        policy: the :class:`RunpathPolicy` of the run.
+        is_compat_package: the file belongs to ``cuda_compat`` (its libcuda comes through
+            ``$ORIGIN``).
+
+    Returns:
+        The :class:`RunpathPlan`: entries, and the names left unresolved or left to the
+        driver.
+
+    Raises:
+        RunpathPolicyError: a directory from those mappings is not absolute or contains
+            ``:``.
     """
     needed_dirs, unresolved, from_driver = _resolve_needed(
         needed, own_dir_names, package_dirs, library_index, policy.stub_dirs

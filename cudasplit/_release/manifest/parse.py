@@ -90,7 +90,18 @@ class Manifest:
 
 
 def load_manifest(path: str | os.PathLike[str]) -> Manifest:
-    """Read and validate a ``redistrib_*.json`` file; ManifestError names the file and key."""
+    """Read and validate NVIDIA's ``redistrib_*.json``.
+
+    Args:
+        path: the manifest file.
+
+    Returns:
+        The :class:`Manifest`: release facts and every package's artifacts.
+
+    Raises:
+        ManifestError: the file cannot be read, is not JSON, or lacks a key (the message
+            names the file and the key).
+    """
     name = os.fspath(path)
     try:
         with open(name, "rb") as fh:

@@ -136,9 +136,23 @@ def select_artifacts(
     cuda_variants: Iterable[str] | None = None,
     packages: Iterable[str] | None = None,
 ) -> tuple[Artifact, ...]:
-    """The artifacts of the chosen platforms (words as :func:`resolve_platforms` takes them;
-    ``None``: all), CUDA variants (``None``: all; packages without variants are always kept)
-    and package names (``None``: all), in manifest order."""
+    """The artifacts of a manifest chosen by platform, CUDA variant and package, in
+    manifest order.
+
+    Args:
+        manifest: from :func:`load_manifest`.
+        platforms: platform words (``linux``, ``x86_64-linux``, ``linux-sbsa``, ...;
+            ``None``: all).
+        cuda_variants: CUDA majors of variant packages (``12`` or ``cuda12``; ``None``: all;
+            packages without variants are always kept).
+        packages: package names (``None``: all).
+
+    Returns:
+        The chosen artifacts.
+
+    Raises:
+        ManifestError: a platform word names no platform.
+    """
     keep_platforms = resolve_platforms(platforms or (), manifest)
     keep_variants = (None if cuda_variants is None
                      else frozenset(normalise_variant(v) for v in cuda_variants))

@@ -18,10 +18,12 @@ from typing import Any
 
 from cudasplit._release.manifest.parse import Artifact, Manifest
 from cudasplit._release.manifest.select import find_tarball, select_artifacts
+from cudasplit._split.progress import ProgressCallback, Tally
 
 __all__ = ["CHUNK", "VerifyReport", "VerifyResult", "VerifyStatus", "sha256_file", "verify",
            "verify_artifact"]
 
+VERIFY_SCHEMA = 1  # the "schema" of VerifyReport.as_dict (cudasplit/schemas/verify.json)
 CHUNK = 1 << 20  # 1 MiB: large enough that hashlib drops the GIL, small enough to stay cached
 
 
@@ -84,7 +86,8 @@ class VerifyReport:
         return {s.value: len(self.with_status(s)) for s in VerifyStatus}
 
     def as_dict(self) -> dict[str, Any]:
-        return {"manifest": self.manifest, "tarball_dir": self.tarball_dir, "ok": self.ok,
+        return {"schema": VERIFY_SCHEMA, "manifest": self.manifest,
+                "tarball_dir": self.tarball_dir, "ok": self.ok,
                 "counts": self.counts(), "results": [r.as_dict() for r in self.results]}
 
     def to_json(self) -> str:
@@ -99,6 +102,7 @@ def verify(
     cuda_variants: Iterable[str] | None = None,
     packages: Sequence[str] | None = None,
     jobs: int = 0,
+    progress: ProgressCallback | None = None,
 ) -> VerifyReport:
     """Check size, then sha256, of every selected artifact found in ``tarball_dir``.
 
@@ -108,8 +112,16 @@ def verify(
     artifacts = select_artifacts(manifest, platforms=platforms, cuda_variants=cuda_variants,
                                  packages=packages)
     workers = jobs if jobs > 0 else max(1, min(len(os.sched_getaffinity(0)), 8))
+    tally = Tally(manifest.source, progress)
+
+    def one(artifact: Artifact) -> VerifyResult:
+        result = verify_artifact(artifact, tarball_dir)
+        tally.add(artifact.filename, result.actual_size or 0)
+        return result
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        results = tuple(pool.map(lambda a: verify_artifact(a, tarball_dir), artifacts))
+        results = tuple(pool.map(one, artifacts))
+    tally.done()
     return VerifyReport(manifest.source, os.fspath(tarball_dir), results)
 
 

@@ -45,6 +45,7 @@ from cudasplit._release.nixify.plan import (
     table_needs,
 )
 from cudasplit._release.nixify.render import render_default, render_package
+from cudasplit._split.progress import ProgressCallback
 from cudasplit.errors import ManifestError, OutputError
 
 __all__ = [
@@ -74,10 +75,10 @@ class NixifyResult:
 def nixify(manifest: Manifest, tarball_dir: str | os.PathLike[str],
            output_dir: str | os.PathLike[str], *, platforms: Iterable[str] | None = None,
            packages: Iterable[str] | None = None, base_url: str = DEFAULT_BASE_URL,
-           jobs: int = 1) -> NixifyResult:
+           jobs: int = 1, progress: ProgressCallback | None = None) -> NixifyResult:
     """Write ``<pname>.nix`` per package and ``default.nix`` into ``output_dir``."""
     plans = plan_release(manifest, tarball_dir, platforms=platforms, packages=packages,
-                         base_url=base_url, jobs=jobs)
+                         base_url=base_url, jobs=jobs, progress=progress)
     if not plans:
         raise ManifestError(f"{manifest.source}: none of its tarballs is in {tarball_dir}")
     name = Path(manifest.source).name

@@ -20,6 +20,7 @@ from cudasplit._release.sonames import PackageLinks, dependencies, provider_inde
 from cudasplit._rulebook import PackageSettings, Where, load_ruleset
 from cudasplit._split.pipeline import SplitOptions
 from cudasplit._split.pipeline import split as _split
+from cudasplit._split.progress import ProgressCallback, Tally
 from cudasplit.errors import ManifestError
 
 __all__ = [
@@ -75,7 +76,8 @@ class PackagePlan:
 
 def plan_release(manifest: Manifest, tarball_dir: str | os.PathLike[str], *,
                  platforms: Iterable[str] | None = None, packages: Iterable[str] | None = None,
-                 base_url: str = DEFAULT_BASE_URL, jobs: int = 1) -> tuple[PackagePlan, ...]:
+                 base_url: str = DEFAULT_BASE_URL, jobs: int = 1,
+                 progress: ProgressCallback | None = None) -> tuple[PackagePlan, ...]:
     """Read every tarball of the selection and decide each package's expression."""
     wanted = None if platforms is None else tuple(platforms)
     chosen = [a for a in select_artifacts(manifest, platforms=wanted or ("linux",),
@@ -85,6 +87,7 @@ def plan_release(manifest: Manifest, tarball_dir: str | os.PathLike[str], *,
     cuda = cuda_version_of(manifest)
     links: dict[tuple[str, str], PackageLinks] = {}
     outputs: dict[Artifact, tuple[str, ...]] = {}
+    tally = Tally(manifest.source, progress)
     for artifact, path in found.items():
         if path is None:
             continue
@@ -92,6 +95,8 @@ def plan_release(manifest: Manifest, tarball_dir: str | os.PathLike[str], *,
         outputs[artifact] = _outputs_of(path, where, jobs)
         links[(artifact.package, artifact.platform)] = PackageLinks(
             artifact.package, scan_elf_source(path, jobs=jobs))
+        tally.add(artifact.filename, artifact.size)
+    tally.done()
     plans = []
     for package in manifest.packages:
         arts = [a for a in chosen if a.package == package.pname]

@@ -99,7 +99,7 @@ def test_cli_warns_and_strict_fails(two: Path, one: Path) -> None:
     strict = runner.invoke(main, ["ldd", str(two), "--no-system", "--strict"])
     assert strict.exit_code == 1 and "error: " in strict.output
     as_json = runner.invoke(main, ["ldd", str(two), "--no-system", "--json"])
-    entry = json.loads(as_json.output)[0]
+    entry = json.loads(as_json.output)["files"][0]
     assert entry["ambiguous"][0]["library"] == "libfoo.so.1"
     fine = runner.invoke(main, ["ldd", str(one), "--no-system", "--strict"])
     assert fine.exit_code == 0 and "ambiguous" not in fine.output

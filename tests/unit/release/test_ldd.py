@@ -83,7 +83,7 @@ def test_cli_json_and_exit_codes(split_dir: Path) -> None:
     ok = runner.invoke(main, ["ldd", str(split_dir), "--json", "--no-system",
                               "--driver-link", str(split_dir.parent / "driver")])
     assert ok.exit_code == 0, ok.output
-    views = json.loads(ok.stdout)
+    views = json.loads(ok.stdout)["files"]
     assert {Path(v["path"]).name for v in views} >= {"tool", "usecuda", "libdep.so.1"}
     stubs = split_dir / "stubs" / "lib" / "stubs"
     bad = runner.invoke(main, ["ldd", str(split_dir / "bin"), "--ld-library-path", str(stubs)])

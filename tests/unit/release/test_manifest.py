@@ -223,7 +223,7 @@ def test_cli_verify_exit_codes_and_json(downloads: tuple[Path, Path]) -> None:
     manifest_path, tarballs = downloads
     code, out, err = invoke("verify", str(manifest_path), "--tarballs", str(tarballs))
     assert code == 0, err
-    assert out.count("ok ") == 4 and "4 tarball(s): 4 ok" in err
+    assert out.count("ok ") == 4 and "4 tarballs: 4 ok" in err
 
     (tarballs / "cuda_cudart-linux-sbsa-12.2.140-archive.tar.xz").write_bytes(b"short")
     code, out, _ = invoke("verify", str(manifest_path), "--tarballs", str(tarballs), "--json",

@@ -1,0 +1,65 @@
+"""What a person reads every day (issue 26): inspect's table, explain's dlopen lines, summary
+sizes that agree with ``closure``, and counted words in the singular where they are one."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from cudasplit import closure_of
+from cudasplit.cli import main
+from tests.support.builders import compile_shared
+from tests.support.tarutil import TOP, write_archive
+
+LONG = "include/" + "/".join(["deeply-nested-directory"] * 5) + "/demo.h"
+
+
+def _invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_inspect_has_a_header_aligned_columns_and_separators(tmp_path: Path) -> None:
+    archive = write_archive(tmp_path / f"{TOP}.tar.xz", [
+        ("dir", "lib", None), ("file", "lib/libdemo.so.1", b"x" * 1_234_567),
+        ("symlink", "lib/libdemo.so", "libdemo.so.1"), ("file", LONG, b"#pragma once\n")])
+    code, stdout, _ = _invoke("inspect", str(archive))
+    assert code == 0
+    lines = stdout.splitlines()
+    assert lines[0].split() == ["KIND", "SIZE", "OUTPUT", "RULE", "MEMBER"]
+    assert "1,234,567" in stdout
+    assert not any(line.startswith("dir ") for line in lines)  # no "dir 0 -" rows
+    # The member column starts at the same place on every row, however long the paths.
+    starts = {line.index(path) for line, path in zip(lines, [
+        "MEMBER", "lib/libdemo.so.1", "lib/libdemo.so ->", LONG], strict=True)}
+    assert len(starts) == 1
+
+
+def test_explain_prints_dlopen_entries_readably(tmp_path: Path) -> None:
+    source = ('static const char *const n = "libnvrtc.so.12";\n'
+              'const char *name(void) { return n; }\n')
+    lib = compile_shared(tmp_path, "libopener.so.1", source, soname="libopener.so.1")
+    archive = write_archive(tmp_path / f"{TOP}.tar.xz", [("file", "lib/libopener.so.1",
+                                                          lib.read_bytes())])
+    code, stdout, _ = _invoke("explain", str(archive), "lib/libopener.so.1")
+    assert code == 0
+    assert "{'" not in stdout and "[" not in stdout.split("=> output")[1]
+    dlopen = [line for line in stdout.splitlines() if "dlopen:" in line]
+    assert dlopen and "libnvrtc.so.12" in dlopen[0]
+
+
+def test_summary_counts_what_closure_counts_in_the_singular(tmp_path: Path) -> None:
+    archive = write_archive(tmp_path / f"{TOP}.tar.xz", [
+        ("file", "lib/libdemo.so.1", b"x" * 5000), ("symlink", "lib/libdemo.so", "libdemo.so.1"),
+        ("file", "include/demo.h", b"#pragma once\n")])
+    out = tmp_path / "o"
+    code, stdout, _ = _invoke("split", str(archive), "-o", str(out))
+    assert code == 0
+    lib = next(line for line in stdout.splitlines() if line.startswith("lib "))
+    size = closure_of(out).sizes["lib"]
+    assert (size.files, size.bytes) == (2, 5000 + len("libdemo.so.1"))
+    assert re.search(r"\b2 files\s+5,012 bytes\b", lib), lib
+    include = next(line for line in stdout.splitlines() if line.startswith("include "))
+    assert re.search(r"\b1 file\s+13 bytes\b", include), include

@@ -1,0 +1,97 @@
+"""Every JSON output is an object with a "schema" version, valid against the JSON Schema file
+the package ships for it (cudasplit/schemas/*.json)."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from cudasplit.cli import main
+from tests.support.builders import compile_shared
+from tests.support.paths import REPO
+from tests.support.tarutil import TOP, write_archive
+from tests.unit.release.test_manifest import artifact_entry, write_manifest
+
+jsonschema = pytest.importorskip("jsonschema")
+referencing = pytest.importorskip("referencing")
+
+NAMES = ("report", "batch", "closure", "diff", "verify", "explain", "ldd")
+
+
+def _schemas() -> dict[str, dict[str, Any]]:
+    folder = resources.files("cudasplit") / "schemas"
+    return {name: json.loads((folder / f"{name}.json").read_text()) for name in NAMES}
+
+
+def _check(name: str, data: Any) -> None:
+    schemas = _schemas()
+    registry = referencing.Registry().with_resources(
+        (s["$id"], referencing.Resource.from_contents(s)) for s in schemas.values())
+    assert isinstance(data, dict) and data["schema"] == 1
+    jsonschema.Draft202012Validator(schemas[name], registry=registry).validate(data)
+
+
+def _run(*args: str, code: int = 0) -> Any:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == code, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def archives(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    root = tmp_path_factory.mktemp("schemas")
+    lib = compile_shared(root, "libdemo.so.1", "int f(void){return 0;}", soname="libdemo.so.1",
+                         needed_libs=["libnowhere.so.7"])
+    entries = [("file", "lib/libdemo.so.1", lib.read_bytes()),
+               ("symlink", "lib/libdemo.so", "libdemo.so.1"),
+               ("file", "include/demo.h", b"#pragma once\n")]
+    old = write_archive(root / f"{TOP}.tar.xz", entries)
+    top = TOP.replace("12.9.79", "12.9.80")
+    new = write_archive(root / f"{top}.tar.xz", [*entries, ("file", "bin/x", b"x")], top=top)
+    out = root / "out"
+    CliRunner().invoke(main, ["split", str(old), "-o", str(out)])
+    return old, new, out
+
+
+def test_every_schema_is_valid_and_shipped() -> None:
+    for schema in _schemas().values():
+        jsonschema.Draft202012Validator.check_schema(schema)
+    pyproject = (REPO / "pyproject.toml").read_text()
+    assert 'packages = ["cudasplit"]' in pyproject  # the wheel takes the whole package dir
+
+
+def test_split_report_and_inspect(archives: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    old, _, _ = archives
+    _check("report", _run("split", str(old), "-o", str(tmp_path / "o"), "--report", "-"))
+    _check("report", _run("inspect", str(old), "--json"))
+
+
+def test_batch_report(archives: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    old, new, _ = archives
+    _check("batch", _run("split", str(old), str(new), "-o", str(tmp_path / "o"),
+                         "--report", "-", "-q"))
+
+
+def test_closure_ldd_explain_diff(archives: tuple[Path, Path, Path]) -> None:
+    old, new, out = archives
+    _check("closure", _run("closure", str(out), "--json"))
+    _check("ldd", _run("ldd", str(out), "--json", code=1))  # libnowhere.so.7: not found
+    _check("explain", _run("explain", str(old), "lib/libdemo.so.1", "--json"))
+    _check("diff", _run("diff", str(old), str(new), "--json", code=1))
+
+
+def test_verify(tmp_path: Path) -> None:
+    rel = "cuda_demo/linux-x86_64/cuda_demo-linux-x86_64-1.0-archive.tar.xz"
+    manifest = write_manifest(tmp_path / "redistrib_1.0.json", {
+        "release_date": "2026-01-01", "release_label": "1.0", "release_product": "cuda",
+        "cuda_demo": {"name": "demo", "license": "x", "version": "1.0",
+                      "linux-x86_64": artifact_entry(rel, b"abc")}})
+    tarballs = tmp_path / "t"
+    tarballs.mkdir()
+    (tarballs / Path(rel).name).write_bytes(b"abc")
+    _check("verify", _run("verify", str(manifest), "--tarballs", str(tarballs), "--json"))
