@@ -15,7 +15,7 @@ from ._model import Kind
 from ._placements import Placed, Placements
 from ._sources import member_parent
 
-__all__ = ["LinkResolver", "join_link", "link_text"]
+__all__ = ["LinkResolver", "escapes", "join_link", "link_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +96,12 @@ def link_text(normalise: Callable[[str], str | None], original: str, link_dest: 
             and posixpath.normpath(posixpath.join(link_dir, original)) == immediate_dest):
         return original
     return posixpath.relpath(immediate_dest or ".", link_dir or ".")
+
+
+def escapes(link_path: str, target: str) -> bool:
+    """Whether a symlink's target is absolute or climbs out of the package root (an empty
+    target points nowhere and is no escape: it is reported as dangling)."""
+    return bool(target) and join_link(link_path, target) is None
 
 
 def join_link(link_path: str, target: str) -> str | None:

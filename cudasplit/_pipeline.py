@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO
 
 from ._classify import (
+    ARCHIVE_NIX_SUPPORT,
     Action,
     Normaliser,
     classify_member,
@@ -27,6 +28,7 @@ from ._classify import (
 from ._endrun import EndOfRun, RunState
 from ._layout import LayoutSpec
 from ._libmajor import LibMajor
+from ._linkresolve import escapes
 from ._links import LinkPlanner
 from ._model import Member
 from ._options import check_package_known
@@ -41,7 +43,7 @@ from ._rewrites import RewriteContext
 from ._rules import RuleSet
 from ._sources import Limits, Source, open_source
 from ._splitoptions import Progress, SplitOptions
-from .errors import OutputError
+from .errors import OutputError, UnsafeMemberError
 from .sinks._base import Sink
 
 log = logging.getLogger(__name__)
@@ -157,13 +159,28 @@ class SplitRun:
             return
         classified = classify_member(member, self.normalise, self.allowed)
         position = self.writer.member(classified.facts)
+        if classified.facts.rule == ARCHIVE_NIX_SUPPORT:
+            assert classified.facts.note is not None
+            self.writer.problem("archive-nix-support", member.path, classified.facts.note)
         if classified.action is Action.SYMLINK:
+            self._refuse_escape(member)
             self.links.defer_symlink(member, classified.facts, position)
         elif classified.action is Action.HARDLINK:
             self.links.defer_hardlink(member, classified.facts, position)
         elif classified.action is Action.PLACE:
             assert stream is not None and self.placer is not None
             self.writer.placed(self.placer.place(member, stream, classified, position))
+
+    def _refuse_escape(self, member: Member) -> None:
+        """Issue 24: a symlink out of the package root is a hostile archive (GNU tar and
+        tarfile's ``data`` filter fail the extraction too), unless ``skip_unsafe_members``:
+        then it is skipped at the end with an ``unsafe-symlink`` problem."""
+        assert member.link is not None
+        if not self.options.skip_unsafe_members and escapes(member.path, member.link):
+            raise UnsafeMemberError(
+                f"symlink target {member.link!r} leaves the package root "
+                "(--skip-unsafe-members skips such members)",
+                source=self.source.description, member=member.path)
 
     def _release_held(self) -> None:
         """D9: members held until the stream ended go through the loop now (placed, or dropped

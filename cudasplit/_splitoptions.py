@@ -71,6 +71,9 @@ class SplitOptions:
     strip_components: int | None = None
     default_rules: bool = False
     fsync: bool = True
+    # Issue 24: a member that would leave the output (a symlink whose target is absolute or
+    # climbs out of the package root) fails the run unless asked to skip such members.
+    skip_unsafe_members: bool = False
 
     def __post_init__(self) -> None:
         check_options(self)

@@ -133,6 +133,7 @@ def _classification(v: Mapping[str, Any]) -> dict[str, Any]:
         "cuda_version": v["cuda_version"],
         "platform": _platform(v["split_platform"], v["cuda_version"]),
         "python_version": v["python_version"],
+        "skip_unsafe_members": v["skip_unsafe_members"],
     }
     # Guards left unset keep SplitOptions' defaults (the documented 64G, 200, ...).
     if v["max_size"] is not None:
@@ -173,6 +174,9 @@ COMMON = OptionGroup("common", [
                  "aarch64-linux:CAP (Jetson capabilities pick linux-aarch64)."),
     click.option("--python-version", metavar="X.Y", help="The build's Python: cuda_gdb "
                  "keeps only its cuda-gdb-pythonX.Y-tui (as Nixpkgs)."),
+    click.option("--skip-unsafe-members", is_flag=True, help="Skip (with a problem) a "
+                 "symlink whose target is absolute or leaves the package root, instead of "
+                 "failing the run (exit 2): such an archive is hostile."),
 ], _classification)
 """Options that decide classification (split, inspect, explain, repack)."""
 
