@@ -8,9 +8,11 @@ from __future__ import annotations
 import difflib
 import os
 import posixpath
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ._apiargs import check_optional, check_path, check_sink, check_source
 from ._layout import LayoutSpec
 from ._model import OUTPUT_NAMES, Kind
 from ._nixenv import nix_outputs
@@ -20,21 +22,31 @@ from ._report import MemberRecord, Report
 from ._resolve import with_nix_defaults
 from ._rules import Rename, RuleSet, load_ruleset
 from ._sources import Source
-from .errors import SourceError
+from .errors import OptionsTypeError, SourceError
 from .sinks import DirectorySink, Sink
 
 PathLike = str | os.PathLike[str]
 
 
-def split(source: PathLike | Source, sink: Sink | None, options: SplitOptions | None = None
+def split(source: PathLike | Source, sink: Sink, options: SplitOptions | None = None
           ) -> Report:
-    """Split into any sink (``None``: plan only)."""
+    """Split into any sink (:func:`inspect` plans without one)."""
+    _check_call(source, options)
+    check_sink(sink)
     return _split(source, sink, options=options)
+
+
+def _check_call(source: object, options: object) -> None:
+    """Issue 24: wrong arguments fail at the call, naming the parameter."""
+    check_source(source)
+    check_optional(options, SplitOptions)
 
 
 def split_to_dir(source: PathLike | Source, output_dir: PathLike,
                  options: SplitOptions | None = None) -> Report:
     """``DIR/<output>/...``; staged, so a failed or killed run leaves no finished-looking output."""
+    _check_call(source, options)
+    check_path(output_dir, "output_dir")
     opts = options or SplitOptions()
     if opts.dry_run:
         return _split(source, None, options=opts, layout=LayoutSpec.under(output_dir))
@@ -46,6 +58,9 @@ def split_to_dir(source: PathLike | Source, output_dir: PathLike,
 def split_nix(source: PathLike | Source, env: dict[str, str] | None = None,
               options: SplitOptions | None = None) -> Report:
     """Inside a Nix builder: the derivation's outputs (``$outputs`` or structured attrs)."""
+    _check_call(source, options)
+    if env is not None and not isinstance(env, Mapping):
+        raise OptionsTypeError(f"env must be a mapping or None, not {type(env).__name__}")
     roots = nix_outputs(env)
     opts = replace(options or SplitOptions(), outputs=tuple(roots))
     opts = replace(opts, runpath=with_nix_defaults(opts.runpath, env))  # loader, libs, failure
@@ -57,6 +72,7 @@ def split_nix(source: PathLike | Source, env: dict[str, str] | None = None,
 def inspect(source: PathLike | Source, options: SplitOptions | None = None,
             layout: LayoutSpec | None = None) -> Report:
     """Classify every member; write nothing. Roots are ``/${output}`` unless ``layout`` says."""
+    _check_call(source, options)
     return _split(source, None, options=replace(options or SplitOptions(), dry_run=True),
                   layout=layout)
 
@@ -90,6 +106,9 @@ class Explanation:
 def explain(source: PathLike | Source, path: str, options: SplitOptions | None = None
             ) -> Explanation:
     """Which rule placed ``path`` (archive path, top dir stripped) and which it passed over."""
+    _check_call(source, options)
+    if not isinstance(path, str):
+        raise OptionsTypeError(f"path must be a str, not {type(path).__name__}")
     opts = replace(options or SplitOptions(), dry_run=True)
     source = open_for(source, opts)
     wanted = _wanted(path)

@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from ._api import split_to_dir
+from ._apiargs import check_optional, check_path
 from ._codecs import detect_codec
 from ._model import PackageId
 from ._pipeline import Progress, SplitOptions
 from ._relreport import relative_report
 from ._report import Report
 from ._sources import package_from_filename, parse_top_dir
-from .errors import CudasplitError, SourceError
+from .errors import CudasplitError, OptionsTypeError, SourceError
 
 PathLike = str | os.PathLike[str]
 BATCH_SCHEMA = 1  # the version of batch_report's JSON, as Report's own "schema"
@@ -108,6 +109,13 @@ def split_many(sources: Sequence[PathLike], output_dir: PathLike,
     """Split several sources concurrently (within ``options.jobs``) into
     ``DIR/<pname>-<platform>-<version>/<output>/``. One failing source does not stop the others.
     """
+    if isinstance(sources, (str, os.PathLike)) or not isinstance(sources, Sequence):
+        raise OptionsTypeError(f"sources must be a sequence of paths, not "
+                               f"{type(sources).__name__}")
+    for index, source in enumerate(sources):
+        check_path(source, f"sources[{index}]")
+    check_path(output_dir, "output_dir")
+    check_optional(options, SplitOptions)
     opts = options or SplitOptions()
     paths = batch_sources(sources)
     names = [batch_output_dir(p) for p in paths]

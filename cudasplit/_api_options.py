@@ -11,10 +11,12 @@ from collections.abc import Sequence
 
 from ._manifest import resolve_platform_word
 from ._model import PackageId
+from ._options import unknown_platform
 from ._resolve import parse_interpreters
 from ._runpath import DEFAULT_DRIVER_LINK, RunpathPolicy
+from ._source_topdir import PLATFORMS
 from ._sources import parse_top_dir
-from .errors import RunpathPolicyError
+from .errors import OptionsError, RunpathPolicyError
 
 __all__ = ["package_id", "platform_name", "runpath_policy"]
 
@@ -57,4 +59,7 @@ def platform_name(word: str, cuda_version: str | None = None) -> str:
     """NVIDIA's platform name for a platform word: ``x86_64-linux`` -> ``linux-x86_64``,
     ``aarch64-linux:8.7`` (Jetson capabilities) -> ``linux-aarch64`` or ``linux-sbsa`` as
     ``cuda_version`` decides; NVIDIA's own names pass through unchanged."""
-    return resolve_platform_word(word, cuda_version) or word
+    name = resolve_platform_word(word, cuda_version) or word
+    if name not in PLATFORMS:  # issue 24: a typo (linux-x86-64) silently changed the split
+        raise OptionsError(unknown_platform(word, "platform"))
+    return name

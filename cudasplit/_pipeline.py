@@ -160,27 +160,15 @@ class SplitRun:
         classified = classify_member(member, self.normalise, self.allowed)
         position = self.writer.member(classified.facts)
         if classified.facts.rule == ARCHIVE_NIX_SUPPORT:
-            assert classified.facts.note is not None
-            self.writer.problem("archive-nix-support", member.path, classified.facts.note)
+            self.writer.problem("archive-nix-support", member.path, classified.facts.note or "")
         if classified.action is Action.SYMLINK:
-            self._refuse_escape(member)
+            _refuse_escape(member, self.options, self.source.description)
             self.links.defer_symlink(member, classified.facts, position)
         elif classified.action is Action.HARDLINK:
             self.links.defer_hardlink(member, classified.facts, position)
         elif classified.action is Action.PLACE:
             assert stream is not None and self.placer is not None
             self.writer.placed(self.placer.place(member, stream, classified, position))
-
-    def _refuse_escape(self, member: Member) -> None:
-        """Issue 24: a symlink out of the package root is a hostile archive (GNU tar and
-        tarfile's ``data`` filter fail the extraction too), unless ``skip_unsafe_members``:
-        then it is skipped at the end with an ``unsafe-symlink`` problem."""
-        assert member.link is not None
-        if not self.options.skip_unsafe_members and escapes(member.path, member.link):
-            raise UnsafeMemberError(
-                f"symlink target {member.link!r} leaves the package root "
-                "(--skip-unsafe-members skips such members)",
-                source=self.source.description, member=member.path)
 
     def _release_held(self) -> None:
         """D9: members held until the stream ended go through the loop now (placed, or dropped
@@ -203,6 +191,17 @@ class SplitRun:
                 f"lib/{self.lib_major.major}/ arrived after {len(late)} member(s) directly in "
                 "lib/ were written; Nixpkgs deletes them (D9), a stream cannot (_libmajor.py)"))
         return False
+
+
+def _refuse_escape(member: Member, options: SplitOptions, description: str) -> None:
+    """Issue 24: a symlink out of the package root is a hostile archive (GNU tar and tarfile's
+    ``data`` filter fail the extraction too), unless ``skip_unsafe_members``: then it is
+    skipped at the end with an ``unsafe-symlink`` problem."""
+    assert member.link is not None
+    if not options.skip_unsafe_members and escapes(member.path, member.link):
+        raise UnsafeMemberError(f"symlink target {member.link!r} leaves the package root "
+                                "(--skip-unsafe-members skips such members)",
+                                source=description, member=member.path)
 
 
 def _all(facts: MemberFacts) -> bool:

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ._apiargs import check_optional, check_path, check_source
 from ._layout import LayoutSpec
 from ._pipeline import SplitOptions
 from ._pipeline import split as _split
@@ -45,6 +46,10 @@ def repack_to_dir(source: PathLike | Source, output_dir: PathLike,
     Archives appear only once all of them are complete (temp files + rename). With
     ``options.dry_run`` nothing is written and ``archives`` is empty.
     """
+    check_source(source)
+    check_path(output_dir, "output_dir")
+    check_optional(options, SplitOptions)
+    check_optional(repack, RepackOptions, "repack")
     opts = options or SplitOptions()
     pack = repack or RepackOptions()
     if opts.dry_run:  # the same layout the archives will name, so the plans are the same

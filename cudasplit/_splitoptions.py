@@ -48,7 +48,7 @@ class SplitOptions:
     package: PackageId | None = None            # override the parsed identity
     rules_files: tuple[str, ...] = ()           # extra rule files, highest precedence
     rules_dir: Path | None = None               # replaces the shipped rules/
-    jobs: int = 0                               # 0: the CPUs available to the process
+    jobs: int | None = None                     # None: the CPUs available to the process
     overwrite: bool = False
     cuda_major: str | None = None               # lift lib/<major>/; default: the _cudaNN suffix
     progress: Callable[[Progress], None] | None = None  # called after every member
@@ -79,6 +79,6 @@ class SplitOptions:
         check_options(self)
 
     def effective_jobs(self) -> int:
-        if self.jobs > 0:
+        if self.jobs is not None:
             return self.jobs
         return available_cpus()

@@ -18,7 +18,6 @@ from .. import (
     DEFAULT_DRIVER_LINK,
     DEFAULT_MAX_MEMBERS,
     OUTPUT_NAMES,
-    CudasplitError,
     SplitOptions,
     package_id,
     platform_name,
@@ -114,12 +113,8 @@ def _size(value: str) -> int:
 
 
 def _platform(word: str | None, cuda_version: str | None) -> str | None:
-    if word is None:
-        return None
-    try:
-        return platform_name(word, cuda_version)
-    except CudasplitError as exc:
-        raise click.BadParameter(str(exc), param_hint="--platform") from exc
+    """An unknown word is the library's one-line OptionsError (exit 2)."""
+    return None if word is None else platform_name(word, cuda_version)
 
 
 def _classification(v: Mapping[str, Any]) -> dict[str, Any]:
@@ -138,7 +133,7 @@ def _classification(v: Mapping[str, Any]) -> dict[str, Any]:
     # Guards left unset keep SplitOptions' defaults (the documented 64G, 200, ...).
     if v["max_size"] is not None:
         fields["max_total_bytes"] = _size(v["max_size"])
-    if v["max_ratio"]:
+    if v["max_ratio"] is not None:  # 0 is refused by SplitOptions, not taken as unset
         fields["max_ratio"] = v["max_ratio"]
     if v["max_members"] is not None:
         fields["max_members"] = v["max_members"]

@@ -16,6 +16,7 @@ import click
 
 from .. import (
     CudasplitError,
+    OptionsError,
     OutputError,
     ProblemsFound,
     Report,
@@ -83,7 +84,7 @@ class ReportTarget:
               "package table allows it (Nixpkgs' checkCudaFhsRefs).")
 @click.option("--no-fsync", is_flag=True, help="Do not fsync before the final renames "
               "(faster on slow disks; a power loss may then leave truncated files).")
-@click.option("-j", "--jobs", type=int, default=0, help="Parallelism (default: available CPUs; "
+@click.option("-j", "--jobs", type=int, default=None, help="Parallelism (default: available CPUs; "
               "NIX_BUILD_CORES in a Nix builder).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what happens.")
@@ -92,13 +93,15 @@ class ReportTarget:
 def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
                   nix_support: bool, cuda_component_hook: str | None,
                   report_file: str | None, report_relative: bool, strict: bool, dry_run: bool,
-                  overwrite: bool, check_fhs_refs: bool, no_fsync: bool, jobs: int,
+                  overwrite: bool, check_fhs_refs: bool, no_fsync: bool, jobs: int | None,
                   quiet: bool, verbose: bool, closure: bool, **kw: Any) -> None:
     """Split SOURCES (tarballs, unpacked directories, or - for standard input) into outputs.
 
     One source: DIR/<output>/... . Several sources, or a directory of tarballs: each goes to
     DIR/<pname>-<platform>-<version>/<output>/..., processed concurrently within --jobs.
     """
+    if "" in sources:  # Path("") is the current directory: never what was meant
+        fail(OptionsError("source must not be empty ('' is not a file or directory)"))
     if closure and _is_batch_quietly(sources, nix):
         raise click.UsageError("--closure takes exactly one source")
     setup_logging(quiet, verbose)
