@@ -97,9 +97,12 @@ class SplitRun:
                 self._release_held()
                 end.state.patches.wait_early()
             end.settle()
-        except BaseException:
+        except BaseException as exc:
+            named = _patch_error(exc, self.source.description, self.sink, self.patches)
             if self.sink is not None:
                 self.sink.abort()
+            if named is not None:
+                raise named from exc
             raise
         end.complete(self.members_seen, self.bytes_seen)
         return self.writer.assemble()
@@ -191,6 +194,22 @@ class SplitRun:
                 f"lib/{self.lib_major.major}/ arrived after {len(late)} member(s) directly in "
                 "lib/ were written; Nixpkgs deletes them (D9), a stream cannot (_libmajor.py)"))
         return False
+
+
+def _patch_error(exc: BaseException, description: str, sink: Sink | None,
+                 patches: PatchStage | None) -> OutputError | None:
+    """Issue 24: a write error while patching (disk full during a RUNPATH write) named the
+    staged file, i.e. the staging dir that is about to go; name the archive, the member and
+    the final path instead. Runs before the abort, while the staged paths still mean something."""
+    text = str(exc)
+    if not isinstance(exc, OutputError) or "member '" in text or sink is None or patches is None:
+        return None
+    for job in patches.jobs:
+        staged = sink.staged_path(job.output, job.dest)
+        if staged is not None and str(staged) in text:
+            return OutputError(f"{description}: member {job.path!r}: RUNPATH not written: "
+                               f"{sink.public_text(text)}")
+    return None
 
 
 def _refuse_escape(member: Member, options: SplitOptions, description: str) -> None:

@@ -46,6 +46,7 @@ def repack_command(source: str, output_dir: str, prefix: str | None, fmt: str, l
     try:
         options = split_options(kw, COMMON, PATCH, nix_markers=nix_support, strict=strict,
                                 overwrite=overwrite, jobs=jobs)
+        report_target.claim()
         packing = RepackOptions(prefix=prefix, fmt=fmt, level=level, threads=threads)
         try:
             result = repack_to_dir(source, output_dir, options, packing)
@@ -56,6 +57,8 @@ def repack_command(source: str, output_dir: str, prefix: str | None, fmt: str, l
         report_target.write(result.report.as_dict())
     except CudasplitError as exc:
         fail(exc)
+    finally:
+        report_target.discard()  # the empty file claim() made, if no report came
     if not quiet:
         for path in result.archives:
             click.echo(str(path))

@@ -6,7 +6,10 @@ The decisions live in the library (:func:`cudasplit.split_to_dir`, :func:`cudasp
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,6 +42,42 @@ class ReportTarget:
         self.target = target
         self.relative = relative
         self.to_stdout = target == "-"
+        self._created = False
+
+    def claim(self) -> None:
+        """Issue 24: check the destination before the split writes its first byte (it used to
+        fail after the outputs were promoted, and the retry then found them "already there").
+        An existing file is opened for appending (not truncated), a new one created empty
+        (:meth:`discard` removes it if the run fails); a report inside a directory the split
+        will create only needs its nearest existing parent to be a writable directory."""
+        if self.target is None or self.to_stdout:
+            return
+        path = Path(self.target)
+        try:
+            if path.parent.is_dir():
+                flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
+                try:
+                    fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644)
+                    self._created = True
+                except FileExistsError:
+                    fd = os.open(path, flags)
+                os.close(fd)
+                return
+            ancestor = next(p for p in path.parents if p.exists() or p == p.parent)
+            if not ancestor.is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+            if not os.access(ancestor, os.W_OK | os.X_OK):
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+        except OSError as exc:
+            raise OutputError(f"{self.target}: cannot write the report ({exc.strerror}); "
+                              "nothing was split") from exc
+
+    def discard(self) -> None:
+        """Remove the empty file :meth:`claim` created when the run wrote no report."""
+        if self._created and self.target is not None:
+            with contextlib.suppress(OSError):
+                if Path(self.target).stat().st_size == 0:
+                    Path(self.target).unlink()
 
     def render(self, report: Report) -> dict[str, Any]:
         """The report's JSON data, without absolute store paths when ``relative``."""
@@ -114,6 +153,7 @@ def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
             kw, COMMON, PATCH, strict=strict, dry_run=dry_run, overwrite=overwrite, jobs=jobs,
             nix_markers=nix_support, check_fhs_refs=check_fhs_refs,
             cuda_component_hook=cuda_component_hook, fsync=not no_fsync, progress=progress)
+        writer.claim()
         if len(sources) > 1 or _is_batch(sources[0], nix, quiet):
             if nix:
                 raise click.UsageError("--nix takes exactly one source")
@@ -124,6 +164,7 @@ def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
     except CudasplitError as exc:
         fail(exc)
     finally:
+        writer.discard()  # the empty file claim() made, if no report came (a failed run)
         if progress is not None:
             progress.clear()
     if not quiet:
