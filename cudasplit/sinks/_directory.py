@@ -20,7 +20,14 @@ from ..errors import OutputError
 from ._base import safe_join
 from ._placement import PlacementGuard, check_roots, translate
 from ._promote import Promotion
-from ._staging import STAGING_PREFIX, record_owner, remove_stale, sync_dir, sync_tree
+from ._staging import (
+    STAGING_PREFIX,
+    record_owner,
+    remove_dir,
+    remove_stale,
+    sync_dir,
+    sync_tree,
+)
 
 __all__ = ["COPY_CHUNK", "MODE_MASK", "DirectorySink"]
 
@@ -144,7 +151,7 @@ class DirectorySink:
 
     def abort(self) -> None:
         if self._staging is not None:
-            shutil.rmtree(self._staging, ignore_errors=True)
+            remove_dir(self._staging)
             self._staging = None
         for made in self._made_dirs:
             with contextlib.suppress(OSError):
