@@ -8,8 +8,9 @@ the same file (the baseline, same run), with and without ``--report``.
 
 Each command runs in a fresh child process; wall time is the minimum over ``--repeat`` runs,
 peak RSS (``ru_maxrss`` from ``os.wait4``) that of the fastest run (the archive is built in
-another child, so the forked children do not start with the builder's memory). Linear means the per-link
-cost (µs/link) stays flat as N grows. Only the standard library, zstandard and cudasplit.
+another child, so the forked children do not start with the builder's memory). Linear means
+the per-link cost (µs/link) stays flat as N grows. Only the standard library, zstandard and
+cudasplit.
 """
 
 from __future__ import annotations

@@ -234,10 +234,12 @@ def _run_split(source: str, output_dir: str | None, nix: bool, options: SplitOpt
             report = split_to_dir(source, output_dir, options)
     except ProblemsFound as exc:
         if isinstance(exc.report, Report):
-            writer.write(writer.render(exc.report))
+            if writer.target is not None:
+                writer.write(writer.render(exc.report))
             print_issues(exc.report)
         raise
-    writer.write(writer.render(report))
+    if writer.target is not None:  # rendering 90,000 members costs seconds: only when asked
+        writer.write(writer.render(report))
     return report
 
 
