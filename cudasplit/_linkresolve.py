@@ -32,6 +32,8 @@ class LinkResolver:
 
     placements: Placements
     index: Mapping[str, str]   # archive path -> symlink text
+    # The symlinks resolution follows: those that will be created (default: all of index).
+    follow: Mapping[str, str] | None = None
     # path -> (where it ends, how many paths the walk visits from it, itself included)
     _memo: dict[str, tuple[Target, int]] = field(default_factory=dict)
 
@@ -70,17 +72,18 @@ class LinkResolver:
 
     def _step(self, path: str) -> tuple[Target, str | None]:
         """One step of the walk: where ``path`` ends, or the next path to follow."""
+        links = self.index if self.follow is None else self.follow
         placed = self.placements.placed.get(path)
         if placed is not None and placed.kind is not Kind.SYMLINK:
             return placed, None
-        link = self.index.get(path)
+        link = links.get(path)
         if link is not None:
             return None, join_link(path, link)
         if path in self.placements.dir_outputs:
             return frozenset(self.placements.dir_outputs[path]), None
         parent = member_parent(path)
         while parent:  # ``a/b/c`` where ``a/b`` is itself a symlink: substitute its target
-            link = self.index.get(parent)
+            link = links.get(parent)
             if link is not None:
                 joined = join_link(parent, link)
                 if joined is None:

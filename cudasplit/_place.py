@@ -16,7 +16,7 @@ from typing import BinaryIO
 
 from ._classify import Classified
 from ._elfplan import Layout
-from ._links import LinkPlanner
+from ._links import HardlinkOp, LinkPlanner, place_hardlinks_to
 from ._model import Member
 from ._outcomes import MemberFacts, PlaceOutcome
 from ._patchstage import ElfJob, PatchStage
@@ -59,6 +59,9 @@ class Placer:
         if conflict is not None:
             raise OutputError(f"{self.layout.root(output)}/{dest}: {conflict}")
         superseded = self.patches.supersede(output, dest)  # never patch a file being rewritten
+        for op in place_hardlinks_to(self.links, member.path):  # before the old bytes go
+            if self.sink is not None and isinstance(op, HardlinkOp):
+                self.sink.make_hardlink(op.output, op.dest, op.src_output, op.src_dest)
         local, said = self._write(member, stream, output, dest, classified)
         self.placements.remember(member.path, Placed(output, dest, kind))
         rename = classified.rename

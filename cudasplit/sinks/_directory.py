@@ -117,7 +117,7 @@ class DirectorySink:
 
     def public_text(self, text: str) -> str:
         """``text`` (a problem message) with staging paths replaced by the final ones."""
-        if self._staging is None:
+        if self._staging is None or str(self._staging) not in text:
             return text
         for name, final in self._final.items():
             text = text.replace(f"{self._staging / name}", str(final))
