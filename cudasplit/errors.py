@@ -16,6 +16,7 @@ they enter, so callers never need to know which library failed::
     ├── NixEnvironmentError    the Nix builder variables are missing or inconsistent
     ├── ManifestError          an NVIDIA manifest cannot be read
     ├── OptionsError           SplitOptions (or a CLI option) holds an invalid value
+    │   └── OptionsTypeError       ... of the wrong type (also a TypeError)
     ├── RunpathPolicyError     a RUNPATH policy or planning input is invalid (also ValueError)
     └── ProblemsFound          ``strict`` mode found problems (report attached)
 
@@ -83,6 +84,10 @@ class ManifestError(CudasplitError):
 
 class OptionsError(CudasplitError, ValueError):
     """An option value is invalid (raised where the options are constructed)."""
+
+
+class OptionsTypeError(OptionsError, TypeError):
+    """An argument or option has the wrong type (also a ``TypeError``); names the parameter."""
 
 
 class RunpathPolicyError(CudasplitError, ValueError):

@@ -19,8 +19,9 @@ from cudasplit._api.entry import split_to_dir
 from cudasplit._model import PackageId
 from cudasplit._report import Report, relative_report
 from cudasplit._source import detect_codec, package_from_filename, parse_top_dir
+from cudasplit._split.args import check_optional, check_path
 from cudasplit._split.pipeline import Progress, SplitOptions
-from cudasplit.errors import CudasplitError, SourceError
+from cudasplit.errors import CudasplitError, OptionsTypeError, SourceError
 
 PathLike = str | os.PathLike[str]
 BATCH_SCHEMA = 1  # the version of batch_report's JSON, as Report's own "schema"
@@ -149,6 +150,13 @@ def split_many(sources: Sequence[PathLike], output_dir: PathLike,
     Raises:
         SourceError: two sources would share one output directory.
     """
+    if isinstance(sources, (str, os.PathLike)) or not isinstance(sources, Sequence):
+        raise OptionsTypeError(f"sources must be a sequence of paths, not "
+                               f"{type(sources).__name__}")
+    for index, source in enumerate(sources):
+        check_path(source, f"sources[{index}]")
+    check_path(output_dir, "output_dir")
+    check_optional(options, SplitOptions)
     opts = options or SplitOptions()
     paths = batch_sources(sources)
     names = [batch_output_dir(p) for p in paths]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import os
 import posixpath
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,10 @@ from cudasplit._nix import nix_outputs, with_nix_defaults
 from cudasplit._report import MemberRecord, Report
 from cudasplit._rulebook import Rename, RuleSet, load_ruleset
 from cudasplit._source import Source
+from cudasplit._split.args import check_optional, check_path, check_sink, check_source
 from cudasplit._split.pipeline import SplitOptions, SplitRun, member_kind, open_for
 from cudasplit._split.pipeline import split as _split
-from cudasplit.errors import SourceError
+from cudasplit.errors import OptionsTypeError, SourceError
 from cudasplit.sinks import DirectorySink, Sink
 
 EXPLAIN_SCHEMA = 1  # the "schema" of Explanation.as_dict
@@ -28,17 +30,16 @@ EXPLAIN_SCHEMA = 1  # the "schema" of Explanation.as_dict
 PathLike = str | os.PathLike[str]
 
 
-def split(source: PathLike | Source, sink: Sink | None, options: SplitOptions | None = None
+def split(source: PathLike | Source, sink: Sink, options: SplitOptions | None = None
           ) -> Report:
     """Split ``source`` into ``sink``: classify every member by the rules, place it, and
-    rewrite ELF RUNPATHs; ``sink=None`` plans only (a dry run, nothing written).
+    rewrite ELF RUNPATHs (:func:`inspect` plans without writing).
 
     Args:
         source: a tarball path (``.tar.xz``, ``.tar.zst``, ...), an unpacked directory,
             ``"-"`` (standard input), or a :class:`Source` from :func:`open_source`.
         sink: where the outputs go (:class:`DirectorySink`, :class:`StagedSink`,
-            :class:`TarballSink`, :class:`MemorySink`, or your own :class:`Sink`); ``None``
-            to plan only.
+            :class:`TarballSink`, :class:`MemorySink`, or your own :class:`Sink`).
         options: what the split does (:class:`SplitOptions`; default: the defaults).
 
     Returns:
@@ -54,7 +55,15 @@ def split(source: PathLike | Source, sink: Sink | None, options: SplitOptions | 
         ProblemsFound: ``options.strict`` and problems were found (``.report`` holds
             the report), or DT_NEEDED names resolve nowhere where that fails the run.
     """
+    _check_call(source, options)
+    check_sink(sink)
     return _split(source, sink, options=options)
+
+
+def _check_call(source: object, options: object) -> None:
+    """Wrong arguments fail at the call, naming the parameter (not deep inside the run)."""
+    check_source(source)
+    check_optional(options, SplitOptions)
 
 
 def split_to_dir(source: PathLike | Source, output_dir: PathLike,
@@ -81,6 +90,8 @@ def split_to_dir(source: PathLike | Source, output_dir: PathLike,
         ProblemsFound: ``options.strict`` and problems were found (``.report`` holds
             the report), or DT_NEEDED names resolve nowhere where that fails the run.
     """
+    _check_call(source, options)
+    check_path(output_dir, "output_dir")
     opts = options or SplitOptions()
     if opts.dry_run:
         return _split(source, None, options=opts, layout=LayoutSpec.under(output_dir))
@@ -114,6 +125,9 @@ def split_nix(source: PathLike | Source, env: dict[str, str] | None = None,
         ProblemsFound: ``options.strict`` and problems were found (``.report`` holds
             the report), or DT_NEEDED names resolve nowhere where that fails the run.
     """
+    _check_call(source, options)
+    if env is not None and not isinstance(env, Mapping):
+        raise OptionsTypeError(f"env must be a mapping or None, not {type(env).__name__}")
     roots = nix_outputs(env)
     opts = replace(options or SplitOptions(), outputs=tuple(roots))
     opts = replace(opts, runpath=with_nix_defaults(opts.runpath, env))  # loader, libs, failure
@@ -144,6 +158,7 @@ def inspect(source: PathLike | Source, options: SplitOptions | None = None,
         ProblemsFound: ``options.strict`` and problems were found (``.report`` holds
             the report), or DT_NEEDED names resolve nowhere where that fails the run.
     """
+    _check_call(source, options)
     return _split(source, None, options=replace(options or SplitOptions(), dry_run=True),
                   layout=layout)
 
@@ -213,6 +228,9 @@ def explain(source: PathLike | Source, path: str, options: SplitOptions | None =
         RulesError: a rule file is invalid.
         OptionsError: an option contradicts the source.
     """
+    _check_call(source, options)
+    if not isinstance(path, str):
+        raise OptionsTypeError(f"path must be a str, not {type(path).__name__}")
     opts = replace(options or SplitOptions(), dry_run=True)
     source = open_for(source, opts)
     wanted = _wanted(path)

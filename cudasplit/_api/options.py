@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from cudasplit._elf.plan import DEFAULT_DRIVER_LINK, RunpathPolicy, parse_interpreters
 from cudasplit._model import PackageId
 from cudasplit._release.manifest import resolve_platform_word
-from cudasplit._source import parse_top_dir
-from cudasplit.errors import RunpathPolicyError
+from cudasplit._source import PLATFORMS, parse_top_dir
+from cudasplit._split.options import unknown_platform
+from cudasplit.errors import OptionsError, RunpathPolicyError
 
 __all__ = ["package_id", "platform_name", "runpath_policy"]
 
@@ -92,7 +93,9 @@ def platform_name(word: str, cuda_version: str | None = None) -> str:
         The NVIDIA platform name.
 
     Raises:
-        Nothing: a word it does not know passes through unchanged (the manifest
-            selection then reports it).
+        OptionsError: a word that names no platform (a typo such as ``linux-x86-64``).
     """
-    return resolve_platform_word(word, cuda_version) or word
+    name = resolve_platform_word(word, cuda_version) or word
+    if name not in PLATFORMS:  # a typo used to change the split silently
+        raise OptionsError(unknown_platform(word, "platform"))
+    return name

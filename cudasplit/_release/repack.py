@@ -9,6 +9,7 @@ from pathlib import Path
 from cudasplit._layout import LayoutSpec
 from cudasplit._report import Report
 from cudasplit._source import Source
+from cudasplit._split.args import check_optional, check_path, check_source
 from cudasplit._split.pipeline import SplitOptions
 from cudasplit._split.pipeline import split as _split
 from cudasplit.sinks._tarball import DEFAULT_FORMAT, DEFAULT_LEVEL, TarballSink
@@ -83,6 +84,10 @@ def repack_to_dir(source: PathLike | Source, output_dir: PathLike,
         ProblemsFound: ``options.strict`` and problems were found (``.report`` holds
             the report), or DT_NEEDED names resolve nowhere where that fails the run.
     """
+    check_source(source)
+    check_path(output_dir, "output_dir")
+    check_optional(options, SplitOptions)
+    check_optional(repack, RepackOptions, "repack")
     opts = options or SplitOptions()
     pack = repack or RepackOptions()
     if opts.dry_run:  # the same layout the archives will name, so the plans are the same

@@ -11,10 +11,12 @@ replays ``Member.head`` first, so the consumer copies it from the start.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import IO
 
 from cudasplit._model import PackageId
 from cudasplit._source.base import HEAD_SIZE, Source
@@ -45,7 +47,7 @@ from cudasplit._source.tarheaders import (
 )
 from cudasplit._source.topdir import PLATFORMS, package_from_filename, parse_top_dir
 from cudasplit._source.zip import zip_members
-from cudasplit.errors import LimitExceededError, SourceError
+from cudasplit.errors import LimitExceededError, OutputError, SourceError
 
 __all__ = [
     "BLOCK",
@@ -132,21 +134,35 @@ def _refuse_zip(path: Path) -> None:
                           source=str(path))
 
 
+def _spool_stdin(spool: IO[bytes], cap: int) -> None:
+    """Copy standard input to ``spool`` (closed again on any failure), at most ``cap`` bytes."""
+    copied = 0
+    try:
+        while chunk := sys.stdin.buffer.read(1 << 20):
+            copied += len(chunk)
+            if copied > cap:
+                raise LimitExceededError(f"standard input is larger than {cap} bytes (raise it "
+                                         "with --max-size)", source="<stdin>")
+            spool.write(chunk)
+        spool.flush()
+    except BaseException:
+        spool.close()
+        raise
+
+
 def _stdin_source(package: PackageId | None, jobs: int, limits: Limits | None,
                   strip_components: int | None) -> TarSource:
     """Standard input (``curl ... | cudasplit split -``), spooled to an unlinked temporary
     file first: the decoders seek (xz's index, zstd's frame walk), a pipe cannot."""
-    spool = tempfile.TemporaryFile(prefix="cudasplit-stdin-")  # noqa: SIM115 - kept by source
     cap = (limits or Limits()).max_total_bytes
-    copied = 0
-    while chunk := sys.stdin.buffer.read(1 << 20):
-        copied += len(chunk)
-        if copied > cap:
-            spool.close()
-            raise LimitExceededError(f"standard input is larger than {cap} bytes (raise it "
-                                     "with --max-size)", source="<stdin>")
-        spool.write(chunk)
-    spool.flush()
+    try:
+        spool = tempfile.TemporaryFile(prefix="cudasplit-stdin-")  # noqa: SIM115 - kept
+        _spool_stdin(spool, cap)
+    except OSError as exc:  # issue 24: a full $TMPDIR was a traceback
+        reason = "disk full" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
+        raise OutputError(f"<stdin>: cannot spool standard input to {tempfile.gettempdir()} "
+                          f"({reason}; "
+                          "set TMPDIR to a directory with room, or pass a file)") from exc
     source = TarSource(Path(f"/proc/self/fd/{spool.fileno()}"), package=package, jobs=jobs,
                        limits=limits, strip_components=strip_components)
     source.description = "<stdin>"

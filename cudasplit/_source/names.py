@@ -77,5 +77,11 @@ def short_name(name: str) -> str:
 
 def member_parent(path: str) -> str:
     """The directory of a normalised member path; ``""`` at the top."""
+    if "/" not in path:
+        return ""
+    if not (path.startswith(("/", "./")) or path.endswith(("/", "/.")) or "//" in path
+            or "/./" in path):
+        return path.rpartition("/")[0]  # the common case, without pathlib (issue 24: 25 %
+        # of a 90,000-link archive's time went to PurePosixPath here)
     parent = str(PurePosixPath(path).parent)
     return "" if parent == "." else parent

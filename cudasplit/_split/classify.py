@@ -17,12 +17,22 @@ from cudasplit._rulebook import Decision, Rename, RuleSet, Where
 from cudasplit._split.libmajor import LibMajor
 from cudasplit._split.reportwriter import MemberFacts
 
-__all__ = ["AR_MAGIC", "BUILTIN", "PACKAGE_DROP", "Action", "Classified", "Normaliser",
-           "classify_member", "fallback_output", "member_kind"]
+__all__ = ["ARCHIVE_NIX_SUPPORT", "AR_MAGIC", "BUILTIN", "PACKAGE_DROP", "Action", "Classified",
+           "Normaliser", "classify_member", "fallback_output", "member_kind"]
 
 AR_MAGIC = b"!<arch>\n"
 PACKAGE_DROP = "dropped by the package table"
 BUILTIN = "<builtin>"
+# Issue 24: stdenv sources ``<output>/nix-support/setup-hook`` in every dependent's build and
+# follows ``propagated-build-inputs``: an archive's own ``nix-support/`` would be build code.
+ARCHIVE_NIX_SUPPORT = f"{BUILTIN}:archive-nix-support"
+NIX_SUPPORT_NOTE = ("the archive's own nix-support/ is data, not build code (stdenv would "
+                    "source or follow it in every dependent); not placed")
+
+
+def is_nix_support(dest: str) -> bool:
+    """Whether an output path lies in (or is) the output's ``nix-support/``."""
+    return dest == "nix-support" or dest.startswith("nix-support/")
 
 
 def member_kind(member: Member) -> Kind:
@@ -114,6 +124,8 @@ def classify_member(member: Member, normalise: Normaliser,
     elif member.type is MemberType.DIR or dest is None:
         rule, dest = f"{BUILTIN}:directory", None
         note = "directories are created where their content lands"
+    elif is_nix_support(dest):
+        dest, rule, note = None, ARCHIVE_NIX_SUPPORT, NIX_SUPPORT_NOTE
     elif decision.output is None and decision.rule_obj is not None:
         # An explicit drop rule wins over link placement too (tensorrt's bin -> targets/…).
         dest, note = None, "dropped by rule"

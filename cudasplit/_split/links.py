@@ -83,8 +83,9 @@ class LinkPlanner:
     def defer_hardlink(self, member: Member, facts: MemberFacts, position: int) -> None:
         """Tar semantics: a hard link names an *earlier* file. Links are placed at the end, so
         without this check a link to itself, to a later member or to a symlink could resolve."""
-        link = Deferred(member, facts, position)
-        if member.link in self.placements.placed:
+        root = self.placements.hardlink_root(member.path, member.link or "")
+        link = Deferred(replace(member, link=root), facts, position)
+        if root in self.placements.placed:
             self.hardlinks.append(link)
             return
         self._revise(link, replace(link.facts, dest=None))
@@ -94,11 +95,11 @@ class LinkPlanner:
     # -- after the stream -------------------------------------------------------------------
 
     def plan(self) -> None:
-        index = {d.member.path: d.member.link for d in self.symlinks if d.member.link is not None}
-        self._resolver = LinkResolver(self.placements, index)
+        symlinks = last_of_each_name(self.symlinks, self._revise, self.warn)
+        self._resolver = following_resolver(self.placements, symlinks)
         for link in self.hardlinks:
             self._place_hardlink(link)
-        for link in self.symlinks:
+        for link in symlinks:
             self._place_symlink(link)
         self._place_link_backs()
         self._place_pc_aliases()
@@ -216,3 +217,37 @@ class Deferred:
     member: Member
     facts: MemberFacts
     position: int
+
+
+def last_of_each_name(symlinks: list[Deferred], revise: Callable[[Deferred, MemberFacts], None],
+                      warn: Complain) -> list[Deferred]:
+    """Tar semantics: of two symlinks with one name the later replaces the earlier."""
+    last = {d.member.path: d for d in symlinks}
+    for link in symlinks:
+        if last[link.member.path] is not link:
+            revise(link, replace(link.facts, dest=None))
+            warn("duplicate-member", link.member.path,
+                 "replaced by a later symlink of the same name (as tar does); skipped")
+    return [d for d in symlinks if last[d.member.path] is d]
+
+
+def following_resolver(placements: Placements, symlinks: list[Deferred]) -> LinkResolver:
+    """A resolver that follows only the links that will exist: not those a file, a directory
+    or a symlink above them displaces (issue 24: a link through one was placed dangling)."""
+    index = {d.member.path: d.member.link for d in symlinks if d.member.link is not None}
+    everything = LinkResolver(placements, index)
+    follow = {path: text for path, text in index.items()
+              if everything.refusal(path, text) is None}
+    return LinkResolver(placements, index, follow)
+
+
+def place_hardlinks_to(planner: LinkPlanner, path: str) -> list[LinkOp]:
+    """The hard links to ``path``, placed now: a later member of that name is about to
+    replace it, and a link keeps the earlier bytes (GNU tar; issue 24)."""
+    now = [link for link in planner.hardlinks if link.member.link == path]
+    planner.hardlinks = [link for link in planner.hardlinks if link not in now]
+    before = len(planner.ops)
+    for link in now:
+        planner._place_hardlink(link)
+    ops, planner.ops = planner.ops[before:], planner.ops[:before]
+    return ops

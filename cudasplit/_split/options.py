@@ -18,8 +18,14 @@ from cudasplit._elf.patch import PATCHERS, UnknownPatcherError
 from cudasplit._elf.plan import RunpathPolicy
 from cudasplit._model import OUTPUT_NAMES, PackageId
 from cudasplit._rulebook import default_rules_dir
-from cudasplit._source import DEFAULT_MAX_MEMBERS, DEFAULT_MAX_RATIO, DEFAULT_MAX_TOTAL_BYTES
-from cudasplit.errors import OptionsError
+from cudasplit._source import (
+    DEFAULT_MAX_MEMBERS,
+    DEFAULT_MAX_RATIO,
+    DEFAULT_MAX_TOTAL_BYTES,
+    PLATFORMS,
+)
+from cudasplit._split.args import check_path
+from cudasplit.errors import OptionsError, OptionsTypeError
 
 __all__ = ["Progress", "SplitOptions", "cuda_version"]
 
@@ -73,7 +79,7 @@ class SplitOptions:
         package: override the identity parsed from the top directory (:func:`package_id`).
         rules_files: extra rule files, highest precedence.
         rules_dir: a directory replacing the shipped ``rules/``.
-        jobs: ELF patch workers; 0: the CPUs available to the process.
+        jobs: ELF patch workers; None: the CPUs available to the process (1 or more).
         overwrite: replace existing outputs.
         cuda_major: the CUDA major whose ``lib/<major>/`` is lifted (default: the ``_cudaNN``
             suffix).
@@ -93,9 +99,12 @@ class SplitOptions:
         strip_components: leading components to strip (archives without NVIDIA's top directory).
         default_rules: accept a package without ``rules/packages/<NAME>.toml``.
         fsync: make the output durable before the final renames.
+        skip_unsafe_members: skip (with a problem) a member that would leave the output, such
+            as a symlink to ``/etc``, instead of refusing the archive.
 
     Raises:
-        OptionsError: values that contradict each other or are out of range.
+        OptionsError: a value out of range or contradicting another (naming the field).
+        OptionsTypeError: a value of the wrong type (also a ``TypeError``).
     """
 
     outputs: tuple[str, ...] | None = None      # limit the outputs (others fall back)
@@ -107,7 +116,7 @@ class SplitOptions:
     package: PackageId | None = None            # override the parsed identity
     rules_files: tuple[str, ...] = ()           # extra rule files, highest precedence
     rules_dir: Path | None = None               # replaces the shipped rules/
-    jobs: int = 0                               # 0: the CPUs available to the process
+    jobs: int | None = None                     # None: the CPUs available to the process
     overwrite: bool = False
     cuda_major: str | None = None               # lift lib/<major>/; default: the _cudaNN suffix
     progress: Callable[[Progress], None] | None = None  # called after every member
@@ -132,51 +141,119 @@ class SplitOptions:
     strip_components: int | None = None
     default_rules: bool = False
     fsync: bool = True
+    # Issue 24: a member that would leave the output (a symlink whose target is absolute or
+    # climbs out of the package root) fails the run unless asked to skip such members.
+    skip_unsafe_members: bool = False
 
     def __post_init__(self) -> None:
         check_options(self)
 
     def effective_jobs(self) -> int:
-        if self.jobs > 0:
+        if self.jobs is not None:
             return self.jobs
         return available_cpus()
 
+_FLAGS = ("patch", "strict", "dry_run", "overwrite", "nix_markers", "check_fhs_refs",
+          "default_rules", "fsync", "skip_unsafe_members")
+_CUDA_VERSION = re.compile(r"\d+\.\d+(\.\d+)?")
+
+
 def check_options(options: SplitOptions) -> None:
+    """Every field, at construction: a wrong type is an :class:`OptionsTypeError`
+    (also a ``TypeError``), a wrong value an :class:`OptionsError`; both name the field."""
     _check_outputs(options.outputs)
+    for name in _FLAGS:
+        _check_type(name, getattr(options, name), bool, "True or False")
     if not isinstance(options.runpath, RunpathPolicy):
-        raise OptionsError(f"runpath must be a RunpathPolicy, not {options.runpath!r}")
+        raise OptionsTypeError(f"runpath must be a RunpathPolicy, not {options.runpath!r}")
+    _check_type("patcher", options.patcher, str, "a str")
     if options.patcher not in PATCHERS:
         raise UnknownPatcherError(f"patcher must be one of {', '.join(PATCHERS)}, "
                            f"not {options.patcher!r}")
     if options.package is not None and not isinstance(options.package, PackageId):
-        raise OptionsError(f"package must be a PackageId, not {options.package!r} "
-                           "(e.g. PackageId('cuda_cudart'))")
-    if isinstance(options.rules_files, str):
-        raise OptionsError("rules_files must be a tuple of paths, not one string")
-    _check_count("jobs", options.jobs, minimum=0)
+        raise OptionsTypeError(f"package must be a PackageId, not {options.package!r} "
+                               "(e.g. PackageId('cuda_cudart'))")
+    _check_rules(options.rules_files, options.rules_dir)
+    if options.jobs is not None:
+        _check_count("jobs", options.jobs, minimum=1)
     if options.strip_components is not None:
         _check_count("strip_components", options.strip_components, minimum=0)
     _check_count("max_total_bytes", options.max_total_bytes, minimum=1)
-    if not isinstance(options.max_ratio, (int, float)) or not options.max_ratio > 0:
+    _check_count("max_members", options.max_members, minimum=1)
+    if isinstance(options.max_ratio, bool) or not isinstance(options.max_ratio, (int, float)):
+        raise OptionsTypeError(f"max_ratio must be a number, not {options.max_ratio!r}")
+    if not options.max_ratio > 0 or options.max_ratio != options.max_ratio:
         raise OptionsError(f"max_ratio must be a positive number, not {options.max_ratio!r}")
+    if options.progress is not None and not callable(options.progress):
+        raise OptionsTypeError(f"progress must be callable or None, not {options.progress!r}")
+    _check_package_roots(options.package_roots)
+    _check_words(options)
+
+
+def _check_words(options: SplitOptions) -> None:
+    """The string fields that must be one of a few forms."""
+    for name in ("cuda_major", "cuda_version", "platform", "python_version",
+                 "cuda_component_hook"):
+        value = getattr(options, name)
+        if value is not None:
+            _check_type(name, value, str, "a str")
     if options.cuda_major is not None and not str(options.cuda_major).split(".")[0].isdigit():
         raise OptionsError(f"cuda_major must be a CUDA major such as '12', "
                            f"not {options.cuda_major!r}")
-    hook = getattr(options, "cuda_component_hook", None)
-    if hook is not None and (not str(hook).startswith("/")
-                             or any(not ch.isprintable() for ch in str(hook))):
+    if options.cuda_version is not None and not _CUDA_VERSION.fullmatch(options.cuda_version):
+        raise OptionsError(f"cuda_version must be X.Y such as '12.9', "
+                           f"not {options.cuda_version!r}")
+    if options.platform is not None and options.platform not in PLATFORMS:
+        raise OptionsError(unknown_platform(options.platform, "platform"))
+    hook = options.cuda_component_hook
+    if hook is not None and (not hook.startswith("/")
+                             or any(not ch.isprintable() for ch in hook)):
         raise OptionsError(f"cuda_component_hook must be an absolute path, not {hook!r}")
-    python = getattr(options, "python_version", None)
-    if python is not None and not re.fullmatch(r"\d+\.\d+", str(python)):
+    python = options.python_version
+    if python is not None and not re.fullmatch(r"\d+\.\d+", python):
         raise OptionsError(f"python_version must be X.Y such as '3.12', not {python!r}")
+
+
+def unknown_platform(word: str, name: str) -> str:
+    """The message for a platform name cudasplit does not know (with the nearest ones)."""
+    near = difflib.get_close_matches(word, PLATFORMS, n=2)
+    hint = f"; did you mean {' or '.join(map(repr, near))}?" if near else ""
+    return (f"{name} {word!r} is unknown{hint} (known: {', '.join(PLATFORMS)}, "
+            "x86_64-linux, aarch64-linux:CAP)")
+
+
+def _check_rules(files: object, rules_dir: object) -> None:
+    if isinstance(files, str) or not isinstance(files, tuple):
+        raise OptionsTypeError("rules_files must be a tuple of paths, not "
+                               f"{type(files).__name__}")
+    for index, path in enumerate(files):
+        check_path(path, f"rules_files[{index}]")
+    if rules_dir is not None:
+        check_path(rules_dir, "rules_dir")
+
+
+def _check_package_roots(roots: object) -> None:
+    if not isinstance(roots, tuple) or not all(
+            isinstance(pair, tuple) and len(pair) == 2
+            and all(isinstance(x, str) for x in pair) for pair in roots):
+        raise OptionsTypeError("package_roots must be a tuple of (pname, directory) str pairs, "
+                               f"not {roots!r}")
+
+
+def _check_type(name: str, value: object, kind: type, words: str) -> None:
+    if not isinstance(value, kind):
+        raise OptionsTypeError(f"{name} must be {words}, not {type(value).__name__} "
+                               f"{value!r}")
 
 
 def _check_outputs(outputs: object) -> None:
     if outputs is None:
         return
     if isinstance(outputs, str) or not isinstance(outputs, tuple):
-        raise OptionsError(f"outputs must be a tuple of output names such as ('lib', 'dev'), "
-                           f"not {outputs!r}")
+        raise OptionsTypeError(f"outputs must be a tuple of output names such as "
+                               f"('lib', 'dev'), not {outputs!r}")
+    if not outputs:
+        raise OptionsError("outputs must name at least one output (None: all of them)")
     unknown = [name for name in outputs if name not in OUTPUT_NAMES]
     if unknown:
         raise OptionsError(f"unknown output(s) {', '.join(map(repr, unknown))}; "
@@ -184,7 +261,10 @@ def _check_outputs(outputs: object) -> None:
 
 
 def _check_count(name: str, value: object, *, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise OptionsTypeError(f"{name} must be an integer, not {type(value).__name__} "
+                               f"{value!r}")
+    if value < minimum:
         raise OptionsError(f"{name} must be an integer >= {minimum}, not {value!r}")
 
 

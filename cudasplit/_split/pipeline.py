@@ -23,6 +23,7 @@ from cudasplit._report import MemberRecord, Report, plural
 from cudasplit._rulebook import RuleSet
 from cudasplit._source import Limits, Source, open_source
 from cudasplit._split.classify import (
+    ARCHIVE_NIX_SUPPORT,
     Action,
     Normaliser,
     classify_member,
@@ -31,6 +32,7 @@ from cudasplit._split.classify import (
 )
 from cudasplit._split.endrun import EndOfRun, RunState
 from cudasplit._split.libmajor import LibMajor
+from cudasplit._split.linkresolve import escapes
 from cudasplit._split.links import LinkPlanner
 from cudasplit._split.options import Progress, SplitOptions, check_package_known
 from cudasplit._split.patchstage import PatchStage
@@ -40,7 +42,7 @@ from cudasplit._split.prepare import patch_settings, prepare
 from cudasplit._split.progress import metered
 from cudasplit._split.reportwriter import MemberFacts, ReportWriter, record_of
 from cudasplit._split.rewrites import RewriteContext
-from cudasplit.errors import OutputError
+from cudasplit.errors import OutputError, UnsafeMemberError
 from cudasplit.sinks._base import Sink
 
 log = logging.getLogger(__name__)
@@ -94,9 +96,12 @@ class SplitRun:
                 self._release_held()
                 end.state.patches.wait_early()
             end.settle()
-        except BaseException:
+        except BaseException as exc:
+            named = _patch_error(exc, self.source.description, self.sink, self.patches)
             if self.sink is not None:
                 self.sink.abort()
+            if named is not None:
+                raise named from exc
             raise
         end.complete(self.members_seen, self.bytes_seen)
         return self.writer.assemble()
@@ -161,7 +166,10 @@ class SplitRun:
             return
         classified = classify_member(member, self.normalise, self.allowed)
         position = self.writer.member(classified.facts)
+        if classified.facts.rule == ARCHIVE_NIX_SUPPORT:
+            self.writer.problem("archive-nix-support", member.path, classified.facts.note or "")
         if classified.action is Action.SYMLINK:
+            _refuse_escape(member, self.options, self.source.description)
             self.links.defer_symlink(member, classified.facts, position)
         elif classified.action is Action.HARDLINK:
             self.links.defer_hardlink(member, classified.facts, position)
@@ -191,6 +199,33 @@ class SplitRun:
                 "directly in "
                 "lib/ were written; Nixpkgs deletes them (D9), a stream cannot (_libmajor.py)"))
         return False
+
+
+def _patch_error(exc: BaseException, description: str, sink: Sink | None,
+                 patches: PatchStage | None) -> OutputError | None:
+    """Issue 24: a write error while patching (disk full during a RUNPATH write) named the
+    staged file, i.e. the staging dir that is about to go; name the archive, the member and
+    the final path instead. Runs before the abort, while the staged paths still mean something."""
+    text = str(exc)
+    if not isinstance(exc, OutputError) or "member '" in text or sink is None or patches is None:
+        return None
+    for job in patches.jobs:
+        staged = sink.staged_path(job.output, job.dest)
+        if staged is not None and str(staged) in text:
+            return OutputError(f"{description}: member {job.path!r}: RUNPATH not written: "
+                               f"{sink.public_text(text)}")
+    return None
+
+
+def _refuse_escape(member: Member, options: SplitOptions, description: str) -> None:
+    """Issue 24: a symlink out of the package root is a hostile archive (GNU tar and tarfile's
+    ``data`` filter fail the extraction too), unless ``skip_unsafe_members``: then it is
+    skipped at the end with an ``unsafe-symlink`` problem."""
+    assert member.link is not None
+    if not options.skip_unsafe_members and escapes(member.path, member.link):
+        raise UnsafeMemberError(f"symlink target {member.link!r} leaves the package root "
+                                "(--skip-unsafe-members skips such members)",
+                                source=description, member=member.path)
 
 
 def _all(facts: MemberFacts) -> bool:

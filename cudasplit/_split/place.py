@@ -19,7 +19,7 @@ from cudasplit._model import Member
 from cudasplit._report import Problem
 from cudasplit._source import member_parent
 from cudasplit._split.classify import Classified
-from cudasplit._split.links import LinkPlanner
+from cudasplit._split.links import HardlinkOp, LinkPlanner, place_hardlinks_to
 from cudasplit._split.patchstage import ElfJob, PatchStage
 from cudasplit._split.placements import Placed, Placements
 from cudasplit._split.reportwriter import MemberFacts, PlaceOutcome
@@ -59,6 +59,9 @@ class Placer:
         if conflict is not None:
             raise OutputError(f"{self.layout.root(output)}/{dest}: {conflict}")
         superseded = self.patches.supersede(output, dest)  # never patch a file being rewritten
+        for op in place_hardlinks_to(self.links, member.path):  # before the old bytes go
+            if self.sink is not None and isinstance(op, HardlinkOp):
+                self.sink.make_hardlink(op.output, op.dest, op.src_output, op.src_dest)
         local, said = self._write(member, stream, output, dest, classified)
         self.placements.remember(member.path, Placed(output, dest, kind))
         rename = classified.rename

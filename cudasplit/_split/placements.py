@@ -33,6 +33,13 @@ class Placements:
     # Regular files per (output, directory), as they are written: lets a file whose DT_NEEDED
     # all live beside it be patched while later members are still decoding.
     own_names: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    hardlink_roots: dict[str, str] = field(default_factory=dict)  # hard link -> its file
+
+    def hardlink_root(self, path: str, link: str) -> str:
+        """The file a hard link ``path -> link`` names: ``link``'s own file when ``link`` is an
+        earlier hard link (GNU tar links it to the same file; issue 24)."""
+        root = self.hardlink_roots[path] = self.hardlink_roots.get(link, link)
+        return root
 
     def remember(self, path: str, placed: Placed) -> None:
         self.placed[path] = placed

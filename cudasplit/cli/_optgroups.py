@@ -18,7 +18,6 @@ from .. import (
     DEFAULT_DRIVER_LINK,
     DEFAULT_MAX_MEMBERS,
     OUTPUT_NAMES,
-    CudasplitError,
     SplitOptions,
     package_id,
     platform_name,
@@ -114,12 +113,8 @@ def _size(value: str) -> int:
 
 
 def _platform(word: str | None, cuda_version: str | None) -> str | None:
-    if word is None:
-        return None
-    try:
-        return platform_name(word, cuda_version)
-    except CudasplitError as exc:
-        raise click.BadParameter(str(exc), param_hint="--platform") from exc
+    """An unknown word is the library's one-line OptionsError (exit 2)."""
+    return None if word is None else platform_name(word, cuda_version)
 
 
 def _classification(v: Mapping[str, Any]) -> dict[str, Any]:
@@ -133,11 +128,12 @@ def _classification(v: Mapping[str, Any]) -> dict[str, Any]:
         "cuda_version": v["cuda_version"],
         "platform": _platform(v["split_platform"], v["cuda_version"]),
         "python_version": v["python_version"],
+        "skip_unsafe_members": v["skip_unsafe_members"],
     }
     # Guards left unset keep SplitOptions' defaults (the documented 64G, 200, ...).
     if v["max_size"] is not None:
         fields["max_total_bytes"] = _size(v["max_size"])
-    if v["max_ratio"]:
+    if v["max_ratio"] is not None:  # 0 is refused by SplitOptions, not taken as unset
         fields["max_ratio"] = v["max_ratio"]
     if v["max_members"] is not None:
         fields["max_members"] = v["max_members"]
@@ -173,6 +169,9 @@ COMMON = OptionGroup("common", [
                  "aarch64-linux:CAP (Jetson capabilities pick linux-aarch64)."),
     click.option("--python-version", metavar="X.Y", help="The build's Python: cuda_gdb "
                  "keeps only its cuda-gdb-pythonX.Y-tui (as Nixpkgs)."),
+    click.option("--skip-unsafe-members", is_flag=True, help="Skip (with a problem) a "
+                 "symlink whose target is absolute or leaves the package root, instead of "
+                 "failing the run (exit 2): such an archive is hostile."),
 ], _classification)
 """Options that decide classification (split, inspect, explain, repack)."""
 

@@ -33,16 +33,18 @@ from ._terminal import fail, print_issues, setup_logging, status_line
               help="Write the JSON report here.")
 @click.option("--strict", is_flag=True, help="Fail (exit 1) on problems, as in split.")
 @click.option("--overwrite", is_flag=True, help="Replace existing archives.")
-@click.option("-j", "--jobs", type=int, default=0, help="Parallelism (default: available CPUs).")
+@click.option("-j", "--jobs", type=int, default=None, help="Parallelism (default: available CPUs).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what happens.")
 def repack_command(source: str, output_dir: str, prefix: str | None, fmt: str, level: int,
                    threads: int, nix_support: bool, report_file: str | None, strict: bool,
-                   overwrite: bool, jobs: int, quiet: bool, verbose: bool, **kw: Any) -> None:
+                   overwrite: bool, jobs: int | None, quiet: bool, verbose: bool,
+                   **kw: Any) -> None:
     """Split SOURCE and write one reproducible tarball per output (mtime: SOURCE_DATE_EPOCH)."""
     setup_logging(quiet, verbose)
     report_target = ReportTarget(report_file, relative=False)
     try:
+        report_target.claim()
         packing = RepackOptions(prefix=prefix, fmt=fmt, level=level, threads=threads)
         try:
             with status_line(quiet=quiet) as status:
@@ -57,6 +59,8 @@ def repack_command(source: str, output_dir: str, prefix: str | None, fmt: str, l
         report_target.write(result.report.as_dict())
     except CudasplitError as exc:
         fail(exc)
+    finally:
+        report_target.discard()  # the empty file claim() made, if no report came
     if not quiet:
         for path in result.archives:
             click.echo(str(path))

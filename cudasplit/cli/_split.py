@@ -6,7 +6,10 @@ The decisions live in the library (:func:`cudasplit.split_to_dir`, :func:`cudasp
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +19,7 @@ import click
 
 from .. import (
     CudasplitError,
+    OptionsError,
     OutputError,
     ProblemsFound,
     Report,
@@ -47,6 +51,42 @@ class ReportTarget:
         self.relative = relative
         self.to_stdout = target == "-"
         self.nix = nix
+        self._created = False
+
+    def claim(self) -> None:
+        """Issue 24: check the destination before the split writes its first byte (it used to
+        fail after the outputs were promoted, and the retry then found them "already there").
+        An existing file is opened for appending (not truncated), a new one created empty
+        (:meth:`discard` removes it if the run fails); a report inside a directory the split
+        will create only needs its nearest existing parent to be a writable directory."""
+        if self.target is None or self.to_stdout:
+            return
+        path = Path(self.target)
+        try:
+            if path.parent.is_dir():
+                flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
+                try:
+                    fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644)
+                    self._created = True
+                except FileExistsError:
+                    fd = os.open(path, flags)
+                os.close(fd)
+                return
+            ancestor = next(p for p in path.parents if p.exists() or p == p.parent)
+            if not ancestor.is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+            if not os.access(ancestor, os.W_OK | os.X_OK):
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+        except OSError as exc:
+            raise OutputError(f"{self.target}: cannot write the report ({exc.strerror}); "
+                              "nothing was split") from exc
+
+    def discard(self) -> None:
+        """Remove the empty file :meth:`claim` created when the run wrote no report."""
+        if self._created and self.target is not None:
+            with contextlib.suppress(OSError):
+                if Path(self.target).stat().st_size == 0:
+                    Path(self.target).unlink()
 
     def render(self, report: Report) -> dict[str, Any]:
         """The report's JSON data, without absolute store paths when ``relative``, and in
@@ -106,7 +146,7 @@ class ReportTarget:
               "package table allows it (Nixpkgs' checkCudaFhsRefs).")
 @click.option("--no-fsync", is_flag=True, help="Do not fsync before the final renames "
               "(faster on slow disks; a power loss may then leave truncated files).")
-@click.option("-j", "--jobs", type=int, default=0, help="Parallelism (default: available CPUs; "
+@click.option("-j", "--jobs", type=int, default=None, help="Parallelism (default: available CPUs; "
               "NIX_BUILD_CORES in a Nix builder).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what happens.")
@@ -115,13 +155,15 @@ class ReportTarget:
 def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
                   nix_support: bool, cuda_component_hook: str | None, consumer_guards: bool,
                   report_file: str | None, report_relative: bool, strict: bool, dry_run: bool,
-                  overwrite: bool, check_fhs_refs: bool, no_fsync: bool, jobs: int,
+                  overwrite: bool, check_fhs_refs: bool, no_fsync: bool, jobs: int | None,
                   quiet: bool, verbose: bool, closure: bool, **kw: Any) -> None:
     """Split SOURCES (tarballs, unpacked directories, or - for standard input) into outputs.
 
     One source: DIR/<output>/... . Several sources, or a directory of tarballs: each goes to
     DIR/<pname>-<platform>-<version>/<output>/..., processed concurrently within --jobs.
     """
+    if "" in sources:  # Path("") is the current directory: never what was meant
+        fail(OptionsError("source must not be empty ('' is not a file or directory)"))
     if closure and _is_batch_quietly(sources, nix):
         raise click.UsageError("--closure takes exactly one source")
     setup_logging(quiet, verbose)
@@ -135,6 +177,7 @@ def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
             nix_markers=nix_support, check_fhs_refs=check_fhs_refs,
             cuda_component_hook=cuda_component_hook, fsync=not no_fsync, progress=progress,
             consumer_guards=consumer_guards)
+        writer.claim()
         if len(sources) > 1 or _is_batch(sources[0], nix, quiet):
             if nix:
                 raise click.UsageError("--nix takes exactly one source")
@@ -145,6 +188,7 @@ def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
     except CudasplitError as exc:
         fail(exc)
     finally:
+        writer.discard()  # the empty file claim() made, if no report came (a failed run)
         if progress is not None:
             progress.clear()
     if not quiet:
@@ -216,10 +260,12 @@ def _run_split(source: str, output_dir: str | None, nix: bool, options: SplitOpt
             report = split_to_dir(source, output_dir, options)
     except ProblemsFound as exc:
         if isinstance(exc.report, Report):
-            writer.write(writer.render(exc.report))
+            if writer.target is not None:
+                writer.write(writer.render(exc.report))
             print_issues(exc.report)
         raise
-    writer.write(writer.render(report))
+    if writer.target is not None:  # rendering 90,000 members costs seconds: only when asked
+        writer.write(writer.render(report))
     return report
 
 

@@ -20,7 +20,14 @@ from cudasplit.errors import OutputError
 from cudasplit.sinks._base import safe_join
 from cudasplit.sinks._placement import PlacementGuard, check_roots, translate
 from cudasplit.sinks._promote import Promotion
-from cudasplit.sinks._staging import STAGING_PREFIX, record_owner, remove_stale, sync_dir, sync_tree
+from cudasplit.sinks._staging import (
+    STAGING_PREFIX,
+    record_owner,
+    remove_dir,
+    remove_stale,
+    sync_dir,
+    sync_tree,
+)
 
 __all__ = ["COPY_CHUNK", "MODE_MASK", "DirectorySink"]
 
@@ -112,7 +119,7 @@ class DirectorySink:
 
     def public_text(self, text: str) -> str:
         """``text`` (a problem message) with staging paths replaced by the final ones."""
-        if self._staging is None:
+        if self._staging is None or str(self._staging) not in text:
             return text
         for name, final in self._final.items():
             text = text.replace(f"{self._staging / name}", str(final))
@@ -146,7 +153,7 @@ class DirectorySink:
 
     def abort(self) -> None:
         if self._staging is not None:
-            shutil.rmtree(self._staging, ignore_errors=True)
+            remove_dir(self._staging)
             self._staging = None
         for made in self._made_dirs:
             with contextlib.suppress(OSError):

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from cudasplit.sinks._placement import translate
-from cudasplit.sinks._staging import PREVIOUS_DIR, STAGING_PREFIX
+from cudasplit.sinks._staging import PREVIOUS_DIR, STAGING_PREFIX, remove_dir
 
 __all__ = ["Promotion"]
 
@@ -76,7 +76,7 @@ class Promotion:
     def discard(self) -> None:
         """After success: delete the replaced outputs and the staging dir."""
         _remove_previous(self._previous, self._staging)
-        shutil.rmtree(self._staging, ignore_errors=True)
+        remove_dir(self._staging)
 
 
 def _remove_previous(previous: Path, staging: Path) -> None:

@@ -8,7 +8,6 @@ any split. A subclass turns the finished stage into its result in :meth:`StagedS
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from abc import ABC, abstractmethod
 from pathlib import Path
@@ -18,6 +17,7 @@ from cudasplit._layout import Layout, LayoutSpec
 from cudasplit._model import OUTPUT_NAMES, PackageId
 from cudasplit.errors import OutputError
 from cudasplit.sinks._directory import DirectorySink
+from cudasplit.sinks._staging import record_owner, remove_dir
 
 __all__ = ["StagedSink"]
 
@@ -63,7 +63,7 @@ class StagedSink(ABC):
 
     def discard_stage(self) -> None:
         if self._stage_dir is not None:
-            shutil.rmtree(self._stage_dir, ignore_errors=True)
+            remove_dir(self._stage_dir)  # renamed to trash first: a kill leaves only trash
             self._stage_dir, self._inner_sink = None, None
 
     # -- protocol ------------------------------------------------------------------------------
@@ -114,6 +114,8 @@ class StagedSink(ABC):
             except OSError as exc:
                 raise OutputError(f"{parent or tempfile.gettempdir()}: cannot create staging "
                                   f"directory ({exc.strerror})") from exc
+            if parent is not None:  # a later run there removes it if this one is killed
+                record_owner(self._stage_dir)
         return self._stage_dir
 
     @property

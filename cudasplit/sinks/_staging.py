@@ -23,6 +23,10 @@ from cudasplit.errors import OutputError
 log = logging.getLogger("cudasplit")
 
 STAGING_PREFIX = ".cudasplit-staging-"
+# Issue 24: a directory is renamed to this prefix before it is deleted, so a run killed while
+# deleting never leaves a staging dir without its owner file (which no run would remove);
+# everything with this prefix is garbage, and every later run deletes it.
+TRASH_PREFIX = ".cudasplit-trash-"
 OWNER_FILE = ".cudasplit-owner"
 PREVIOUS_DIR = ".previous"   # inside staging: old outputs moved aside by --overwrite
 
@@ -36,17 +40,41 @@ def record_owner(staging: Path) -> None:
         raise OutputError(f"{staging}: cannot write ({exc.strerror})") from exc
 
 
-def remove_stale(parent: Path) -> list[Path]:
-    """Remove the staging directories in ``parent`` whose owner process is gone."""
+def remove_dir(path: Path) -> None:
+    """Delete a staging (or repack stage) directory crash-safely: first renamed to a trash name
+    in the same parent (atomic), then deleted; a kill in between leaves only trash."""
+    trash = path.parent / (TRASH_PREFIX + path.name.lstrip("."))
+    try:
+        os.rename(path, trash)
+    except OSError:
+        trash = path  # e.g. the parent is read-only now: delete in place, as before
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def remove_trash(parent: Path) -> None:
+    """Delete what killed runs left half-deleted in ``parent`` (see :data:`TRASH_PREFIX`)."""
+    try:
+        trash = [p for p in parent.iterdir() if p.name.startswith(TRASH_PREFIX)]
+    except OSError:
+        return
+    for path in trash:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+            log.warning("%s: removed what a killed run left while cleaning up", path)
+
+
+def remove_stale(parent: Path, prefix: str = STAGING_PREFIX) -> list[Path]:
+    """Remove the staging directories in ``parent`` whose owner process is gone (and trash)."""
+    remove_trash(parent)
     removed = []
     try:
-        candidates = [p for p in parent.iterdir() if p.name.startswith(STAGING_PREFIX)]
+        candidates = [p for p in parent.iterdir() if p.name.startswith(prefix)]
     except OSError:
         return []
     for path in sorted(candidates):
         if _owner_gone(path) and not path.is_symlink():
             _keep_previous(path)
-            shutil.rmtree(path, ignore_errors=True)
+            remove_dir(path)
             if not os.path.lexists(path):
                 log.warning("%s: removed the staging directory of an earlier run that "
                             "was killed", path)

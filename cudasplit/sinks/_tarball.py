@@ -17,7 +17,9 @@ compressor settings that do not depend on the clock.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import re
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -27,8 +29,11 @@ from cudasplit._layout import Layout, LayoutSpec, archive_stem
 from cudasplit._model import PackageId
 from cudasplit.errors import OutputError
 from cudasplit.sinks._staged import StagedSink
+from cudasplit.sinks._staging import remove_stale
 from cudasplit.sinks._tarpack import TarPacker, sorted_members
 from cudasplit.sinks._tarpack import translate as _translate
+
+log = logging.getLogger("cudasplit")
 
 __all__ = [
     "COPY_CHUNK",
@@ -105,6 +110,7 @@ class TarballSink(StagedSink):
         self._overwrite = overwrite
         # Created on the first write: a source that cannot be read leaves no directory behind.
         self._made_directory = False
+        self._cleaned = False
         self.written: list[Path] = []
 
     def stage_parent(self) -> Path:
@@ -112,7 +118,13 @@ class TarballSink(StagedSink):
             with _translate(self._directory):
                 self._directory.mkdir(parents=True)
             self._made_directory = True
-        return self._staging_parent or self._directory
+        parent = self._staging_parent or self._directory
+        if not self._cleaned:  # issue 24: what killed repacks left here
+            self._cleaned = True
+            remove_stale(parent, self.stage_prefix)
+            if self._staging_parent is None:
+                _remove_orphan_temps(self._directory, self.stage_prefix)
+        return parent
 
     def start(self, package: PackageId, layout: Layout) -> None:
         super().start(package, layout)
@@ -148,6 +160,10 @@ class TarballSink(StagedSink):
             with contextlib.suppress(OSError):
                 self._directory.rmdir()  # only if empty: never remove what others wrote
 
+    def stage_token(self) -> str:
+        """The random part of the stage directory's name."""
+        return self.stage_root("-").parent.name[len(self.stage_prefix):]
+
     # -- naming ---------------------------------------------------------------------------------
 
     def stem(self) -> str:
@@ -168,8 +184,11 @@ class TarballSink(StagedSink):
     def _temp_file(self, final: Path) -> Path:
         # Not mkstemp: its 0o600 would survive the rename. O_CREAT with 0o666 applies the
         # umask like any file the user writes, without touching the process-wide umask.
+        # Named after the stage (``.X.tar.zst.<stage token>-<hex>.tmp``): a later run removes
+        # the temp archives of a stage that is gone (_remove_orphan_temps).
+        token = self.stage_token()
         for _ in range(100):
-            temp = self._directory / f".{final.name}.{uuid.uuid4().hex[:12]}.tmp"
+            temp = self._directory / f".{final.name}.{token}-{uuid.uuid4().hex[:6]}.tmp"
             try:
                 os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
             except FileExistsError:
@@ -182,3 +201,21 @@ class TarballSink(StagedSink):
     def _pack(self, root: Path, dest: Path) -> None:
         """Pack one staged output into the temporary archive ``dest``."""
         self._packer.pack(root, dest)
+
+
+_TEMP_ARCHIVE = re.compile(r"^\..+\.(?P<token>[A-Za-z0-9_]+)-[0-9a-f]{6}\.tmp$")
+
+
+def _remove_orphan_temps(directory: Path, stage_prefix: str) -> None:
+    """Temp archives whose stage (in ``directory``) is gone: a killed repack's."""
+    try:
+        names = [p for p in directory.iterdir() if _TEMP_ARCHIVE.match(p.name)]
+    except OSError:
+        return
+    for path in names:
+        match = _TEMP_ARCHIVE.match(path.name)
+        assert match is not None
+        if not (directory / f"{stage_prefix}{match['token']}").exists() and path.is_file():
+            with contextlib.suppress(OSError):
+                path.unlink()
+                log.warning("%s: removed the temporary archive of a killed repack", path)

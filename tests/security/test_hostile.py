@@ -144,6 +144,8 @@ def test_hostile_archive_through_cli(case: Case, tmp_path: Path) -> None:
         args += ["--max-ratio", str(case.options["max_ratio"])]
     if "max_members" in case.options:
         args += ["--max-members", str(case.options["max_members"])]
+    if case.options.get("skip_unsafe_members"):
+        args += ["--skip-unsafe-members"]
     before = snapshot(tmp_path, out)
     result = CliRunner().invoke(main, args)
     assert result.exception is None or isinstance(result.exception, SystemExit), (

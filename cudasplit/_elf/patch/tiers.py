@@ -78,7 +78,8 @@ class Before:
 
 def native(path: str, edit: Want, method: str | None) -> tuple[str | None, Before]:
     """Tiers 1-2. Returns (method used or None when neither applies, facts before)."""
-    with open(path, "r+b") as stream:
+    # O_NOFOLLOW: a staged file swapped for a symlink is refused, never written through.
+    with open(os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC), "r+b") as stream:
         fd = stream.fileno()
         elf = read_raw(path, fd)
         names = dyn_names(elf)  # refuses names outside DT_STRSZ, cyclic version chains

@@ -15,6 +15,9 @@ from cudasplit._elf.plan.entries import is_origin_relative, is_stub_entry
 from cudasplit.errors import RunpathPolicyError
 
 DEFAULT_DRIVER_LINK = "/run/opengl-driver"
+# The arch names an ELF file's machine maps to (``_resolve.arch_of``): an interpreter for any
+# other name would never be used (issue 24: ``--interpreter sparc=...`` was silently ignored).
+INTERPRETER_ARCHES = ("x86_64", "aarch64", "ppc64le", "ppc64", "i686", "armv7l", "riscv64")
 _TAGS = frozenset({"RUNPATH", "RPATH"})
 
 
@@ -84,6 +87,9 @@ class RunpathPolicy:
             if not arch or not loader.startswith("/") or "\0" in loader:
                 raise RunpathPolicyError(
                     f"interpreter must be ARCH=/absolute/path, not {arch!r}={loader!r}")
+            if arch not in INTERPRETER_ARCHES:
+                raise RunpathPolicyError(f"interpreter arch {arch!r} is unknown (known: "
+                                         f"{', '.join(INTERPRETER_ARCHES)})")
         if len(dict(self.interpreters)) != len(self.interpreters):
             raise RunpathPolicyError("two interpreters for one architecture")
 

@@ -17,6 +17,7 @@ than 2 KiB, so sha256 of several tarballs runs on several cores without processe
 from __future__ import annotations
 
 from cudasplit._release.manifest.parse import (
+    MAX_MANIFEST_BYTES,
     Artifact,
     Manifest,
     Package,
@@ -50,6 +51,7 @@ __all__ = [
     "JETSON_CAPABILITIES",
     "JETSON_SBSA_THRESHOLD",
     "LINUX_PLATFORMS",
+    "MAX_MANIFEST_BYTES",
     "Artifact",
     "Manifest",
     "Package",

@@ -89,6 +89,11 @@ class Manifest:
         return tuple(dict.fromkeys(a.platform for a in self.artifacts))
 
 
+# NVIDIA's manifests are under 1 MB; the cap keeps ``verify /dev/zero`` (or a 20 GB file)
+# from being read whole into memory (issue 24: 24 GB RSS, then the OOM killer).
+MAX_MANIFEST_BYTES = 16 << 20
+
+
 def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     """Read and validate NVIDIA's ``redistrib_*.json``.
 
@@ -105,11 +110,18 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     name = os.fspath(path)
     try:
         with open(name, "rb") as fh:
-            data = json.load(fh)
+            raw = fh.read(MAX_MANIFEST_BYTES + 1)
     except OSError as exc:
         raise ManifestError(f"{name}: cannot read manifest ({exc.strerror or exc})") from exc
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise ManifestError(f"{name}: larger than {MAX_MANIFEST_BYTES >> 20} MiB; not an NVIDIA "
+                            "manifest (those are under 1 MB)")
+    try:
+        data = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ManifestError(f"{name}: not valid JSON ({exc})") from exc
+    except RecursionError as exc:
+        raise ManifestError(f"{name}: not valid JSON (nested too deeply)") from exc
     return parse_manifest(data, source=name)
 
 
