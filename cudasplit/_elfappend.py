@@ -11,7 +11,16 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from cudasplit._elfconst import DT_NEEDED, PAGE, PF_R, PT_INTERP, PT_LOAD
+from cudasplit._elfconst import (
+    DT_NEEDED,
+    PAGE,
+    PF_R,
+    PF_W,
+    PT_DYNAMIC,
+    PT_INTERP,
+    PT_LOAD,
+    SHT_DYNAMIC,
+)
 from cudasplit._elfhdrwrite import new_table, phnum_write, section_symbol_writes, shdr_write
 from cudasplit._elfraw import Phdr, RawElf, Shdr, align_up
 from cudasplit._elfroom import choose_room
@@ -20,6 +29,7 @@ from cudasplit._elfwant import Plan, Want, new_dynamic
 from cudasplit.errors import PatchError
 
 SPARE_BYTES = 256  # NULs kept after an appended string so that later rewrites fit in place
+SPARE_DYN = 8  # DT_NULLs kept after a moved dynamic array so that later edits fit in place
 
 
 @dataclass(slots=True)
@@ -59,17 +69,23 @@ def plan_append(elf: RawElf, want: Want) -> Plan | None:
     if want.interp is not None:
         _move_interp(elf, want.interp, lay, phdrs, plan)
     str_off, str_vaddr = lay.put(new_str)
+    dyn_args = (elf, want, offs.get(b"path"), (str_vaddr, len(new_str)), moved,
+                [offs[b"add:" + n] for n in want.adds], _needed_map(elf, want, offs))
+    new_dyn = new_dynamic(*dyn_args)
+    flags = PF_R
+    if new_dyn is None:  # no spare DT_NULL (lld, mold): the dynamic array moves too
+        new_dyn = new_dynamic(*dyn_args, cap=len(elf.entries) + 2 + SPARE_DYN)
+        assert new_dyn is not None
+        _move_dynamic(elf, elf.pack_dyn(new_dyn), lay, phdrs, plan)
+        flags = PF_R | PF_W  # ld.so writes DT_DEBUG's value into an executable's array
     if vaddr + len(lay.body) >= 1 << elf.bits:
         return None
-    load = Phdr(PT_LOAD, PF_R, start, vaddr, vaddr, len(lay.body), len(lay.body), align)
-    new_dyn = new_dynamic(elf, want, offs.get(b"path"), (str_vaddr, len(new_str)), moved,
-                          [offs[b"add:" + n] for n in want.adds], _needed_map(elf, want, offs))
-    if new_dyn is None:
-        return None
+    load = Phdr(PT_LOAD, flags, start, vaddr, vaddr, len(lay.body), len(lay.body), align)
     table = new_table(elf, room, phdrs, load)
     plan.writes.insert(0, (elf.size, b"\0" * (start - elf.size) + bytes(lay.body)))
     plan.writes.append((elf.phoff, b"".join(elf.pack_phdr(ph) for ph in table)))
-    plan.writes.append((elf.dyn_off, elf.pack_dyn(new_dyn)))
+    if flags == PF_R:
+        plan.writes.append((elf.dyn_off, elf.pack_dyn(new_dyn)))
     plan.writes.append(phnum_write(elf, len(table)))
     plan.writes.extend(_version_file_writes(elf, want, offs, room.evict, moved_at))
     sec = dynstr_section(elf)
@@ -192,4 +208,20 @@ def _move_interp(elf: RawElf, interp: bytes, lay: _Layout, phdrs: list[Phdr],
     ph.p_filesz = ph.p_memsz = len(interp) + 1
     if sec is not None:
         plan.writes.append(shdr_write(elf, sec, addr, off, len(interp) + 1))
+        plan.writes.extend(section_symbol_writes(elf, sec, addr))
+
+
+def _move_dynamic(elf: RawElf, data: bytes, lay: _Layout, phdrs: list[Phdr], plan: Plan) -> None:
+    """A dynamic array that cannot grow in place goes into the new segment (as patchelf does):
+    PT_DYNAMIC and the ``.dynamic`` section header follow; the old array stays, unread, in
+    its place (``l_ld`` comes from PT_DYNAMIC, so the copy is the one the loader uses)."""
+    off, addr = lay.put(data, 16)
+    for ph in phdrs:
+        if ph.p_type == PT_DYNAMIC:
+            ph.p_offset, ph.p_vaddr, ph.p_paddr = off, addr, addr
+            ph.p_filesz = ph.p_memsz = len(data)
+    sec = next((s for s in elf.shdrs if s.num and s.sh_type == SHT_DYNAMIC and
+                s.sh_offset == elf.dyn_off), None)
+    if sec is not None:
+        plan.writes.append(shdr_write(elf, sec, addr, off, len(data)))
         plan.writes.extend(section_symbol_writes(elf, sec, addr))

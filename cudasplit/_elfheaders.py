@@ -13,6 +13,7 @@ import struct
 
 from cudasplit._elfconst import (
     EHDR_FORMAT,
+    PAGE,
     PHDR_FIELDS,
     PHDR_FORMAT,
     PT_DYNAMIC,
@@ -85,7 +86,42 @@ def read_phdrs(elf: RawElf) -> list[Phdr]:
             for i in range(elf.phnum)]
 
 
-_INSIDE_TYPES = (PT_DYNAMIC, PT_INTERP, 7, 0x6474E550, 0x6474E552)  # TLS, EH_FRAME, RELRO
+_INSIDE_TYPES = (PT_DYNAMIC, PT_INTERP, 0x6474E550)  # EH_FRAME
+PT_TLS, PT_GNU_RELRO = 7, 0x6474E552
+
+
+def _inside(lo: int, hi: int, loads: list[Phdr]) -> bool:
+    """Are addresses [lo, hi) all inside one PT_LOAD's memory?"""
+    return any(ld.p_vaddr <= lo and hi <= ld.mem_end for ld in loads)
+
+
+def _pages_mapped(lo: int, hi: int, loads: list[Phdr]) -> bool:
+    """Is every page of [lo, hi) mapped by some PT_LOAD (each maps whole pages)?"""
+    spans = sorted((ld.p_vaddr - ld.p_vaddr % PAGE, -(-ld.mem_end // PAGE) * PAGE)
+                   for ld in loads)
+    for a, b in spans:
+        if a <= lo < b:
+            lo = b
+        if lo >= hi:
+            return True
+    return lo >= hi
+
+
+def _loader_reach(ph: Phdr, loads: list[Phdr]) -> bool:
+    """Does the part of segment `ph` the loader touches lie in mapped memory?
+
+    ld.so mprotects PT_GNU_RELRO page-rounded *down* at both ends (lld pads RELRO to the page
+    end, past its PT_LOAD's memsz); it copies only PT_TLS's first p_filesz bytes (the
+    initialization image) and zero-fills the rest of the TLS block elsewhere (lld and mold give
+    .tbss no room in any PT_LOAD); it reads the others whole.
+    """
+    if ph.p_type == PT_GNU_RELRO:
+        lo = ph.p_vaddr - ph.p_vaddr % PAGE
+        hi = (ph.p_vaddr + ph.p_memsz) - (ph.p_vaddr + ph.p_memsz) % PAGE
+        return hi <= lo or _pages_mapped(lo, hi, loads)
+    if ph.p_type == PT_TLS:
+        return not ph.p_filesz or _inside(ph.p_vaddr, ph.p_vaddr + ph.p_filesz, loads)
+    return not ph.p_memsz or _inside(ph.p_vaddr, ph.mem_end, loads)
 
 
 def check_phdrs(elf: RawElf) -> None:
@@ -105,8 +141,7 @@ def check_phdrs(elf: RawElf) -> None:
     for ph in elf.phdrs:
         # The loader uses these addresses (l_ld, mprotect of RELRO, TLS image, unwinding):
         # outside every PT_LOAD they reach whatever is mapped next to the object.
-        if ph.p_type in _INSIDE_TYPES and ph.p_memsz and not any(
-                ld.p_vaddr <= ph.p_vaddr and ph.mem_end <= ld.mem_end for ld in loads):
+        if ph.p_type in (*_INSIDE_TYPES, PT_TLS, PT_GNU_RELRO) and not _loader_reach(ph, loads):
             raise elf.fail(f"segment type {ph.p_type:#x} at {ph.p_vaddr:#x} lies outside every "
                            "PT_LOAD")
     for prev, cur in itertools.pairwise(loads):
