@@ -21,6 +21,15 @@ from cudasplit._elfconst import (
     PT_LOAD,
     PT_NULL,
     SHDR_FORMAT,
+    SHT_DYNSYM,
+    SHT_GNU_HASH,
+    SHT_GNU_VERDEF,
+    SHT_GNU_VERNEED,
+    SHT_GNU_VERSYM,
+    SHT_HASH,
+    SHT_NOBITS,
+    SHT_STRTAB,
+    SHT_SYMTAB,
 )
 from cudasplit._elfraw import Phdr, RawElf, Shdr
 from cudasplit.errors import ElfError
@@ -76,7 +85,43 @@ def read_shdrs(elf: RawElf) -> list[Shdr]:
     for i, fields in enumerate(struct.iter_unpack(fmt, data)):
         _, sh_type, flags, addr, offset, size, link, _, align, entsize = fields
         out.append(Shdr(i, sh_type, flags, addr, offset, size, link, align, entsize))
-    return out
+    # The loader never reads section headers: a bogus e_shoff still loads, and a table that
+    # does not look like one is left alone rather than "updated" wherever it points.
+    return out if _plausible(elf, out, data[:elf.shentsize]) else []
+
+
+# sh_type -> the types its sh_link may name (gABI): a table read from a wrong offset (or
+# shifted by an entry) names sections of the wrong kind.
+_LINK_TYPES = {
+    SHT_DYNSYM: (SHT_STRTAB,), SHT_SYMTAB: (SHT_STRTAB,), 6: (SHT_STRTAB,),  # DYNAMIC
+    SHT_GNU_VERNEED: (SHT_STRTAB,), SHT_GNU_VERDEF: (SHT_STRTAB,),
+    SHT_HASH: (SHT_DYNSYM, SHT_SYMTAB), SHT_GNU_HASH: (SHT_DYNSYM, SHT_SYMTAB),
+    SHT_GNU_VERSYM: (SHT_DYNSYM,),
+}
+_SHN_XINDEX = 0xFFFF
+
+
+def _plausible(elf: RawElf, shdrs: list[Shdr], first: bytes) -> bool:
+    """Does the table look like a section header table: a null entry 0, a string table at
+    e_shstrndx, contents inside the file, and links that name sections of the right kind?"""
+    raw = os.pread(elf.fd, 2, 62 if elf.bits == 64 else 50)
+    shstrndx = struct.unpack(elf.bo + "H", raw)[0] if len(raw) == 2 else 0
+    null = shdrs[0]
+    if shstrndx == _SHN_XINDEX:
+        shstrndx = null.sh_link
+    elif first.strip(b"\0"):
+        return False
+    if null.sh_type != 0 or shstrndx >= len(shdrs) or \
+            (shstrndx and shdrs[shstrndx].sh_type != SHT_STRTAB):
+        return False
+    for sec in shdrs[1:]:
+        if sec.sh_type != SHT_NOBITS and sec.sh_offset + sec.sh_size > elf.size:
+            return False
+        kinds = _LINK_TYPES.get(sec.sh_type)
+        if kinds is not None and (sec.sh_link >= len(shdrs) or
+                                  shdrs[sec.sh_link].sh_type not in kinds):
+            return False
+    return True
 
 
 def read_phdrs(elf: RawElf) -> list[Phdr]:

@@ -40,6 +40,9 @@ class RunpathPolicy:
     ignore_missing: tuple[str, ...] = ()
     # An unresolved name fails the run (default in --nix mode; --strict implies it).
     fail_unresolved: bool = False
+    # A file that should be patched and is not (patch-failed) fails the run (--nix; --strict
+    # fails on every problem anyway).
+    fail_unpatched: bool = False
     # The build's arch (--nix: the loader's). Unresolved names of files of another arch, with
     # no --interpreter for it, never fail: autoPatchelf skips such files altogether.
     target_arch: str | None = None
