@@ -53,6 +53,7 @@ from cudasplit._elfdyn import dyn_names
 from cudasplit._elfeditvalue import EditResult, ElfEdit, UnknownPatcherError
 from cudasplit._elfio import read_raw
 from cudasplit._elfwrite import SPARE_BYTES
+from cudasplit._liefbudget import FallbackBudget
 from cudasplit._patchtiers import Before, lief, native
 from cudasplit._patchwant import TAG_BY_NAME, edit_bytes, interp_of
 from cudasplit.errors import ElfError, PatchError
@@ -79,7 +80,7 @@ class PatchResult:
 # --------------------------------------------------------------------------- public API
 
 def apply_edit(path: str | os.PathLike[str], edit: ElfEdit, *, patcher: str = "auto",
-               ) -> EditResult:
+               budget: FallbackBudget | None = None) -> EditResult:
     """Apply one planned edit; see the module docstring for tiers and guarantees.
 
     ``patcher``: "auto" (tiers 1, 2, then 3), "lief" (tier 3 only), or for tests and callers
@@ -87,7 +88,8 @@ def apply_edit(path: str | os.PathLike[str], edit: ElfEdit, *, patcher: str = "a
     A forced tier that does not apply raises PatchError with the file untouched.
     Raises ElfError when the file is not ELF or is damaged (file untouched), PatchError when
     it cannot be written (file restored), UnknownPatcherError for an unknown patcher, ValueError
-    for a string with NUL.
+    for a string with NUL. ``budget``: the run's LIEF work (identical inputs rewritten once,
+    a cap on the rest; :mod:`cudasplit._liefbudget`).
     """
     name = os.fspath(path)
     if patcher not in PATCHERS:
@@ -115,7 +117,7 @@ def apply_edit(path: str | os.PathLike[str], edit: ElfEdit, *, patcher: str = "a
             with open(name, "rb") as stream:
                 elf = read_raw(name, stream.fileno())
                 before = Before(dyn_names(elf), interp_of(elf))
-        lief(name, want)
+        lief(name, want, budget)
         method = "lief"
     return _result(method, before, edit.tag)
 

@@ -166,7 +166,9 @@ class PatchStage:
             problems += [problem] if problem is not None else []
         missing, fail = _unresolved(self.jobs, done, self.settings)
         unpatched = self.settings.policy.fail_unpatched or self.settings.strict
-        return PatchOutcome(tuple(outcomes), tuple(problems), (), missing, fail, unpatched)
+        cost = getattr(self._backend, "fallback_summary", lambda: None)()
+        notes = (Problem("lief-fallback", "", cost),) if cost else ()
+        return PatchOutcome(tuple(outcomes), tuple(problems), notes, missing, fail, unpatched)
 
     def _planned(self, job: ElfJob, ctx: PlanContext) -> Patched:
         """Dry run: the complete plan of a spooled file, reported but not applied."""

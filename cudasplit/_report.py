@@ -104,6 +104,7 @@ class Report:
         patched = sum(1 for m in self.members if m.patch in ("in-place", "append", "lief"))
         if patched:
             lines.append(f"RUNPATH rewritten in {patched} ELF files")
+        lines += [w.message for w in self.warnings if w.code == "lief-fallback"]
         unpatched = sum(1 for p in self.problems if p.code == "patch-failed")
         if unpatched:
             lines.append(f"NOT patched: {unpatched} ELF files that should be (patch-failed; "
