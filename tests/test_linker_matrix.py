@@ -1,14 +1,14 @@
 """Issue 23: files from every Debian linker are patched, load, and survive strip.
 
 For each arch, :mod:`tests.linkermatrix` links a library and an executable per (linker, flag
-set) once per session; the tarball is split three times (with the driver link and a Nix-store
-length ``--interpreter``), the second and third trees are then stripped
-(``strip --strip-debug``, ``strip --strip-unneeded``). Each library must then ``dlopen`` and
-answer, each executable must run through the new interpreter and find its library through the
-new RUNPATH (natively, or under ``qemu-aarch64``). The runs are made once, in the fixture, on two
-threads; each parametrized test checks one of them. A file that does not run as linked (lld 14
-links RELR executables without the ``GLIBC_ABI_DT_RELR`` version glibc requires) must fail the
-same way after the split.
+set) once per session; the tarball is split four times (with the driver link and a Nix-store
+length ``--interpreter``); the second and third trees are then stripped (``strip
+--strip-debug``, ``strip --strip-unneeded``), the fourth gets ``patchelf --shrink-rpath``. Each
+library must then ``dlopen`` and answer, each executable must run through the new interpreter
+and find its library through the new RUNPATH (natively, or under ``qemu-aarch64``). The runs are
+made once, in the fixture, on two threads; each parametrized test checks one of them. A file
+that does not run as linked (lld 14 links RELR executables without the ``GLIBC_ABI_DT_RELR``
+version glibc requires) must fail the same way after the split.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from tests.linkermatrix import (
     strip_tool,
 )
 
-STAGES = ("split", "strip-debug", "strip-unneeded")
+STAGES = ("split", "strip-debug", "strip-unneeded", "shrink-rpath")
 DRIVER = "/run/opengl-driver"
 
 
@@ -68,10 +68,14 @@ def _matrix(arch: str) -> tuple[Matrix, dict[tuple[str, str, str], tuple[int, st
             records["problems"] = list(report.problems)
             for member in [*matrix.libs.values(), *matrix.exes.values()]:
                 records[member] = report.member(member)
-        if stage != "split":
+        if stage.startswith("strip-"):
             flag = "--strip-debug" if stage == "strip-debug" else "--strip-unneeded"
             for member in [*matrix.libs.values(), *matrix.exes.values()]:
                 subprocess.run([strip_tool(arch), flag, str(_placed(out, member))], check=True)
+        if stage == "shrink-rpath" and shutil.which("patchelf"):
+            for member in [*matrix.libs.values(), *matrix.exes.values()]:
+                subprocess.run(["patchelf", "--shrink-rpath", str(_placed(out, member))],
+                               check=True)
         for combo, member in matrix.libs.items():
             jobs.append(((stage, "lib", combo), [str(matrix.probe), str(_placed(out, member))],
                          None))
