@@ -1,9 +1,10 @@
 """Issue 23: files from every Debian linker are patched, load, and survive strip.
 
 For each arch, :mod:`tests.linkermatrix` links a library and an executable per (linker, flag
-set) once per session; the tarball is split four times (with the driver link and a Nix-store
+set) once per session; the tarball is split five times (with the driver link and a Nix-store
 length ``--interpreter``); the second and third trees are then stripped (``strip
---strip-debug``, ``strip --strip-unneeded``), the fourth gets ``patchelf --shrink-rpath``. Each
+--strip-debug``, ``strip --strip-unneeded``), the fourth gets ``patchelf --shrink-rpath``, the
+fifth a second, longer RUNPATH (which must go in place: the append tier's spare bytes). Each
 library must then ``dlopen`` and answer, each executable must run through the new interpreter
 and find its library through the new RUNPATH (natively, or under ``qemu-aarch64``). The runs are
 made once, in the fixture, on two threads; each parametrized test checks one of them. A file
@@ -24,6 +25,7 @@ import pytest
 
 from cudasplit import SplitOptions, split_to_dir
 from cudasplit._elf import read_elf_info
+from cudasplit._patch import set_runpath
 from cudasplit._runpath import RunpathPolicy
 from tests.linkermatrix import (
     ARCHES,
@@ -38,7 +40,7 @@ from tests.linkermatrix import (
     strip_tool,
 )
 
-STAGES = ("split", "strip-debug", "strip-unneeded", "shrink-rpath")
+STAGES = ("split", "strip-debug", "strip-unneeded", "shrink-rpath", "repatch")
 DRIVER = "/run/opengl-driver"
 
 
@@ -72,6 +74,12 @@ def _matrix(arch: str) -> tuple[Matrix, dict[tuple[str, str, str], tuple[int, st
             flag = "--strip-debug" if stage == "strip-debug" else "--strip-unneeded"
             for member in [*matrix.libs.values(), *matrix.exes.values()]:
                 subprocess.run([strip_tool(arch), flag, str(_placed(out, member))], check=True)
+        if stage == "repatch":  # a second edit of a patched file goes in place (spare bytes)
+            for member in [*matrix.libs.values(), *matrix.exes.values()]:
+                placed = _placed(out, member)
+                info = read_elf_info(placed)
+                assert info is not None and info.runpath is not None
+                records[f"repatch:{member}"] = set_runpath(placed, info.runpath + ":/run/x").method
         if stage == "shrink-rpath" and shutil.which("patchelf"):
             for member in [*matrix.libs.values(), *matrix.exes.values()]:
                 subprocess.run(["patchelf", "--shrink-rpath", str(_placed(out, member))],
@@ -125,6 +133,7 @@ def test_patched_with_runpath_and_interpreter(arch: str, combo: str) -> None:
         assert info is not None and info.runpath == record.runpath_after  # type: ignore[attr-defined]
         if kind == "exe":
             assert info.interp == str(matrix.loader)
+        assert records[f"repatch:{member}"] == "in-place"
 
 
 @pytest.mark.parametrize("stage", STAGES)
