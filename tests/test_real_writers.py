@@ -1,7 +1,8 @@
 """Issue 23: every writer the project can choose, on every real NVIDIA library, strip included.
 
 ``--patcher auto`` is :mod:`tests.test_real_elf`; here each library of its corpus goes through
-``native`` (tiers 1-2 only) and ``lief`` (tier 3 only). A writer either refuses (PatchError, the
+``native`` (tiers 1-2 only) and ``lief`` (tier 3 only); so does each executable (a RUNPATH and a
+Nix-store-length interpreter; ``--version`` as patched and after ``strip``). A writer either refuses (PatchError, the
 file byte-identical: LIEF's output is refused when ``strip --strip-debug`` or
 ``patchelf --shrink-rpath`` would change what the loader maps) or its output loads
 (``ctypes.CDLL`` in a child) as written, after ``strip --strip-debug``, ``strip --strip-all`` and
@@ -50,6 +51,48 @@ def _check(src: Path, work: Path, patcher: str) -> dict[str, str]:
     return results
 
 
+def _check_exe(src: Path, work: Path, patcher: str, loader: Path) -> dict[str, str]:
+    work.mkdir(parents=True)
+    env = {"PATH": "/usr/bin:/bin"}
+    if real._run_version(src, env) != "ok":
+        return {"original": "does not run (not tested)"}
+    patched = work / src.name
+    shutil.copy2(src, patched)
+    edit = ElfEdit(runpath=f"{real.TARGET}:$ORIGIN/../lib", interpreter=str(loader))
+    try:
+        method = apply_edit(patched, edit, patcher=patcher).method
+    except PatchError as exc:
+        same = patched.read_bytes() == src.read_bytes()
+        patched.unlink()
+        return {"refused": str(exc).replace(str(work), "<work>"), "untouched": str(same)}
+    results = {"method": method, "patched": real._run_version(patched, env)}
+    for mode in ("--strip-debug", "--strip-all"):
+        dst = work / f"{src.name}{mode}"
+        done = real._run("strip", mode, "-o", str(dst), str(patched))
+        results[mode.lstrip("-")] = real._run_version(dst, env) if done.returncode == 0 \
+            else f"strip failed: {done.stderr.strip()[-200:]}"
+        dst.unlink(missing_ok=True)
+    patched.unlink()
+    return results
+
+
+@pytest.fixture(scope="module")
+def exe_results(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str],
+                                                                   dict[str, str]]:
+    if shutil.which("strip") is None or not Path(real.LOADER).exists():
+        pytest.skip("binutils strip or the x86_64 glibc loader missing")
+    root = tmp_path_factory.mktemp("real-writer-exes")
+    loader = root / "nix/store" / f"{real.HASH}-glibc-2.40" / "lib/ld-linux-x86-64.so.2"
+    loader.parent.mkdir(parents=True)
+    shutil.copy2(Path(real.LOADER).resolve(), loader)
+    out = {}
+    for patcher in PATCHERS:  # one at a time: see tests.test_real_elf.exe_results (ETXTBSY)
+        for i, (w, rel) in enumerate(real.EXES):
+            out[(patcher, f"{w}:{rel}")] = _check_exe(real._locate(w, rel),
+                                                      root / f"{patcher}-{i}", patcher, loader)
+    return out
+
+
 @pytest.fixture(scope="module")
 def writer_results(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str],
                                                                       dict[str, str]]:
@@ -75,6 +118,22 @@ def test_each_writer_loads_after_strip_or_refuses(
         pytest.skip(f"{key}: {res['original']}")
     if "refused" in res:
         assert patcher == "lief", res  # the native tiers take every NVIDIA library
+        assert res["untouched"] == "True", res
+        return
+    broken = {k: v for k, v in res.items() if k != "method" and v != "ok"}
+    assert not broken, (key, patcher, res)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("patcher", PATCHERS)
+@pytest.mark.parametrize("key", [f"{w}:{rel}" for w, rel in real.EXES])
+def test_each_writer_runs_executables_after_strip_or_refuses(
+        exe_results: dict[tuple[str, str], dict[str, str]], patcher: str, key: str) -> None:
+    res = exe_results[(patcher, key)]
+    if "original" in res:
+        pytest.skip(f"{key}: {res['original']}")
+    if "refused" in res:
+        assert patcher == "lief", res
         assert res["untouched"] == "True", res
         return
     broken = {k: v for k, v in res.items() if k != "method" and v != "ok"}
