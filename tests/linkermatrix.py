@@ -81,6 +81,7 @@ def _flag_sets(linker: str) -> dict[str, tuple[str, ...] | str]:
         "page64k": ("-z", "max-page-size=65536", "-z", "relro", "-z", "now"),
         "relr": relr,
         "hash-both": ("--hash-style=both", "-z", "relro"),
+        "nopie": ("-z", "relro", "-z", "now"),  # the executable is ET_EXEC (-no-pie)
     }
 
 
@@ -178,7 +179,8 @@ def build_matrix(arch: str, root: Path) -> Matrix:
             done = _cc(cc, linker, tools, "-shared", "-o", str(lib), str(root / "lib.o"),
                        f"-Wl,-soname,{soname}", *wl)
             if done.returncode == 0:
-                done = _cc(cc, linker, tools, "-pie", "-o", str(exe), str(root / "exe.o"),
+                pie = "-no-pie" if flags_name == "nopie" else "-pie"
+                done = _cc(cc, linker, tools, pie, "-o", str(exe), str(root / "exe.o"),
                            str(lib), *wl)
             if done.returncode != 0:
                 matrix.skipped[combo] = f"{linker} cannot link {flags_name} for {arch}: " + \

@@ -14,10 +14,12 @@ version glibc requires) must fail the same way after the split.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import shutil
 import subprocess
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -46,8 +48,10 @@ DRIVER = "/run/opengl-driver"
 
 @functools.cache
 def _root() -> Path:
-    import tempfile
-    return Path(tempfile.mkdtemp(prefix="cudasplit-linkermatrix-"))
+    """One scratch directory per session, removed at exit."""
+    path = Path(tempfile.mkdtemp(prefix="cudasplit-linkermatrix-"))
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 @functools.cache
