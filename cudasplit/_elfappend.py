@@ -2,7 +2,8 @@
 
 The segment holds a copy of ``.dynstr`` with the new strings and ``SPARE_BYTES`` NULs (so that a
 later rewrite goes in place), a longer interpreter, and whatever sections had to move to make
-room for its program header (:mod:`cudasplit._elfroom`); every tag and header that points at
+room for its program header (:mod:`cudasplit._elfroom`), and the dynamic array when it has no
+spare ``DT_NULL`` for a new tag (lld and mold leave none); every tag and header that points at
 moved bytes follows them (:mod:`cudasplit._elfhdrwrite`).
 """
 

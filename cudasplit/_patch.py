@@ -13,16 +13,18 @@ Tiers, tried in order by the native backend (``patcher="auto"``):
    longer interpreter) go to the end of the file, mapped by a new read-only ``PT_LOAD`` that
    keeps the file's own ``p_align`` (64 KiB-page aarch64 kernels refuse smaller).
    ``DT_STRTAB``/``DT_STRSZ`` and the ``.dynstr`` section header follow the copy; the spare
-   bytes make a later rewrite go in place. Where the new program header goes is explained in
+   bytes make a later rewrite go in place. A dynamic array with no spare ``DT_NULL`` (lld,
+   mold) moves into the new segment too, which is then writable. Where the new program header goes is explained in
    :mod:`cudasplit._elfroom`; the program header table never moves, so ``strip``, ``objcopy``
    and ``patchelf`` keep the file loadable.
 3. **LIEF** (default parser and builder configs, the only ones that keep files intact) when
-   tiers 1-2 do not apply (no spare ``DT_NULL``). LIEF runs in a child process with a memory
+   tiers 1-2 find no room for a program header. LIEF runs in a child process with a memory
    cap (``RLIMIT_AS``) and a time limit, after the file passed the same validation as the native
    tiers, so a LIEF abort or segfault is a one-line :class:`PatchError` about that file. Its
-   output is used only when it verifies, and only when it still verifies after
-   ``strip --strip-debug`` on a scratch copy (LIEF's layout broke after ``strip`` on 8 of 16
-   NVIDIA libraries).
+   output is used only when it verifies, and only when ``strip --strip-debug`` and
+   ``patchelf --shrink-rpath`` on scratch copies leave what the loader maps unchanged (LIEF's
+   layout breaks under ``strip`` on every NVIDIA library tested). Identical inputs cost one
+   child per run, and a run's LIEF work is capped (:mod:`cudasplit._liefbudget`).
 
 Every written file is re-read and verified: the search path, interpreter and DT_NEEDED list are
 as planned, every other dynamic string name (SONAME, version need files and names, version
