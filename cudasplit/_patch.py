@@ -14,9 +14,9 @@ Tiers, tried in order by the native backend (``patcher="auto"``):
    keeps the file's own ``p_align`` (64 KiB-page aarch64 kernels refuse smaller).
    ``DT_STRTAB``/``DT_STRSZ`` and the ``.dynstr`` section header follow the copy; the spare
    bytes make a later rewrite go in place. A dynamic array with no spare ``DT_NULL`` (lld,
-   mold) moves into the new segment too, which is then writable. Where the new program header goes is explained in
-   :mod:`cudasplit._elfroom`; the program header table never moves, so ``strip``, ``objcopy``
-   and ``patchelf`` keep the file loadable.
+   mold) moves into the new segment too, which is then writable. Where the new program header
+   goes is explained in :mod:`cudasplit._elfroom`; the program header table never moves, so
+   ``strip``, ``objcopy`` and ``patchelf`` keep the file loadable.
 3. **LIEF** (default parser and builder configs, the only ones that keep files intact) when
    tiers 1-2 find no room for a program header. LIEF runs in a child process with a memory
    cap (``RLIMIT_AS``) and a time limit, after the file passed the same validation as the native
