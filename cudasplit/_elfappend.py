@@ -73,19 +73,20 @@ def plan_append(elf: RawElf, want: Want) -> Plan | None:
     dyn_args = (elf, want, offs.get(b"path"), (str_vaddr, len(new_str)), moved,
                 [offs[b"add:" + n] for n in want.adds], _needed_map(elf, want, offs))
     new_dyn = new_dynamic(*dyn_args)
-    flags = PF_R
-    if new_dyn is None:  # no spare DT_NULL (lld, mold): the dynamic array moves too
+    dyn_moved = new_dyn is None  # no spare DT_NULL (lld, mold): the dynamic array moves too
+    if new_dyn is None:
         new_dyn = new_dynamic(*dyn_args, cap=len(elf.entries) + 2 + SPARE_DYN)
         assert new_dyn is not None
         _move_dynamic(elf, elf.pack_dyn(new_dyn), lay, phdrs, plan)
-        flags = PF_R | PF_W  # ld.so writes DT_DEBUG's value into an executable's array
+    # ld.so writes DT_DEBUG's value into an executable's dynamic array: a moved one needs RW
+    flags = PF_R | PF_W if dyn_moved else PF_R
     if vaddr + len(lay.body) >= 1 << elf.bits:
         return None
     load = Phdr(PT_LOAD, flags, start, vaddr, vaddr, len(lay.body), len(lay.body), align)
     table = new_table(elf, room, phdrs, load)
     plan.writes.insert(0, (elf.size, b"\0" * (start - elf.size) + bytes(lay.body)))
     plan.writes.append((elf.phoff, b"".join(elf.pack_phdr(ph) for ph in table)))
-    if flags == PF_R:
+    if not dyn_moved:
         plan.writes.append((elf.dyn_off, elf.pack_dyn(new_dyn)))
     plan.writes.append(phnum_write(elf, len(table)))
     plan.writes.extend(_version_file_writes(elf, want, offs, room.evict, moved_at))

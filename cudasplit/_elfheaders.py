@@ -21,6 +21,7 @@ from cudasplit._elfconst import (
     PT_LOAD,
     PT_NULL,
     SHDR_FORMAT,
+    SHT_DYNAMIC,
     SHT_DYNSYM,
     SHT_GNU_HASH,
     SHT_GNU_VERDEF,
@@ -93,7 +94,7 @@ def read_shdrs(elf: RawElf) -> list[Shdr]:
 # sh_type -> the types its sh_link may name (gABI): a table read from a wrong offset (or
 # shifted by an entry) names sections of the wrong kind.
 _LINK_TYPES = {
-    SHT_DYNSYM: (SHT_STRTAB,), SHT_SYMTAB: (SHT_STRTAB,), 6: (SHT_STRTAB,),  # DYNAMIC
+    SHT_DYNSYM: (SHT_STRTAB,), SHT_SYMTAB: (SHT_STRTAB,), SHT_DYNAMIC: (SHT_STRTAB,),
     SHT_GNU_VERNEED: (SHT_STRTAB,), SHT_GNU_VERDEF: (SHT_STRTAB,),
     SHT_HASH: (SHT_DYNSYM, SHT_SYMTAB), SHT_GNU_HASH: (SHT_DYNSYM, SHT_SYMTAB),
     SHT_GNU_VERSYM: (SHT_DYNSYM,),
