@@ -1,6 +1,7 @@
 """Issue 23: every writer the project can choose, on every real NVIDIA library, strip included.
 
-``--patcher auto`` is :mod:`tests.test_real_elf`; here each library of its corpus goes through
+``--patcher auto`` is :mod:`tests.test_real_elf`; here each library of its corpus, and each of
+the CUDA 13 wheels the suite downloads (cuBLAS excepted, as there), goes through
 ``native`` (tiers 1-2 only) and ``lief`` (tier 3 only); so does each executable (a RUNPATH and a
 Nix-store-length interpreter; ``--version`` as patched and after ``strip``). A writer either refuses (PatchError, the
 file byte-identical: LIEF's output is refused when ``strip --strip-debug`` or
@@ -21,10 +22,41 @@ from cudasplit._elfedit import ElfEdit
 from cudasplit._patch import apply_edit
 from cudasplit.errors import PatchError
 from tests import test_real_elf as real
+from tests.realwheels import CU13
 
 pytestmark = real.pytestmark
 
 PATCHERS = ("native", "lief")
+# The CUDA 13 wheels the suite downloads, beyond test_real_elf's CUDA 12 corpus (cuBLAS stays
+# out, as there: 0.9 GB).
+CU13_LIBS = [("nvidia-nvvm==13.0.88", "lib/libnvvm.so.4"),
+             ("nvidia-cuda-runtime==13.0.96", "lib/libcudart.so.13"),
+             ("nvidia-cuda-cupti==13.0.85", "lib/libpcsamplingutil.so"),
+             ("nvidia-cuda-cupti==13.0.85", "lib/libnvperf_host.so"),
+             ("nvidia-cuda-cupti==13.0.85", "lib/libcheckpoint.so"),
+             ("nvidia-cuda-cupti==13.0.85", "lib/libnvperf_target.so"),
+             ("nvidia-cuda-cupti==13.0.85", "lib/libcupti.so.13"),
+             ("nvidia-cuda-nvrtc==13.0.88", "lib/libnvrtc.so.13"),
+             ("nvidia-cuda-nvrtc==13.0.88", "lib/libnvrtc-builtins.so.13.0"),
+             ("nvidia-cuda-nvrtc==13.0.88", "lib/libnvrtc.alt.so.13"),
+             ("nvidia-cuda-nvrtc==13.0.88", "lib/libnvrtc-builtins.alt.so.13.0"),
+             ("nvidia-nvjitlink==13.0.88", "lib/libnvJitLink.so.13")]
+assert {w.partition("==")[0] for w, _ in CU13_LIBS} <= set(CU13)
+ALL_LIBS = [*real.LIBS, *CU13_LIBS]
+
+
+def _locate(wheel: str, rel: str) -> Path:
+    """:func:`tests.test_real_elf._locate`, but never another platform's copy of a CUDA 13 wheel
+    (the cache may hold the aarch64 one under the same name and version)."""
+    found = real._locate(wheel, rel)
+    top = next(p for p in found.parents if p.parent.name == "unpacked")
+    if "x86_64" in top.name:
+        return found
+    twins = sorted(top.parent.glob(top.name.split("-py3-")[0] + "-py3-*x86_64*"))
+    hits = [t / found.relative_to(top) for t in twins if (t / found.relative_to(top)).exists()]
+    if not hits:
+        pytest.skip(f"{rel}: only a {top.name} copy is cached")
+    return hits[0]
 
 
 def _check(src: Path, work: Path, patcher: str) -> dict[str, str]:
@@ -98,7 +130,7 @@ def writer_results(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, 
                                                                       dict[str, str]]:
     if shutil.which("strip") is None:
         pytest.skip("binutils strip not installed")
-    files = [(f"{w}:{rel}", real._locate(w, rel)) for w, rel in real.LIBS]
+    files = [(f"{w}:{rel}", _locate(w, rel)) for w, rel in ALL_LIBS]
     real._LIBRARY_PATH[0] = real._library_path()
     root = tmp_path_factory.mktemp("real-writers")
     jobs = [(key, src, patcher, root / f"{patcher}-{i}") for patcher in PATCHERS
@@ -110,7 +142,7 @@ def writer_results(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("patcher", PATCHERS)
-@pytest.mark.parametrize("key", [f"{w}:{rel}" for w, rel in real.LIBS])
+@pytest.mark.parametrize("key", [f"{w}:{rel}" for w, rel in ALL_LIBS])
 def test_each_writer_loads_after_strip_or_refuses(
         writer_results: dict[tuple[str, str], dict[str, str]], patcher: str, key: str) -> None:
     res = writer_results[(patcher, key)]
