@@ -1,4 +1,5 @@
-"""Tier 2: plan an edit as a new read-only PT_LOAD at the end of the file.
+"""Tier 2: plan an edit as a new PT_LOAD at the end of the file (read-only, unless it holds
+the moved dynamic array).
 
 The segment holds a copy of ``.dynstr`` with the new strings and ``SPARE_BYTES`` NULs (so that a
 later rewrite goes in place), a longer interpreter, and whatever sections had to move to make
