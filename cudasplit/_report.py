@@ -172,6 +172,12 @@ class Report:
         patched = sum(1 for m in self.members if m.patch in ("in-place", "append", "lief"))
         if patched:
             lines.append(f"RUNPATH rewritten in {plural(patched, 'ELF file')}")
+        lines += [w.message for w in self.warnings if w.code == "lief-fallback"]
+        unpatched = sum(1 for p in self.problems if p.code == "patch-failed")
+        if unpatched:
+            lines.append(f"NOT patched: {plural(unpatched, 'ELF file')} that should be "
+                         "(patch-failed; "
+                         "see the problems)")
         return lines
 
     def dropped(self) -> dict[str, int]:

@@ -102,3 +102,7 @@ class ProblemsFound(CudasplitError):
     def __init__(self, message: str, report: Any = None) -> None:
         self.report = report
         super().__init__(message)
+
+
+class UnpatchedFilesError(ProblemsFound):
+    """ELF files that should have been patched were not (``--nix`` and ``--strict``)."""

@@ -124,6 +124,7 @@ def with_nix_defaults(policy: RunpathPolicy, env: Mapping[str, str] | None = Non
     arch = loader_arch(loader) if loader is not None else platform.machine()
     if loader is not None and policy.interpreter_for(arch) is None:
         interpreters = (*interpreters, (arch, loader))
-    return replace(policy, interpreters=interpreters, fail_unresolved=True, host_loader=False,
+    return replace(policy, interpreters=interpreters, fail_unresolved=True, fail_unpatched=True,
+                   host_loader=False,
                    target_arch=policy.target_arch or arch,
                    library_paths=(*policy.library_paths, *nix_library_dirs(env)))

@@ -31,7 +31,7 @@ from cudasplit._split.options import Progress, SplitOptions
 from cudasplit._split.patchstage import ElfJob, PatchStage
 from cudasplit._split.placements import Placements
 from cudasplit._split.reportwriter import ReportWriter
-from cudasplit.errors import ProblemsFound
+from cudasplit.errors import ProblemsFound, UnpatchedFilesError
 from cudasplit.sinks._base import Sink
 
 __all__ = ["EndOfRun", "RunState"]
@@ -78,6 +78,11 @@ class EndOfRun:
         state.writer.elf(done.outcomes)
         state.writer.problems(done.problems)
         state.writer.warnings(done.warnings)
+        failed = [p for p in done.problems if p.code == "patch-failed"]
+        if failed and done.fail_unpatched:
+            raise UnpatchedFilesError(
+                f"{state.description}: {len(failed)} ELF file(s) should be patched and are "
+                f"not; first: {failed[0]}", state.writer.assemble())
         if done.unresolved and done.fail_unresolved:
             raise unresolved_error(dict(done.unresolved), state.writer.assemble())
         for path, names in done.unresolved:

@@ -52,6 +52,7 @@ class PatchOutcome:
     warnings: tuple[Problem, ...] = ()
     unresolved: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (path, names) nowhere found
     fail_unresolved: bool = False    # the policy (or --strict) fails the run on those
+    fail_unpatched: bool = False     # a patch-failed file fails the run (--nix, --strict)
 
 
 class PatchStage:
@@ -164,7 +165,10 @@ class PatchStage:
             outcomes.append((job.position, outcome))
             problems += [problem] if problem is not None else []
         missing, fail = _unresolved(self.jobs, done, self.settings)
-        return PatchOutcome(tuple(outcomes), tuple(problems), (), missing, fail)
+        unpatched = self.settings.policy.fail_unpatched or self.settings.strict
+        cost = getattr(self._backend, "fallback_summary", lambda: None)()
+        notes = (Problem("lief-fallback", "", cost),) if cost else ()
+        return PatchOutcome(tuple(outcomes), tuple(problems), notes, missing, fail, unpatched)
 
     def _planned(self, job: ElfJob, ctx: PlanContext) -> Patched:
         """Dry run: the complete plan of a spooled file, reported but not applied."""

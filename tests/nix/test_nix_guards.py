@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from cudasplit._rulebook import load_ruleset
-from tests import test_nix
+from tests.nix import test_nix
 from tests.nix.test_nix import CHECKOUT, Nix
 from tests.support.builders import have_compiler, tree_from_reference, write_tarball
 from tests.support.paths import DATA

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from cudasplit._rulebook import load_ruleset
-from tests import test_nix
+from tests.nix import test_nix
 from tests.nix.test_nix import CHECKOUT, Nix
 from tests.support.builders import (
     dynamic_entries,

@@ -23,6 +23,7 @@ from cudasplit._elf.patch.backends import (
     backend_for,
 )
 from cudasplit._elf.patch.inplace import plan_in_place
+from cudasplit._elf.patch.liefbudget import FallbackBudget
 from cudasplit._elf.patch.patcher import (
     PatchResult,
     apply_edit,
@@ -41,6 +42,7 @@ __all__ = [
     "ElfBackend",
     "ElfEdit",
     "FailFastBackend",
+    "FallbackBudget",
     "LiefBackend",
     "NativeBackend",
     "PatchResult",

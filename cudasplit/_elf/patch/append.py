@@ -1,9 +1,11 @@
-"""Tier 2: plan an edit as a new read-only PT_LOAD at the end of the file.
+"""Tier 2: plan an edit as a new PT_LOAD at the end of the file (read-only, unless it holds
+the moved dynamic array).
 
 The segment holds a copy of ``.dynstr`` with the new strings and ``SPARE_BYTES`` NULs (so that a
 later rewrite goes in place), a longer interpreter, and whatever sections had to move to make
-room for its program header (:mod:`cudasplit._elf.patch.room`); every tag and header that points at
-moved bytes follows them (:mod:`cudasplit._elf.patch.hdrwrite`).
+room for its program header (``room``), and the dynamic array when it has no
+spare ``DT_NULL`` for a new tag (lld and mold leave none); every tag and header that points at
+moved bytes follows them (``hdrwrite``).
 """
 
 from __future__ import annotations
@@ -23,8 +25,11 @@ from cudasplit._elf.read import (
     DT_NEEDED,
     PAGE,
     PF_R,
+    PF_W,
+    PT_DYNAMIC,
     PT_INTERP,
     PT_LOAD,
+    SHT_DYNAMIC,
     Phdr,
     RawElf,
     Shdr,
@@ -36,6 +41,7 @@ from cudasplit._elf.read import (
 from cudasplit.errors import PatchError
 
 SPARE_BYTES = 256  # NULs kept after an appended string so that later rewrites fit in place
+SPARE_DYN = 8  # DT_NULLs kept after a moved dynamic array so that later edits fit in place
 
 
 @dataclass(slots=True)
@@ -75,17 +81,24 @@ def plan_append(elf: RawElf, want: Want) -> Plan | None:
     if want.interp is not None:
         _move_interp(elf, want.interp, lay, phdrs, plan)
     str_off, str_vaddr = lay.put(new_str)
+    dyn_args = (elf, want, offs.get(b"path"), (str_vaddr, len(new_str)), moved,
+                [offs[b"add:" + n] for n in want.adds], _needed_map(elf, want, offs))
+    new_dyn = new_dynamic(*dyn_args)
+    dyn_moved = new_dyn is None  # no spare DT_NULL (lld, mold): the dynamic array moves too
+    if new_dyn is None:
+        new_dyn = new_dynamic(*dyn_args, cap=len(elf.entries) + 2 + SPARE_DYN)
+        assert new_dyn is not None
+        _move_dynamic(elf, elf.pack_dyn(new_dyn), lay, phdrs, plan)
+    # ld.so writes DT_DEBUG's value into an executable's dynamic array: a moved one needs RW
+    flags = PF_R | PF_W if dyn_moved else PF_R
     if vaddr + len(lay.body) >= 1 << elf.bits:
         return None
-    load = Phdr(PT_LOAD, PF_R, start, vaddr, vaddr, len(lay.body), len(lay.body), align)
-    new_dyn = new_dynamic(elf, want, offs.get(b"path"), (str_vaddr, len(new_str)), moved,
-                          [offs[b"add:" + n] for n in want.adds], _needed_map(elf, want, offs))
-    if new_dyn is None:
-        return None
+    load = Phdr(PT_LOAD, flags, start, vaddr, vaddr, len(lay.body), len(lay.body), align)
     table = new_table(elf, room, phdrs, load)
     plan.writes.insert(0, (elf.size, b"\0" * (start - elf.size) + bytes(lay.body)))
     plan.writes.append((elf.phoff, b"".join(elf.pack_phdr(ph) for ph in table)))
-    plan.writes.append((elf.dyn_off, elf.pack_dyn(new_dyn)))
+    if not dyn_moved:
+        plan.writes.append((elf.dyn_off, elf.pack_dyn(new_dyn)))
     plan.writes.append(phnum_write(elf, len(table)))
     plan.writes.extend(_version_file_writes(elf, want, offs, room.evict, moved_at))
     sec = dynstr_section(elf)
@@ -208,4 +221,20 @@ def _move_interp(elf: RawElf, interp: bytes, lay: _Layout, phdrs: list[Phdr],
     ph.p_filesz = ph.p_memsz = len(interp) + 1
     if sec is not None:
         plan.writes.append(shdr_write(elf, sec, addr, off, len(interp) + 1))
+        plan.writes.extend(section_symbol_writes(elf, sec, addr))
+
+
+def _move_dynamic(elf: RawElf, data: bytes, lay: _Layout, phdrs: list[Phdr], plan: Plan) -> None:
+    """A dynamic array that cannot grow in place goes into the new segment (as patchelf does):
+    PT_DYNAMIC and the ``.dynamic`` section header follow; the old array stays, unread, in
+    its place (``l_ld`` comes from PT_DYNAMIC, so the copy is the one the loader uses)."""
+    off, addr = lay.put(data, 16)
+    for ph in phdrs:
+        if ph.p_type == PT_DYNAMIC:
+            ph.p_offset, ph.p_vaddr, ph.p_paddr = off, addr, addr
+            ph.p_filesz = ph.p_memsz = len(data)
+    sec = next((s for s in elf.shdrs if s.num and s.sh_type == SHT_DYNAMIC and
+                s.sh_offset == elf.dyn_off), None)
+    if sec is not None:
+        plan.writes.append(shdr_write(elf, sec, addr, off, len(data)))
         plan.writes.extend(section_symbol_writes(elf, sec, addr))

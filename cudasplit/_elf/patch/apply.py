@@ -25,6 +25,11 @@ class FailFastBackend:
         self.inner = inner or backend_for(patcher)
         self.name = self.inner.name
 
+    def fallback_summary(self) -> str | None:
+        """What the run's LIEF fallback cost (``liefbudget``); None: nothing."""
+        budget = getattr(self.inner, "budget", None)
+        return budget.summary() if budget is not None else None
+
     def apply(self, path: str, edit: ElfEdit) -> EditResult:
         try:
             return self.inner.apply(path, edit)

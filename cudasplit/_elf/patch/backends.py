@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from cudasplit._elf.patch.liefbudget import FallbackBudget
 from cudasplit._elf.patch.patcher import apply_edit
 from cudasplit._elf.plan import EditResult, ElfEdit, UnknownPatcherError
 
@@ -46,9 +47,11 @@ class NativeBackend:
 
     def __init__(self, *, fallback: bool = True) -> None:
         self.fallback = fallback
+        self.budget = FallbackBudget()  # one backend per run: the run's LIEF work
 
     def apply(self, path: str, edit: ElfEdit) -> EditResult:
-        return apply_edit(path, edit, patcher="auto" if self.fallback else "native")
+        return apply_edit(path, edit, patcher="auto" if self.fallback else "native",
+                          budget=self.budget)
 
 
 class LiefBackend:
@@ -57,8 +60,11 @@ class LiefBackend:
 
     name = "lief"
 
+    def __init__(self) -> None:
+        self.budget = FallbackBudget()
+
     def apply(self, path: str, edit: ElfEdit) -> EditResult:
-        return apply_edit(path, edit, patcher="lief")
+        return apply_edit(path, edit, patcher="lief", budget=self.budget)
 
 
 BACKENDS = ("auto", "native", "lief", "dry-run")

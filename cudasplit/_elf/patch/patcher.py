@@ -13,16 +13,18 @@ Tiers, tried in order by the native backend (``patcher="auto"``):
    longer interpreter) go to the end of the file, mapped by a new read-only ``PT_LOAD`` that
    keeps the file's own ``p_align`` (64 KiB-page aarch64 kernels refuse smaller).
    ``DT_STRTAB``/``DT_STRSZ`` and the ``.dynstr`` section header follow the copy; the spare
-   bytes make a later rewrite go in place. Where the new program header goes is explained in
-   :mod:`cudasplit._elf.patch.room`; the program header table never moves, so ``strip``, ``objcopy``
-   and ``patchelf`` keep the file loadable.
+   bytes make a later rewrite go in place. A dynamic array with no spare ``DT_NULL`` (lld,
+   mold) moves into the new segment too, which is then writable. Where the new program header
+   goes is explained in ``room``; the program header table never moves, so
+   ``strip``, ``objcopy`` and ``patchelf`` keep the file loadable.
 3. **LIEF** (default parser and builder configs, the only ones that keep files intact) when
-   tiers 1-2 do not apply (no spare ``DT_NULL``). LIEF runs in a child process with a memory
+   tiers 1-2 find no room for a program header. LIEF runs in a child process with a memory
    cap (``RLIMIT_AS``) and a time limit, after the file passed the same validation as the native
    tiers, so a LIEF abort or segfault is a one-line :class:`PatchError` about that file. Its
-   output is used only when it verifies, and only when it still verifies after
-   ``strip --strip-debug`` on a scratch copy (LIEF's layout broke after ``strip`` on 8 of 16
-   NVIDIA libraries).
+   output is used only when it verifies, and only when ``strip --strip-debug`` and
+   ``patchelf --shrink-rpath`` on scratch copies leave what the loader maps unchanged (LIEF's
+   layout breaks under ``strip`` on every NVIDIA library tested). Identical inputs cost one
+   child per run, and a run's LIEF work is capped (:mod:`cudasplit._elf.patch.liefbudget`).
 
 Every written file is re-read and verified: the search path, interpreter and DT_NEEDED list are
 as planned, every other dynamic string name (SONAME, version need files and names, version
@@ -49,6 +51,7 @@ from dataclasses import dataclass
 
 from cudasplit._elf.patch.append import SPARE_BYTES
 from cudasplit._elf.patch.delta import TAG_BY_NAME, edit_bytes, interp_of
+from cudasplit._elf.patch.liefbudget import FallbackBudget
 from cudasplit._elf.patch.tiers import Before, lief, native
 from cudasplit._elf.plan import EditResult, ElfEdit, UnknownPatcherError
 from cudasplit._elf.read import dyn_names, read_elf_info, read_raw
@@ -76,7 +79,7 @@ class PatchResult:
 # --------------------------------------------------------------------------- public API
 
 def apply_edit(path: str | os.PathLike[str], edit: ElfEdit, *, patcher: str = "auto",
-               ) -> EditResult:
+               budget: FallbackBudget | None = None) -> EditResult:
     """Apply one planned edit; see the module docstring for tiers and guarantees.
 
     ``patcher``: "auto" (tiers 1, 2, then 3), "lief" (tier 3 only), or for tests and callers
@@ -84,7 +87,8 @@ def apply_edit(path: str | os.PathLike[str], edit: ElfEdit, *, patcher: str = "a
     A forced tier that does not apply raises PatchError with the file untouched.
     Raises ElfError when the file is not ELF or is damaged (file untouched), PatchError when
     it cannot be written (file restored), UnknownPatcherError for an unknown patcher, ValueError
-    for a string with NUL.
+    for a string with NUL. ``budget``: the run's LIEF work (identical inputs rewritten once,
+    a cap on the rest; :mod:`cudasplit._elf.patch.liefbudget`).
     """
     name = os.fspath(path)
     if patcher not in PATCHERS:
@@ -112,7 +116,7 @@ def apply_edit(path: str | os.PathLike[str], edit: ElfEdit, *, patcher: str = "a
             with open(name, "rb") as stream:
                 elf = read_raw(name, stream.fileno())
                 before = Before(dyn_names(elf), interp_of(elf))
-        lief(name, want)
+        lief(name, want, budget)
         method = "lief"
     return _result(method, before, edit.tag)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from cudasplit._elf.patch.append import plan_append
@@ -19,6 +20,7 @@ from cudasplit._elf.patch.delta import (
     reduce_to_changes,
 )
 from cudasplit._elf.patch.inplace import plan_in_place
+from cudasplit._elf.patch.liefbudget import MAX_CACHED, FallbackBudget, now
 from cudasplit._elf.patch.verify import Expect, expected, verify, verify_after_strip
 from cudasplit._elf.patch.want import Plan, Want
 from cudasplit._elf.read import DynNames, RawElf, dyn_names, read_raw
@@ -99,8 +101,11 @@ def native(path: str, edit: Want, method: str | None) -> tuple[str | None, Befor
         return plan.method, before
 
 
-def lief(path: str, want: Want) -> None:
-    """Tier 3: validated here, rewritten by a capped child process, verified, renamed over."""
+def lief(path: str, want: Want, budget: FallbackBudget | None = None) -> None:
+    """Tier 3: validated here, rewritten by a capped child process, verified, renamed over.
+
+    With a `budget`, an input already seen (same bytes, same edit) gets the earlier result
+    without a second child, and a new one is refused once the budget is spent."""
     import cudasplit._elf.patch.lief_worker as _lief_worker
 
     with open(path, "rb") as stream:
@@ -109,13 +114,44 @@ def lief(path: str, want: Want) -> None:
         want = reduce_to_changes(elf, want, names)
         check_interp(elf, want)
         expect = expected(elf, want, names)
+    if budget is None:
+        _lief_rewrite(path, want, elf.size, expect, _lief_worker.run)
+        return
+    outcome, owner = budget.claim(path, want, elf.size)
+    if not owner:
+        outcome.done.wait()
+        if outcome.error is not None:
+            raise PatchError(outcome.error.replace(outcome.path, path))
+        if outcome.patched is not None:
+            _replace_with(path, outcome.patched, expect)
+            return
+        # the result was too big to keep: rewrite this copy too (counted as a reuse)
+    start, output, error = now(), None, None
+    try:
+        _lief_rewrite(path, want, elf.size, expect, _lief_worker.run)
+        if owner and elf.size <= MAX_CACHED:
+            with open(path, "rb") as stream:
+                output = stream.read()
+    except PatchError as exc:
+        error = str(exc)
+        raise
+    finally:
+        if owner:
+            budget.settle(outcome, output, error, now() - start)
+
+
+def _lief_rewrite(path: str, want: Want, size: int, expect: Expect,
+                  run: Callable[[str, str, Want, int], None]) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".cudasplit-", dir=folder)
     os.close(fd)
     try:
-        _lief_worker.run(path, tmp, want, elf.size)
-        verify(tmp, expect)
-        verify_after_strip(tmp, expect)
+        run(path, tmp, want, size)
+        try:
+            verify(tmp, expect)
+            verify_after_strip(tmp, expect)
+        except PatchError as exc:  # name the file, not the scratch copy (gone when read)
+            raise PatchError(str(exc).replace(tmp, path)) from exc
         os.chmod(tmp, os.stat(path).st_mode & 0o7777)
         os.replace(tmp, path)
     except OSError as exc:
@@ -124,3 +160,19 @@ def lief(path: str, want: Want) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
 
+
+def _replace_with(path: str, data: bytes, expect: Expect) -> None:
+    """Write an identical input's verified result over `path` (renamed into place)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".cudasplit-", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            stream.write(data)
+        verify(tmp, expect)
+        os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise PatchError(f"{path}: LIEF rewrite failed ({exc.strerror or exc})") from exc
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

@@ -7,6 +7,7 @@ program headers are sane; LIEF's output must also stay so after ``strip``.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -84,10 +85,14 @@ def _show(value: object) -> str:
 
 
 def verify_after_strip(path: str, expect: Expect) -> None:
-    """LIEF's layout can break under a later ``strip`` (Nix strips every output): probe it."""
+    """LIEF's layout can break under a later ``strip`` (Nix strips every output) or
+    ``patchelf --shrink-rpath``: probe both on scratch copies, and compare what the loader
+    maps (:func:`loader_image`): strip shrank LIEF's RW ``PT_LOAD`` of libcudart from 0x6180 to
+    0x44dc bytes, which still parses but crashes in ``dlopen``."""
     strip = shutil.which("strip")
     if strip is None:
         return
+    image = loader_image(path)
     with tempfile.TemporaryDirectory(prefix=".cudasplit-strip-",
                                      dir=os.path.dirname(path)) as scratch:
         probe = os.path.join(scratch, "probe")
@@ -100,3 +105,66 @@ def verify_after_strip(path: str, expect: Expect) -> None:
             verify(probe, expect)
         except PatchError as exc:
             raise PatchError(f"{path}: LIEF output breaks under strip: {exc}") from exc
+        why = _image_change(image, loader_image(probe))
+        if why:
+            raise PatchError(f"{path}: LIEF output breaks under strip --strip-debug ({why})")
+        patchelf = shutil.which("patchelf")
+        if patchelf is None:
+            return
+        shrunk = os.path.join(scratch, "shrunk")
+        shutil.copyfile(path, shrunk)
+        done = subprocess.run([patchelf, "--shrink-rpath", shrunk], capture_output=True,
+                              text=True, timeout=600, check=False)
+        why = f"exit {done.returncode}" if done.returncode else \
+            _image_change(image, loader_image(shrunk), contents=False)
+        if why:
+            raise PatchError(f"{path}: LIEF output breaks under patchelf --shrink-rpath "
+                             f"({why})")
+
+
+@dataclass(frozen=True, slots=True)
+class LoaderImage:
+    """What ld.so maps and uses of a file: the segments it reads and each PT_LOAD's bytes."""
+
+    segments: tuple[tuple[int, ...], ...]   # (type, flags, vaddr, filesz, memsz, align)
+    digests: tuple[bytes, ...]              # sha256 of each PT_LOAD's file bytes
+
+
+# Segments the kernel or ld.so reads: LOAD DYNAMIC INTERP TLS GNU_EH_FRAME GNU_STACK GNU_RELRO
+_LOADER_TYPES = (1, 2, 3, 7, 0x6474E550, 0x6474E551, 0x6474E552)
+
+
+def loader_image(path: str) -> LoaderImage:
+    """The loader's view of `path` (PatchError when it no longer parses)."""
+    try:
+        with open(path, "rb") as stream:
+            elf = read_raw(path, stream.fileno())
+            segments = tuple((ph.p_type, ph.p_flags, ph.p_vaddr, ph.p_filesz, ph.p_memsz,
+                              ph.p_align) for ph in elf.phdrs if ph.p_type in _LOADER_TYPES)
+            digests = []
+            for ph in elf.phdrs:
+                if ph.p_type != PT_LOAD:
+                    continue
+                digest = hashlib.sha256()
+                done = 0
+                while done < ph.p_filesz:
+                    chunk = elf.pread(min(1 << 20, ph.p_filesz - done), ph.p_offset + done)
+                    digest.update(chunk)
+                    done += len(chunk)
+                digests.append(digest.digest())
+    except (ElfError, PatchError) as exc:
+        raise PatchError(f"{path}: does not parse: {exc}") from exc
+    return LoaderImage(segments, tuple(digests))
+
+
+def _image_change(old: LoaderImage, new: LoaderImage, *, contents: bool = True) -> str | None:
+    """How the loader would see `new` differently from `old`; None when it would not."""
+    if old.segments != new.segments:
+        for a, b in zip(old.segments, new.segments, strict=False):
+            if a != b:
+                return (f"segment type {a[0]:#x} at {a[2]:#x} changes from filesz/memsz "
+                        f"{a[3]:#x}/{a[4]:#x} to {b[3]:#x}/{b[4]:#x}")
+        return "the program headers change"
+    if contents and old.digests != new.digests:
+        return "the bytes of a PT_LOAD change"
+    return None

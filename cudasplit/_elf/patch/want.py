@@ -57,8 +57,10 @@ class Plan:
 
 def new_dynamic(elf: RawElf, want: Want, path_off: int | None, strtab: tuple[int, int] | None,
                 moved: dict[int, int], add_offs: list[int],
-                needed_map: dict[int, int] | None = None) -> list[tuple[int, int]] | None:
-    """The new dynamic array (padded with DT_NULL to its old size), or None if it is full.
+                needed_map: dict[int, int] | None = None, cap: int | None = None,
+                ) -> list[tuple[int, int]] | None:
+    """The new dynamic array (padded with DT_NULL to its old size, or to `cap` entries for a
+    moved copy), or None if it does not fit.
 
     The path tag takes the place of the first old path tag (the other kind is dropped); new
     DT_NEEDED entries follow the last old one (search order of the old ones is kept).
@@ -77,9 +79,10 @@ def new_dynamic(elf: RawElf, want: Want, path_off: int | None, strtab: tuple[int
     if add_offs:
         last = max((i for i, (t, _) in enumerate(out) if t == DT_NEEDED), default=-1)
         out[last + 1:last + 1] = [(DT_NEEDED, off) for off in add_offs]
-    if len(out) + 1 > elf.dyn_cap:
+    size = elf.dyn_cap if cap is None else max(cap, len(out) + 1)
+    if len(out) + 1 > size:
         return None
-    return out + [(DT_NULL, 0)] * (elf.dyn_cap - len(out))
+    return out + [(DT_NULL, 0)] * (size - len(out))
 
 
 def _retarget(t: int, v: int, strtab: tuple[int, int] | None, moved: dict[int, int],

@@ -41,6 +41,8 @@ class RunpathPolicy:
         interpreters: (arch, loader path) pairs: the PT_INTERP of executables of that arch.
         ignore_missing: DT_NEEDED globs that may stay unresolved (autoPatchelfIgnoreMissingDeps).
         fail_unresolved: an unresolved name fails the run (``--nix``; ``--strict`` too).
+        fail_unpatched: a file that should be patched and is not fails the run (``--nix``;
+            ``--strict`` too).
         target_arch: the build's arch; unresolved names of files of another arch never fail.
         host_loader: names this machine's loader finds (``ld.so.cache``, the default directories)
             count as resolved; off in ``--nix`` mode.
@@ -63,6 +65,9 @@ class RunpathPolicy:
     ignore_missing: tuple[str, ...] = ()
     # An unresolved name fails the run (default in --nix mode; --strict implies it).
     fail_unresolved: bool = False
+    # A file that should be patched and is not (patch-failed) fails the run (--nix; --strict
+    # fails on every problem anyway).
+    fail_unpatched: bool = False
     # The build's arch (--nix: the loader's). Unresolved names of files of another arch, with
     # no --interpreter for it, never fail: autoPatchelf skips such files altogether.
     target_arch: str | None = None

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from cudasplit._elf.read.const import (
     EHDR_FORMAT,
     ELF_MAGIC,
+    PAGE,
     PHDR_FIELDS,
     PHDR_FORMAT,
     PT_DYNAMIC,
@@ -22,6 +23,16 @@ from cudasplit._elf.read.const import (
     PT_LOAD,
     PT_NULL,
     SHDR_FORMAT,
+    SHT_DYNAMIC,
+    SHT_DYNSYM,
+    SHT_GNU_HASH,
+    SHT_GNU_VERDEF,
+    SHT_GNU_VERNEED,
+    SHT_GNU_VERSYM,
+    SHT_HASH,
+    SHT_NOBITS,
+    SHT_STRTAB,
+    SHT_SYMTAB,
 )
 from cudasplit._elf.read.raw import Phdr, RawElf, Shdr
 from cudasplit.errors import ElfError
@@ -99,7 +110,43 @@ def read_shdrs(elf: RawElf) -> list[Shdr]:
     for i, fields in enumerate(struct.iter_unpack(fmt, data)):
         _, sh_type, flags, addr, offset, size, link, _, align, entsize = fields
         out.append(Shdr(i, sh_type, flags, addr, offset, size, link, align, entsize))
-    return out
+    # The loader never reads section headers: a bogus e_shoff still loads, and a table that
+    # does not look like one is left alone rather than "updated" wherever it points.
+    return out if _plausible(elf, out, data[:elf.shentsize]) else []
+
+
+# sh_type -> the types its sh_link may name (gABI): a table read from a wrong offset (or
+# shifted by an entry) names sections of the wrong kind.
+_LINK_TYPES = {
+    SHT_DYNSYM: (SHT_STRTAB,), SHT_SYMTAB: (SHT_STRTAB,), SHT_DYNAMIC: (SHT_STRTAB,),
+    SHT_GNU_VERNEED: (SHT_STRTAB,), SHT_GNU_VERDEF: (SHT_STRTAB,),
+    SHT_HASH: (SHT_DYNSYM, SHT_SYMTAB), SHT_GNU_HASH: (SHT_DYNSYM, SHT_SYMTAB),
+    SHT_GNU_VERSYM: (SHT_DYNSYM,),
+}
+_SHN_XINDEX = 0xFFFF
+
+
+def _plausible(elf: RawElf, shdrs: list[Shdr], first: bytes) -> bool:
+    """Does the table look like a section header table: a null entry 0, a string table at
+    e_shstrndx, contents inside the file, and links that name sections of the right kind?"""
+    raw = os.pread(elf.fd, 2, 62 if elf.bits == 64 else 50)
+    shstrndx = struct.unpack(elf.bo + "H", raw)[0] if len(raw) == 2 else 0
+    null = shdrs[0]
+    if shstrndx == _SHN_XINDEX:
+        shstrndx = null.sh_link
+    elif first.strip(b"\0"):
+        return False
+    if null.sh_type != 0 or shstrndx >= len(shdrs) or \
+            (shstrndx and shdrs[shstrndx].sh_type != SHT_STRTAB):
+        return False
+    for sec in shdrs[1:]:
+        if sec.sh_type != SHT_NOBITS and sec.sh_offset + sec.sh_size > elf.size:
+            return False
+        kinds = _LINK_TYPES.get(sec.sh_type)
+        if kinds is not None and (sec.sh_link >= len(shdrs) or
+                                  shdrs[sec.sh_link].sh_type not in kinds):
+            return False
+    return True
 
 
 def read_phdrs(elf: RawElf) -> list[Phdr]:
@@ -109,7 +156,42 @@ def read_phdrs(elf: RawElf) -> list[Phdr]:
             for i in range(elf.phnum)]
 
 
-_INSIDE_TYPES = (PT_DYNAMIC, PT_INTERP, 7, 0x6474E550, 0x6474E552)  # TLS, EH_FRAME, RELRO
+_INSIDE_TYPES = (PT_DYNAMIC, PT_INTERP, 0x6474E550)  # EH_FRAME
+PT_TLS, PT_GNU_RELRO = 7, 0x6474E552
+
+
+def _inside(lo: int, hi: int, loads: list[Phdr]) -> bool:
+    """Are addresses [lo, hi) all inside one PT_LOAD's memory?"""
+    return any(ld.p_vaddr <= lo and hi <= ld.mem_end for ld in loads)
+
+
+def _pages_mapped(lo: int, hi: int, loads: list[Phdr]) -> bool:
+    """Is every page of [lo, hi) mapped by some PT_LOAD (each maps whole pages)?"""
+    spans = sorted((ld.p_vaddr - ld.p_vaddr % PAGE, -(-ld.mem_end // PAGE) * PAGE)
+                   for ld in loads)
+    for a, b in spans:
+        if a <= lo < b:
+            lo = b
+        if lo >= hi:
+            return True
+    return lo >= hi
+
+
+def _loader_reach(ph: Phdr, loads: list[Phdr]) -> bool:
+    """Does the part of segment `ph` the loader touches lie in mapped memory?
+
+    ld.so mprotects PT_GNU_RELRO page-rounded *down* at both ends (lld pads RELRO to the page
+    end, past its PT_LOAD's memsz); it copies only PT_TLS's first p_filesz bytes (the
+    initialization image) and zero-fills the rest of the TLS block elsewhere (lld and mold give
+    .tbss no room in any PT_LOAD); it reads the others whole.
+    """
+    if ph.p_type == PT_GNU_RELRO:
+        lo = ph.p_vaddr - ph.p_vaddr % PAGE
+        hi = (ph.p_vaddr + ph.p_memsz) - (ph.p_vaddr + ph.p_memsz) % PAGE
+        return hi <= lo or _pages_mapped(lo, hi, loads)
+    if ph.p_type == PT_TLS:
+        return not ph.p_filesz or _inside(ph.p_vaddr, ph.p_vaddr + ph.p_filesz, loads)
+    return not ph.p_memsz or _inside(ph.p_vaddr, ph.mem_end, loads)
 
 
 def check_phdrs(elf: RawElf) -> None:
@@ -129,8 +211,7 @@ def check_phdrs(elf: RawElf) -> None:
     for ph in elf.phdrs:
         # The loader uses these addresses (l_ld, mprotect of RELRO, TLS image, unwinding):
         # outside every PT_LOAD they reach whatever is mapped next to the object.
-        if ph.p_type in _INSIDE_TYPES and ph.p_memsz and not any(
-                ld.p_vaddr <= ph.p_vaddr and ph.mem_end <= ld.mem_end for ld in loads):
+        if ph.p_type in (*_INSIDE_TYPES, PT_TLS, PT_GNU_RELRO) and not _loader_reach(ph, loads):
             raise elf.fail(f"segment type {ph.p_type:#x} at {ph.p_vaddr:#x} lies outside every "
                            "PT_LOAD")
     for prev, cur in itertools.pairwise(loads):
