@@ -23,6 +23,8 @@ from .errors import OptionsError
 if TYPE_CHECKING:
     from ._pipeline import SplitOptions
 
+# The smallest decoder budget accepted: one decoded chunk (below it nothing could be held).
+MIN_MEMORY_LIMIT = 1 << 20
 
 
 def check_options(options: SplitOptions) -> None:
@@ -38,6 +40,8 @@ def check_options(options: SplitOptions) -> None:
     if isinstance(options.rules_files, str):
         raise OptionsError("rules_files must be a tuple of paths, not one string")
     _check_count("jobs", options.jobs, minimum=0)
+    if options.memory_limit is not None:
+        _check_count("memory_limit", options.memory_limit, minimum=MIN_MEMORY_LIMIT)
     if options.strip_components is not None:
         _check_count("strip_components", options.strip_components, minimum=0)
     _check_count("max_total_bytes", options.max_total_bytes, minimum=1)

@@ -48,11 +48,15 @@ STDIN = "-"
 
 def open_source(path: str | os.PathLike[str], *, package: PackageId | None = None,
                 jobs: int = 1, limits: Limits | None = None,
-                strip_components: int | None = None) -> Source:
+                strip_components: int | None = None,
+                memory_limit: int | None = None) -> Source:
     """A tarball (recognised by magic bytes in the codec layer), an unpacked directory, or
-    ``-``: a tarball on standard input."""
+    ``-``: a tarball on standard input. ``memory_limit``: the decoder's budget
+    (:func:`cudasplit._codecs.open_decompressed`)."""
     if os.fspath(path) == STDIN:
-        return _stdin_source(package, jobs, limits, strip_components)
+        source = _stdin_source(package, jobs, limits, strip_components)
+        source.memory_limit = memory_limit
+        return source
     p = Path(path)
     if p.is_dir():
         return DirectorySource(p, package=package, strip_components=strip_components,
@@ -61,7 +65,7 @@ def open_source(path: str | os.PathLike[str], *, package: PackageId | None = Non
         raise SourceError("no such file or directory", source=str(p))
     _refuse_zip(p)
     return TarSource(p, package=package, jobs=jobs, limits=limits,
-                     strip_components=strip_components)
+                     strip_components=strip_components, memory_limit=memory_limit)
 
 
 def _refuse_zip(path: Path) -> None:

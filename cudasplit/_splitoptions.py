@@ -71,6 +71,10 @@ class SplitOptions:
     strip_components: int | None = None
     default_rules: bool = False
     fsync: bool = True
+    # Issue 22: bytes of decoded data the parallel decoder may hold at once (--memory-limit);
+    # None: (jobs + 1) whole xz blocks within [64 MiB, min(4 GiB, RAM/4)]. Smaller is slower
+    # (fewer blocks decode at once), never wrong. See cudasplit._codecs for peak RSS.
+    memory_limit: int | None = None
 
     def __post_init__(self) -> None:
         check_options(self)

@@ -9,12 +9,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, cast
 
+from ._codecchunks import CHUNK
 from ._codecs import open_decompressed
 from ._limits import Guard, Limits
 from ._membernames import MAX_PATH_BYTES, check_text, normalise_member_path, short_name
 from ._model import Member, MemberType, PackageId
 from ._source_base import HEAD_SIZE
 from ._source_topdir import TopDir, decide_top_dir, package_from_filename
+from ._tarfields import BLOCK, check_checksum
 from ._tarheaders import (
     DIRECTORY,
     HARDLINK,
@@ -39,8 +41,10 @@ class TarSource:
     """A (compressed) tarball, streamed in one pass."""
 
     def __init__(self, path: Path, *, package: PackageId | None = None, jobs: int = 1,
-                 limits: Limits | None = None, strip_components: int | None = None) -> None:
+                 limits: Limits | None = None, strip_components: int | None = None,
+                 memory_limit: int | None = None) -> None:
         self.strip_components = strip_components
+        self.memory_limit = memory_limit
         self.keep_alive: object = None
         self.path = path
         self.description = str(path)
@@ -53,6 +57,8 @@ class TarSource:
         # member path -> size, to charge hard links; empty files are left out (a million
         # empty members must not cost a million entries)
         self._sizes: dict[str, int] = {}
+        # Said about the archive as a whole, for the run's report (data after the end).
+        self.warnings: list[str] = []
 
     @property
     def package(self) -> PackageId:
@@ -62,9 +68,41 @@ class TarSource:
         return self._package
 
     def members(self) -> Iterator[tuple[Member, BinaryIO | None]]:
-        with open_decompressed(self.path, jobs=self.jobs) as stream:
+        with open_decompressed(self.path, jobs=self.jobs,
+                               memory_limit=self.memory_limit) as stream:
             reader = TarReader(stream, self._charge_extended)
             yield from self._iterate(reader)
+            self._after_end(stream)
+
+    def _after_end(self, stream: BinaryIO) -> None:
+        """Read the decoded stream to its end after the end-of-archive marker.
+
+        This verifies the compressed data to its last byte (a damaged tail is an error, as
+        in ``tar``), and tells members or other data there apart from the null padding
+        ``tar`` writes: GNU tar ignores them silently; we ignore them too, with a warning
+        (``self.warnings``). The bytes count against the bomb guard like member data.
+        """
+        ignored, first, what = 0, None, ""
+        offset = 0
+        try:
+            while chunk := stream.read(CHUNK):
+                self._guard.charge(len(chunk), "(after the end-of-archive marker)")
+                if first is None and chunk.count(0) != len(chunk):
+                    at = len(chunk) - len(chunk.lstrip(b"\0"))  # blocks align to chunks
+                    first, ignored = offset + at, len(chunk) - at
+                    what = _header_name(chunk[at - at % BLOCK:])
+                elif first is not None:
+                    ignored += len(chunk)
+                offset += len(chunk)
+        except CorruptArchiveError as exc:
+            raise self._located(exc) from exc
+        except _TAR_ERRORS as exc:
+            raise CorruptArchiveError(f"corrupt data after the end-of-archive marker ({exc})",
+                                      source=self.description) from exc
+        if first is not None:
+            self.warnings.append(
+                f"{ignored} bytes after the tar end-of-archive marker ignored "
+                f"(starting with {what}); tar ignores them too")
 
     def _iterate(self, reader: TarReader) -> Iterator[tuple[Member, BinaryIO | None]]:
         top = TopDir()
@@ -198,6 +236,19 @@ class _Guarded:
             raise CorruptArchiveError(f"truncated member data ({exc})",
                                       source=self._source.description,
                                       member=short_name(self._name)) from exc
+
+
+def _header_name(block: bytes) -> str:
+    """How to name what starts ``block``: a tar member's name, or plain "other data"."""
+    block = block[:BLOCK]
+    try:
+        if len(block) < BLOCK:
+            raise TarFormatError("short")
+        check_checksum(block)
+    except (TarFormatError, ValueError):
+        return "data that is not a tar header"
+    name = block[:100].split(b"\0", 1)[0].decode("utf-8", "replace")
+    return f"member {short_name(name)!r}"
 
 
 def _in_member(exc: CorruptArchiveError, source: str, name: str) -> CorruptArchiveError:

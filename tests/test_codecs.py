@@ -301,12 +301,11 @@ def test_flipped_bit_is_corrupt(tmp_path: Path, which: str, where: float,
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", ["xz-single", "xz-python-multi", "zstd", "gzip-two-members",
                                   "bzip2-two-streams"])
-@pytest.mark.parametrize("garbage", [b"x", b"garbage!", b"\0\0\0\0GARBAGE\0", b"\0\0\0"])
+@pytest.mark.parametrize("garbage", [b"x", b"garbage!", b"\0\0\0\0GARBAGE\0"])
 def test_trailing_garbage(tmp_path: Path, name: str, garbage: bytes,
                           mode: dict[str, object]) -> None:
+    # (Null bytes alone are accepted for every codec: tests/test_trailing_data.py.)
     blob = BY_NAME[name][1]
-    if name.startswith("gzip") and not garbage.strip(b"\0"):
-        pytest.skip("gzip allows zero padding after a member")
     _damage_raises(write(tmp_path, name, blob + garbage), mode)
 
 
