@@ -55,7 +55,13 @@ def available_cores() -> int:
     return min(int(nix), cores) if nix.isdigit() and int(nix) > 0 else cores
 
 
+# Children run here, not in the clone: ``python -m cudasplit`` / ``-c`` put the working
+# directory first on sys.path, and a checkout there would shadow the cudasplit under test.
+CHILD_CWD = Path(tempfile.gettempdir())
+
+
 def run(argv: list[str], *, cwd: Path | None = None, stdout: int | None = None) -> Sample:
+    cwd = cwd or CHILD_CWD
     start = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=cwd, stdout=stdout if stdout is not None else
                             subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -225,6 +231,10 @@ def main(argv: list[str] | None = None) -> int:
     cpu = next((line.split(":", 1)[1].strip() for line in
                 Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.machine())
+    where = subprocess.run([sys.executable, "-c", "import cudasplit; print(cudasplit.__file__)"],
+                           cwd=CHILD_CWD, capture_output=True, text=True,
+                           check=True).stdout.strip()
+    print(f"# cudasplit under test: {where}", file=sys.stderr, flush=True)
     report = [f"Machine: {cores} cores available ({cpu}), load average "
               f"{os.getloadavg()[0]:.1f} at start; best of {args.repeat}; cudasplit "
               f"{'with' if args.fsync else 'without'} fsync"
