@@ -1,6 +1,21 @@
 """Blocks decoded by worker threads, delivered in order within a memory budget.
 
 The parallel xz decoder; also the read-ahead thread for codecs that cannot be split.
+
+The memory model: ``budget`` bytes of decoded output, reserved per block when a thread
+starts it. A block whose decoded size is known and fits reserves its whole size: its thread
+decodes it to the end without ever waiting (``jobs`` blocks decode at full speed while the
+reader drains the oldest one), and the reserve shrinks as the reader takes the bytes. A
+block larger than the budget (or of unknown size: zstd, gzip) reserves ``min(budget,
+stream_window)`` and streams through it, its thread waiting whenever that window is full
+(the reader has not reached the block yet). A block starts only when its reserve fits next
+to the others' (or when nothing else is buffered, so one block always makes progress).
+Decoded bytes held at once therefore never exceed ``budget``, and with ``budget >= (jobs +
+1) * block size`` no thread ever waits for memory.
+
+Waiting is targeted: the reader waits on the head block's ``data`` condition, a streaming
+worker on its block's ``room``, idle workers on the claim condition; each event wakes the
+one thread that can proceed (``notify()``, never ``notify_all()`` except on close).
 """
 
 from __future__ import annotations
@@ -57,25 +72,25 @@ class _Slot:
         return self.reserve
 
 
+def _reserve(size: int | None, budget: int, window: int) -> int:
+    """Budget a block takes when it starts."""
+    if size is not None and size <= budget:
+        return max(size, 1)  # whole block: decoded start to end without a pause
+    return min(budget, window)  # streamed through a window
+
+
+def _wait(cond: threading.Condition, ready: Callable[[], bool], stats: PipelineStats) -> None:
+    """Wait on ``cond`` until ``ready()``, counting wakeups and futile ones."""
+    while not ready():
+        cond.wait()
+        stats.wakeups += 1
+        if not ready():
+            stats.futile_wakeups += 1
+
+
 class BlockPipeline:
-    """Decode blocks with ``jobs`` threads; hand the output over strictly in block order.
-
-    The memory model: ``budget`` bytes of decoded output, reserved per block when a thread
-    starts it. A block whose decoded size is known and fits reserves its whole size: its
-    thread decodes it to the end without ever waiting (``jobs`` blocks decode at full speed
-    while the reader drains the oldest one), and the reserve shrinks as the reader takes the
-    bytes. A block larger than the budget (or of unknown size: zstd, gzip) reserves
-    ``min(budget, stream_window)`` and streams through it, its thread waiting whenever that
-    window is full (the reader has not reached the block yet). A block
-    starts only when its reserve fits next to the others' (or when nothing else is
-    buffered, so one block always makes progress). Decoded bytes held at once therefore
-    never exceed ``budget`` (give or take one CHUNK per thread in flight), and with
-    ``budget >= (jobs + 1) * block size`` no thread ever waits for memory.
-
-    Waiting is targeted: a thread waits on its block's condition (the reader on the head
-    block's), idle threads on the claim condition, and each event wakes one thread:
-    the one that can proceed.
-    """
+    """Decode blocks with ``jobs`` threads; hand the output over strictly in block order,
+    within ``budget`` bytes (the module docstring has the model)."""
 
     def __init__(
         self,
@@ -105,8 +120,6 @@ class BlockPipeline:
         for thread in self._threads:
             thread.start()
 
-    # shared (called with the lock held) ---------------------------------------------
-
     def _slot(self, index: int) -> _Slot:
         slot = self._slots.get(index)
         if slot is None:
@@ -114,18 +127,10 @@ class BlockPipeline:
         return slot
 
     def _wait(self, cond: threading.Condition, ready: Callable[[], bool]) -> None:
-        """Wait on ``cond`` until ``ready()`` (or stop), counting futile wakeups."""
-        while not ready() and not self._stop:
-            cond.wait()
-            self.stats.wakeups += 1
-            if not ready() and not self._stop:
-                self.stats.futile_wakeups += 1
+        _wait(cond, lambda: ready() or self._stop, self.stats)
 
     def _reserve_for(self, index: int) -> int:
-        size = self._sizes[index]
-        if size is not None and size <= self._budget:
-            return max(size, 1)  # whole block: decoded start to end without a pause
-        return min(self._budget, self._stream_window)  # streamed through a window
+        return _reserve(self._sizes[index], self._budget, self._stream_window)
 
     def _can_claim(self) -> bool:
         if self._next_task >= len(self._tasks):
@@ -136,8 +141,6 @@ class BlockPipeline:
     def _wake_claimer(self) -> None:
         if self._claim_waiters and self._can_claim():
             self._claim_cond.notify()
-
-    # worker side --------------------------------------------------------------------
 
     def _claim(self) -> tuple[int, _Slot] | None:
         with self._lock:
@@ -188,8 +191,6 @@ class BlockPipeline:
                     slot.done = True
                     if slot.reader_waits:
                         slot.data.notify()
-
-    # reader side --------------------------------------------------------------------
 
     def _take(self, index: int) -> bytes | None:
         """Next chunk of block ``index``; None once the block is exhausted."""

@@ -5,7 +5,7 @@ Each member is checked and charged against the bomb limits before its data is re
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO, cast
 
@@ -72,37 +72,7 @@ class TarSource:
                                memory_limit=self.memory_limit) as stream:
             reader = TarReader(stream, self._charge_extended)
             yield from self._iterate(reader)
-            self._after_end(stream)
-
-    def _after_end(self, stream: BinaryIO) -> None:
-        """Read the decoded stream to its end after the end-of-archive marker.
-
-        This verifies the compressed data to its last byte (a damaged tail is an error, as
-        in ``tar``), and tells members or other data there apart from the null padding
-        ``tar`` writes: GNU tar ignores them silently; we ignore them too, with a warning
-        (``self.warnings``). The bytes count against the bomb guard like member data.
-        """
-        ignored, first, what = 0, None, ""
-        offset = 0
-        try:
-            while chunk := stream.read(CHUNK):
-                self._guard.charge(len(chunk), "(after the end-of-archive marker)")
-                if first is None and chunk.count(0) != len(chunk):
-                    at = len(chunk) - len(chunk.lstrip(b"\0"))  # blocks align to chunks
-                    first, ignored = offset + at, len(chunk) - at
-                    what = _header_name(chunk[at - at % BLOCK:])
-                elif first is not None:
-                    ignored += len(chunk)
-                offset += len(chunk)
-        except CorruptArchiveError as exc:
-            raise self._located(exc) from exc
-        except _TAR_ERRORS as exc:
-            raise CorruptArchiveError(f"corrupt data after the end-of-archive marker ({exc})",
-                                      source=self.description) from exc
-        if first is not None:
-            self.warnings.append(
-                f"{ignored} bytes after the tar end-of-archive marker ignored "
-                f"(starting with {what}); tar ignores them too")
+            self.warnings += after_end(stream, self._guard, self._located)
 
     def _iterate(self, reader: TarReader) -> Iterator[tuple[Member, BinaryIO | None]]:
         top = TopDir()
@@ -236,6 +206,39 @@ class _Guarded:
             raise CorruptArchiveError(f"truncated member data ({exc})",
                                       source=self._source.description,
                                       member=short_name(self._name)) from exc
+
+
+def after_end(stream: BinaryIO, guard: Guard,
+              located: Callable[[CorruptArchiveError], CorruptArchiveError]) -> list[str]:
+    """Read the decoded stream to its end after the end-of-archive marker; a warning if
+    anything but null bytes is there (``located`` names the last member in errors).
+
+    This verifies the compressed data to its last byte (a damaged tail is an error, as in
+    ``tar``), and tells members or other data there apart from the null padding ``tar``
+    writes: GNU tar ignores them silently; we ignore them too, but say so. The bytes count
+    against the bomb guard like member data.
+    """
+    ignored, first, what = 0, None, ""
+    offset = 0
+    try:
+        while chunk := stream.read(CHUNK):
+            guard.charge(len(chunk), "(after the end-of-archive marker)")
+            if first is None and chunk.count(0) != len(chunk):
+                at = len(chunk) - len(chunk.lstrip(b"\0"))  # blocks align to chunks
+                first, ignored = offset + at, len(chunk) - at
+                what = _header_name(chunk[at - at % BLOCK:])
+            elif first is not None:
+                ignored += len(chunk)
+            offset += len(chunk)
+    except CorruptArchiveError as exc:
+        raise located(exc) from exc
+    except _TAR_ERRORS as exc:
+        raise located(CorruptArchiveError(f"corrupt data after the end-of-archive marker "
+                                          f"({exc})", source=guard.source)) from exc
+    if first is None:
+        return []
+    return [f"{ignored} bytes after the tar end-of-archive marker ignored "
+            f"(starting with {what}); tar ignores them too"]
 
 
 def _header_name(block: bytes) -> str:

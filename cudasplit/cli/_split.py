@@ -96,7 +96,8 @@ def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
                   nix_support: bool, cuda_component_hook: str | None,
                   report_file: str | None, report_relative: bool, strict: bool, dry_run: bool,
                   overwrite: bool, check_fhs_refs: bool, no_fsync: bool, jobs: int,
-                  memory_limit: str | None, quiet: bool, verbose: bool, closure: bool, **kw: Any) -> None:
+                  memory_limit: str | None, quiet: bool, verbose: bool, closure: bool,
+                  **kw: Any) -> None:
     """Split SOURCES (tarballs, unpacked directories, or - for standard input) into outputs.
 
     One source: DIR/<output>/... . Several sources, or a directory of tarballs: each goes to
