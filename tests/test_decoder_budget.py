@@ -195,3 +195,30 @@ def test_memory_limit_accepted_and_used(tmp_path: Path) -> None:
     assert ok.exit_code == 0, ok.output
     placed = [p for p in (tmp_path / "o").rglob("libdemo.txt")]
     assert [p.read_bytes() for p in placed] == [b"hello\n"]
+
+
+def test_batch_sources_share_the_memory_limit(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import contextlib
+
+    from cudasplit import _tarsource, split_many
+
+    seen: list[object] = []
+    real = _tarsource.open_decompressed
+
+    @contextlib.contextmanager
+    def spy(path: Path, **kw: object) -> Iterator[object]:
+        seen.append(kw.get("memory_limit"))
+        with real(path, **kw) as fh:  # type: ignore[arg-type]
+            yield fh
+
+    monkeypatch.setattr(_tarsource, "open_decompressed", spy)
+    sources = []
+    for version in ("12.9.79", "12.9.80"):
+        top = f"cuda_demo-linux-x86_64-{version}-archive"
+        sources.append(write_archive(tmp_path / f"{top}.tar.xz",
+                                     [("file", "lib/x.txt", b"x\n")], top=top))
+    results = split_many(sources, tmp_path / "out",
+                         SplitOptions(jobs=2, memory_limit=64 * MiB, default_rules=True))
+    assert all(r.error is None for r in results), [r.error for r in results]
+    assert seen == [32 * MiB, 32 * MiB]
