@@ -143,10 +143,13 @@ def _xz_reader(fh: IO[bytes], source: str, jobs: int, memory_limit: int | None,
 
 def _in_process_reader(fh: IO[bytes], codec: Codec, source: str, jobs: int,
                        memory_limit: int | None, background: bool | None) -> ChunkReader:
-    # With jobs > 1 decoding happens in worker threads even when it cannot be split (one
-    # xz block, zstd, gzip): the caller's own work on the tar stream then overlaps with the
-    # decoder (which releases the GIL) instead of alternating with it.
-    threaded = background if background is not None else jobs > 1
+    # Decoding happens in worker threads even with jobs=1 or when it cannot be split (one xz
+    # block, zstd, gzip): the caller's own work on the tar stream then overlaps with the
+    # decoder (which releases the GIL) instead of alternating with it, as `tar -I xz` runs
+    # xz beside tar. ``jobs`` counts decoder threads; the reader is the caller's. Measured
+    # on 16 cores (issue 22): single-block xz 2.80 s overlapped against 3.30 s alternating
+    # (`tar -xJf` 2.76 s), zstd 1.87 s against 2.18 s (`tar --zstd -xf` 1.61 s).
+    threaded = background if background is not None else True
     if codec is Codec.XZ:
         return _xz_reader(fh, source, jobs, memory_limit, threaded)
     chunks: Callable[[], Iterator[bytes]]
@@ -209,8 +212,8 @@ def open_decompressed(
     what measured fastest.  ``memory_limit``: bytes of decoded output the threaded decoder
     may hold at once (the budget of the module docstring; None: ``default_decode_budget``);
     ``read_ahead`` is its older name.  ``background``: decode in worker threads (a
-    read-ahead thread for codecs that cannot be split) even with ``jobs=1`` (True) or never
-    (False); None means "when ``jobs > 1``".
+    read-ahead thread for codecs that cannot be split), overlapped with the caller (True or
+    None, the default) or in the caller's thread (False).
     """
     source = str(path)
     jobs = _normalise_jobs(jobs)

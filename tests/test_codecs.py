@@ -37,6 +37,7 @@ FIXTURE_OK = [HealthCheck.function_scoped_fixture]
 # Every way of reading a file that must give the same bytes.
 MODES: list[dict[str, object]] = [
     {"jobs": 1, "external": False},
+    {"jobs": 1, "external": False, "background": False},  # decoded in the caller's thread
     {"jobs": 2, "external": False},
     {"jobs": 3, "external": False, "read_ahead": 1},  # tiny read-ahead: maximal back-pressure
     {"jobs": 1, "external": False, "background": True},
@@ -322,7 +323,7 @@ def test_bad_block_check_reports_after_good_blocks(tmp_path: Path) -> None:
             while data := fh.read(4096):
                 got += data
         assert bytes(got) == DATA[: len(got)]
-        threaded = not mode["external"] and (mode["jobs"] != 1 or mode.get("background"))
+        threaded = not mode["external"] and mode.get("background") is not False
         if threaded:  # errors surface in block order: blocks 0 and 1 come out first
             assert 100_000 - 4096 < len(got) <= 100_000  # (the straddling read raises)
             assert f"block at offset {offsets[2]}" in str(info.value)
