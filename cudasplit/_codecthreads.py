@@ -155,7 +155,7 @@ class BlockPipeline:
             self._next_task += 1
             slot = self._slot(index)
             slot.reserve = self._reserve_for(index)
-            self._reserved += slot.reserve
+            self._reserved += slot.charge()  # what the reader's takes give back, exactly
             self.stats.peak_reserved = max(self.stats.peak_reserved, self._reserved)
             self._wake_claimer()  # the budget may admit one more block: pass it on
             return index, slot

@@ -222,3 +222,12 @@ def test_batch_sources_share_the_memory_limit(tmp_path: Path,
                          SplitOptions(jobs=2, memory_limit=64 * MiB, default_rules=True))
     assert all(r.error is None for r in results), [r.error for r in results]
     assert seen == [32 * MiB, 32 * MiB]
+
+
+def test_empty_blocks_reserve_nothing_for_ever() -> None:
+    """The budget comes back whole: empty blocks and partly-taken ones leave nothing."""
+    blocks = [0, CHUNK + 5, 0, 3 * CHUNK, 0]
+    running, peak = [0], [0]
+    pipeline = BlockPipeline(_tasks(blocks, running, peak), 3, 4 * MiB, blocks)
+    _drain(pipeline, blocks)
+    assert pipeline._reserved == 0
