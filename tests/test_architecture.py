@@ -184,6 +184,8 @@ def leaf_imports_from_outside(paths: list[tuple[str, Path]]) -> list[str]:
             if not isinstance(node, ast.ImportFrom) or node.level:
                 continue
             target = (node.module or "").removeprefix("cudasplit.")
+            if target in FACES:
+                continue  # a face (a folder's own, or one nested in another) is a way in
             faces = [f for f in FACES if target.startswith(f + ".")]
             face = max(faces, key=len, default=None)
             inside = face is not None and (name == face or name.startswith(face + "."))

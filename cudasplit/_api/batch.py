@@ -166,7 +166,9 @@ def split_many(sources: Sequence[PathLike], output_dir: PathLike,
     workers = max(1, min(opts.effective_jobs(), len(paths)))
     cancel = threading.Event()
     # Each source gets its share of the jobs; decompression and writes release the GIL.
-    inner = replace(opts, jobs=max(1, opts.effective_jobs() // workers),
+    # The memory cap is the whole batch's: each concurrent source gets its share.
+    share = None if opts.memory_limit is None else max(1 << 20, opts.memory_limit // workers)
+    inner = replace(opts, jobs=max(1, opts.effective_jobs() // workers), memory_limit=share,
                     progress=_cancellable(opts.progress, cancel))
     def one(item: tuple[Path, str]) -> BatchResult:
         path, name = item

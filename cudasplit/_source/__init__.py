@@ -20,7 +20,15 @@ from typing import IO
 
 from cudasplit._model import PackageId
 from cudasplit._source.base import HEAD_SIZE, Source
-from cudasplit._source.codecs import Codec, detect_codec, open_decompressed, read_xz_layout
+from cudasplit._source.codecs import (
+    MAX_DEFAULT_BUDGET,
+    MIN_BUDGET,
+    Codec,
+    default_decode_budget,
+    detect_codec,
+    open_decompressed,
+    read_xz_layout,
+)
 from cudasplit._source.directory import DirectorySource
 from cudasplit._source.limits import (
     DEFAULT_MAX_MEMBERS,
@@ -57,6 +65,8 @@ __all__ = [
     "DIRECTORY",
     "HARDLINK",
     "HEAD_SIZE",
+    "MAX_DEFAULT_BUDGET",
+    "MIN_BUDGET",
     "PLATFORMS",
     "REGULAR",
     "SYMLINK",
@@ -69,6 +79,7 @@ __all__ = [
     "TarReader",
     "TarSource",
     "check_checksum",
+    "default_decode_budget",
     "detect_codec",
     "header_from_block",
     "member_parent",
@@ -90,7 +101,8 @@ STDIN = "-"
 
 def open_source(path: str | os.PathLike[str], *, package: PackageId | None = None,
                 jobs: int = 1, limits: Limits | None = None,
-                strip_components: int | None = None) -> Source:
+                strip_components: int | None = None,
+                memory_limit: int | None = None) -> Source:
     """Open something to split: a tarball (recognised by magic bytes), an unpacked
     directory, or ``"-"``, a tarball on standard input.
 
@@ -100,6 +112,8 @@ def open_source(path: str | os.PathLike[str], *, package: PackageId | None = Non
         jobs: decompression threads.
         limits: size limits (decompression bomb guard; default: :class:`Limits` defaults).
         strip_components: leading path components to drop (default: the top directory).
+        memory_limit: bytes of decoded data the parallel decoder may hold at once
+            (default: a budget from ``jobs`` and the block size).
 
     Returns:
         A :class:`Source` for :func:`split` and friends.
@@ -108,7 +122,9 @@ def open_source(path: str | os.PathLike[str], *, package: PackageId | None = Non
         SourceError: no such file, or not a format cudasplit reads.
     """
     if os.fspath(path) == STDIN:
-        return _stdin_source(package, jobs, limits, strip_components)
+        source = _stdin_source(package, jobs, limits, strip_components)
+        source.memory_limit = memory_limit
+        return source
     p = Path(path)
     if p.is_dir():
         return DirectorySource(p, package=package, strip_components=strip_components,
@@ -117,7 +133,7 @@ def open_source(path: str | os.PathLike[str], *, package: PackageId | None = Non
         raise SourceError("no such file or directory", source=str(p))
     _refuse_zip(p)
     return TarSource(p, package=package, jobs=jobs, limits=limits,
-                     strip_components=strip_components)
+                     strip_components=strip_components, memory_limit=memory_limit)
 
 
 def _refuse_zip(path: Path) -> None:

@@ -5,16 +5,17 @@ Each member is checked and charged against the bomb limits before its data is re
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO, cast
 
 from cudasplit._model import Member, MemberType, PackageId
 from cudasplit._source.base import HEAD_SIZE
-from cudasplit._source.codecs import open_decompressed
+from cudasplit._source.codecs import CHUNK, open_decompressed
 from cudasplit._source.limits import Guard, Limits
 from cudasplit._source.names import MAX_PATH_BYTES, check_text, normalise_member_path, short_name
 from cudasplit._source.tarheaders import (
+    BLOCK,
     DIRECTORY,
     HARDLINK,
     REGULAR,
@@ -23,6 +24,7 @@ from cudasplit._source.tarheaders import (
     TarFormatError,
     TarHeader,
     TarReader,
+    check_checksum,
 )
 from cudasplit._source.topdir import TopDir, decide_top_dir, package_from_filename
 from cudasplit.errors import CorruptArchiveError, LimitExceededError, UnsafeMemberError
@@ -39,8 +41,10 @@ class TarSource:
     """A (compressed) tarball, streamed in one pass."""
 
     def __init__(self, path: Path, *, package: PackageId | None = None, jobs: int = 1,
-                 limits: Limits | None = None, strip_components: int | None = None) -> None:
+                 limits: Limits | None = None, strip_components: int | None = None,
+                 memory_limit: int | None = None) -> None:
         self.strip_components = strip_components
+        self.memory_limit = memory_limit
         self.keep_alive: object = None
         self.path = path
         self.description = str(path)
@@ -53,6 +57,8 @@ class TarSource:
         # member path -> size, to charge hard links; empty files are left out (a million
         # empty members must not cost a million entries)
         self._sizes: dict[str, int] = {}
+        # Said about the archive as a whole, for the run's report (data after the end).
+        self.warnings: list[str] = []
 
     @property
     def package(self) -> PackageId:
@@ -62,9 +68,11 @@ class TarSource:
         return self._package
 
     def members(self) -> Iterator[tuple[Member, BinaryIO | None]]:
-        with open_decompressed(self.path, jobs=self.jobs) as stream:
+        with open_decompressed(self.path, jobs=self.jobs,
+                               memory_limit=self.memory_limit) as stream:
             reader = TarReader(stream, self._charge_extended)
             yield from self._iterate(reader)
+            self.warnings += after_end(stream, self._guard, self._located)
 
     def _iterate(self, reader: TarReader) -> Iterator[tuple[Member, BinaryIO | None]]:
         top = TopDir()
@@ -198,6 +206,52 @@ class _Guarded:
             raise CorruptArchiveError(f"truncated member data ({exc})",
                                       source=self._source.description,
                                       member=short_name(self._name)) from exc
+
+
+def after_end(stream: BinaryIO, guard: Guard,
+              located: Callable[[CorruptArchiveError], CorruptArchiveError]) -> list[str]:
+    """Read the decoded stream to its end after the end-of-archive marker; a warning if
+    anything but null bytes is there (``located`` names the last member in errors).
+
+    This verifies the compressed data to its last byte (a damaged tail is an error, as in
+    ``tar``), and tells members or other data there apart from the null padding ``tar``
+    writes: GNU tar ignores them silently; we ignore them too, but say so. The bytes count
+    against the bomb guard like member data.
+    """
+    ignored, first, what = 0, None, ""
+    offset = 0
+    try:
+        while chunk := stream.read(CHUNK):
+            guard.charge(len(chunk), "(after the end-of-archive marker)")
+            if first is None and chunk.count(0) != len(chunk):
+                at = len(chunk) - len(chunk.lstrip(b"\0"))  # blocks align to chunks
+                first, ignored = offset + at, len(chunk) - at
+                what = _header_name(chunk[at - at % BLOCK:])
+            elif first is not None:
+                ignored += len(chunk)
+            offset += len(chunk)
+    except CorruptArchiveError as exc:
+        raise located(exc) from exc
+    except _TAR_ERRORS as exc:
+        raise located(CorruptArchiveError(f"corrupt data after the end-of-archive marker "
+                                          f"({exc})", source=guard.source)) from exc
+    if first is None:
+        return []
+    return [f"{ignored} bytes after the tar end-of-archive marker ignored "
+            f"(starting with {what}); tar ignores them too"]
+
+
+def _header_name(block: bytes) -> str:
+    """How to name what starts ``block``: a tar member's name, or plain "other data"."""
+    block = block[:BLOCK]
+    try:
+        if len(block) < BLOCK:
+            raise TarFormatError("short")
+        check_checksum(block)
+    except (TarFormatError, ValueError):
+        return "data that is not a tar header"
+    name = block[:100].split(b"\0", 1)[0].decode("utf-8", "replace")
+    return f"member {short_name(name)!r}"
 
 
 def _in_member(exc: CorruptArchiveError, source: str, name: str) -> CorruptArchiveError:

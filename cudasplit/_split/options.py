@@ -99,6 +99,8 @@ class SplitOptions:
         strip_components: leading components to strip (archives without NVIDIA's top directory).
         default_rules: accept a package without ``rules/packages/<NAME>.toml``.
         fsync: make the output durable before the final renames.
+        memory_limit: bytes of decoded data the parallel decoder may hold at once (at least
+            1 MiB); ``None``: (jobs + 1) whole xz blocks, within 64 MiB and min(4 GiB, RAM/4).
         skip_unsafe_members: skip (with a problem) a member that would leave the output, such
             as a symlink to ``/etc``, instead of refusing the archive.
 
@@ -144,6 +146,10 @@ class SplitOptions:
     # Issue 24: a member that would leave the output (a symlink whose target is absolute or
     # climbs out of the package root) fails the run unless asked to skip such members.
     skip_unsafe_members: bool = False
+    # Bytes of decoded data the parallel decoder may hold at once (--memory-limit); None:
+    # (jobs + 1) whole xz blocks within [64 MiB, min(4 GiB, RAM/4)]. Smaller is slower (fewer
+    # blocks decode at once), never wrong. The source's codecs document peak RSS.
+    memory_limit: int | None = None
 
     def __post_init__(self) -> None:
         check_options(self)
@@ -153,6 +159,8 @@ class SplitOptions:
             return self.jobs
         return available_cpus()
 
+# The smallest decoder budget accepted: one decoded chunk (below it nothing could be held).
+MIN_MEMORY_LIMIT = 1 << 20
 _FLAGS = ("patch", "strict", "dry_run", "overwrite", "nix_markers", "check_fhs_refs",
           "default_rules", "fsync", "skip_unsafe_members")
 _CUDA_VERSION = re.compile(r"\d+\.\d+(\.\d+)?")
@@ -176,6 +184,8 @@ def check_options(options: SplitOptions) -> None:
     _check_rules(options.rules_files, options.rules_dir)
     if options.jobs is not None:
         _check_count("jobs", options.jobs, minimum=1)
+    if options.memory_limit is not None:
+        _check_count("memory_limit", options.memory_limit, minimum=MIN_MEMORY_LIMIT)
     if options.strip_components is not None:
         _check_count("strip_components", options.strip_components, minimum=0)
     _check_count("max_total_bytes", options.max_total_bytes, minimum=1)

@@ -94,6 +94,8 @@ class SplitRun:
                         self._take(member, self._metered(member, stream))
                     self._tick(member)
                 self._release_held()
+                for message in getattr(self.source, "warnings", ()):
+                    self.writer.warn("data-after-end", None, message)
                 end.state.patches.wait_early()
             end.settle()
         except BaseException as exc:
@@ -254,7 +256,8 @@ def open_for(source: str | os.PathLike[str] | Source, options: SplitOptions) -> 
     return open_source(source, package=options.package, jobs=options.effective_jobs(),
                        limits=Limits(options.max_total_bytes, options.max_ratio,
                                      options.max_members),
-                       strip_components=options.strip_components)
+                       strip_components=options.strip_components,
+                       memory_limit=options.memory_limit)
 
 
 def split(source: str | os.PathLike[str] | Source, sink: Sink | None, *,

@@ -102,14 +102,18 @@ def _outputs(value: str | None) -> tuple[str, ...] | None:
 _SIZE_SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
-def _size(value: str) -> int:
-    """``--max-size``: ``123``, ``64G``, ``512MiB`` -> bytes."""
+def _size(value: str, hint: str = "--max-size") -> int:
+    """``--max-size``, ``--memory-limit``: ``123``, ``64G``, ``512MiB`` -> bytes."""
     text = value.strip().upper().removesuffix("IB").removesuffix("B")
     number, suffix = (text[:-1], text[-1]) if text[-1:].isalpha() else (text, "")
     if suffix not in _SIZE_SUFFIXES or not number.isdigit():
         raise click.BadParameter(f"{value!r} is not a size (e.g. 8589934592, 512M, 64G)",
-                                 param_hint="--max-size")
+                                 param_hint=hint)
     return int(number) * _SIZE_SUFFIXES[suffix]
+
+
+size_option = _size
+"""A SIZE option's value in bytes (``size_option("512M", "--memory-limit")``)."""
 
 
 def _platform(word: str | None, cuda_version: str | None) -> str | None:

@@ -31,7 +31,7 @@ from .. import (
     split_nix,
     split_to_dir,
 )
-from ._optgroups import COMMON, PATCH, split_options
+from ._optgroups import COMMON, PATCH, size_option, split_options
 from ._terminal import (
     ProgressLine,
     dropped_line,
@@ -148,6 +148,9 @@ class ReportTarget:
               "(faster on slow disks; a power loss may then leave truncated files).")
 @click.option("-j", "--jobs", type=int, default=None, help="Parallelism (default: available CPUs; "
               "NIX_BUILD_CORES in a Nix builder).")
+@click.option("--memory-limit", metavar="SIZE", help="Decoded bytes the parallel decoder may "
+              "hold at once (K/M/G; default: jobs+1 xz blocks, 64 MiB to 4 GiB). Lower is "
+              "slower, never wrong; peak RSS is about 60 MB + SIZE + jobs x 10 MB.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what happens.")
 @click.option("--closure", is_flag=True, help="Then print the closure report of the outputs "
@@ -156,7 +159,8 @@ def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
                   nix_support: bool, cuda_component_hook: str | None, consumer_guards: bool,
                   report_file: str | None, report_relative: bool, strict: bool, dry_run: bool,
                   overwrite: bool, check_fhs_refs: bool, no_fsync: bool, jobs: int | None,
-                  quiet: bool, verbose: bool, closure: bool, **kw: Any) -> None:
+                  memory_limit: str | None, quiet: bool, verbose: bool, closure: bool,
+                  **kw: Any) -> None:
     """Split SOURCES (tarballs, unpacked directories, or - for standard input) into outputs.
 
     One source: DIR/<output>/... . Several sources, or a directory of tarballs: each goes to
@@ -174,6 +178,8 @@ def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
     try:
         options = split_options(
             kw, COMMON, PATCH, strict=strict, dry_run=dry_run, overwrite=overwrite, jobs=jobs,
+            memory_limit=None if memory_limit is None else size_option(memory_limit,
+                                                                        "--memory-limit"),
             nix_markers=nix_support, check_fhs_refs=check_fhs_refs,
             cuda_component_hook=cuda_component_hook, fsync=not no_fsync, progress=progress,
             consumer_guards=consumer_guards)

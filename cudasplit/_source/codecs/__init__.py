@@ -5,15 +5,28 @@
 * ``.xz``: the stream footer and index are parsed up front (this also finds truncation and
   trailing garbage before a single byte is delivered).  With ``jobs > 1`` the blocks listed
   in the index are decoded concurrently by ``jobs`` threads (liblzma releases the GIL) and
-  delivered in order with bounded read-ahead.  Each block is decoded by wrapping it in a
-  minimal single-block .xz stream, so liblzma itself verifies the block header CRC, the
-  block check (CRC32/CRC64/SHA-256) and the block sizes against the index; the real index
-  CRC32 and the stream header/footer are verified here.
+  delivered in order within a memory budget (see "Memory" below).  Each block is decoded by
+  wrapping it in a minimal single-block .xz stream, so liblzma itself verifies the block
+  header CRC, the block check (CRC32/CRC64/SHA-256) and the block sizes against the index;
+  the real index CRC32 and the stream header/footer are verified here.
 * ``.zst``: ``zstandard`` decompression objects, frame by frame (the streaming reader of
   ``zstandard`` silently accepts truncated input, so it is not used).
 * ``.gz``: the stdlib ``gzip`` reader; ``.bz2``: ``bz2`` decompressors, stream by stream.
 * ``external=True`` (or the measured default, see ``_EXTERNAL_BY_DEFAULT``) pipes the file
   through the system ``xz``/``zstd`` binary instead.
+
+Memory (the parallel xz decoder, ``_codecthreads.BlockPipeline``): every block that a
+thread starts reserves its whole decoded size from the budget, so each thread decodes its
+block start to end without waiting for the reader, and the reader drains the blocks in order.
+The budget is ``memory_limit`` when given, else :func:`default_decode_budget`:
+``(jobs + 1) x the largest block``, at least 64 MiB and at most 4 GiB or a quarter of the
+RAM.  ``jobs + 1`` blocks keep every thread busy while the reader is on the oldest one; a
+smaller budget admits fewer blocks at once (slower, never wrong); a block larger than the
+budget streams through a 64 MiB window.  Peak RSS is about::
+
+    interpreter and cudasplit (~60 MB) + budget + busy threads x (xz dictionary + 2 MiB)
+
+e.g. ``xz -6`` (8 MiB dictionary, 24 MiB blocks) with 16 threads: 60 + 408 + 160 MB.
 
 Every failure of the data becomes :class:`~cudasplit.errors.CorruptArchiveError` (or
 :class:`~cudasplit.errors.SourceError` for an unreadable file) with a one-line message that
@@ -39,7 +52,7 @@ from cudasplit._source.codecs.chunks import CHUNK, CODEC_ERRORS, ChunkReader
 from cudasplit._source.codecs.detect import Codec, detect_codec
 from cudasplit._source.codecs.external import ExternalDecompressor, external_command
 from cudasplit._source.codecs.stdlib import bz2_chunks, gzip_chunks, plain_chunks
-from cudasplit._source.codecs.threads import BlockPipeline
+from cudasplit._source.codecs.threads import BlockPipeline, PipelineStats
 from cudasplit._source.codecs.xz import (
     XzBlock,
     XzStream,
@@ -47,16 +60,20 @@ from cudasplit._source.codecs.xz import (
     xz_block_chunks,
     xz_sequential_chunks,
 )
-from cudasplit._source.codecs.zstd import zstd_chunks
+from cudasplit._source.codecs.zstd import zstd_chunks, zstd_frames
 from cudasplit.errors import SourceError
 
 __all__ = [
     "CHUNK",
     "CODEC_ERRORS",
     "DEFAULT_READ_AHEAD",
+    "MAX_DEFAULT_BUDGET",
+    "MIN_BUDGET",
     "Codec",
+    "PipelineStats",
     "XzBlock",
     "XzStream",
+    "default_decode_budget",
     "detect_codec",
     "external_command",
     "open_decompressed",
@@ -65,20 +82,39 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# Bytes of decoded output the parallel xz decoder may buffer ahead of the reader.
+# The window a block streams through when it is larger than the budget or of unknown size
+# (zstd, gzip, bzip2: one task decoded ahead of the reader in a thread).
 DEFAULT_READ_AHEAD = 64 << 20
+# Bounds of the default decode budget (a given memory_limit is used as is, >= 1 MiB).
+MIN_BUDGET = 64 << 20
+MAX_DEFAULT_BUDGET = 4 << 30
 
-# Measured on 2 cores (benchmarks/README.md): single-block xz and zstd decode as
-# fast in-process as with the binaries; for multi-block xz, `xz -T2` is ~6% faster than the
-# threaded in-process decoder with 24 MiB blocks (2.6x faster with 192 MiB blocks) but only
-# because it buffers whole blocks: 160 MB RSS at 24 MiB blocks, 700 MB at 192 MiB, against
-# a fixed ~75/150 MB in-process.  Bounded memory wins the default; external=True is there
-# for those who prefer speed.
+# Measured (benchmarks/README.md, bench_scaling.py): single-block xz and zstd decode as fast
+# in-process as with the binaries (zstd, 2 cores: 1.01 s in-process, 1.12 s through the
+# binary's pipe, best of 5). Multi-block xz: since the decoder budgets whole blocks (issue 22)
+# it keeps up with `xz -T16` on 16 cores (reading to the end 3.18 s against `xz -dc -T16`
+# 3.01 s; a split 3.39 s against `tar -I 'xz -T16' -xf` 2.95 s) at 690 MB peak RSS against
+# xz's 1114 MB, and its memory is capped by memory_limit. So in-process is the default.
 _EXTERNAL_BY_DEFAULT: dict[Codec, bool] = {Codec.XZ: False, Codec.ZSTD: False}
 
 
 def _normalise_jobs(jobs: int) -> int:
     return jobs if jobs >= 1 else (os.cpu_count() or 1)
+
+
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return 16 << 30
+
+
+def default_decode_budget(jobs: int, largest_block: int) -> int:
+    """Decoded bytes the parallel decoder may hold by default: ``jobs + 1`` whole blocks
+    (every thread busy while the reader drains the oldest), within [64 MiB, min(4 GiB,
+    RAM / 4)] (a quarter of the RAM is also ``xz -T``'s default limit)."""
+    ceiling = max(MIN_BUDGET, min(MAX_DEFAULT_BUDGET, _physical_memory() // 4))
+    return max(MIN_BUDGET, min(ceiling, (jobs + 1) * largest_block))
 
 
 def _use_external(codec: Codec, external: bool | None) -> bool:
@@ -88,12 +124,15 @@ def _use_external(codec: Codec, external: bool | None) -> bool:
 
 
 def _threaded_reader(tasks: Sequence[Callable[[], Iterator[bytes]]], source: str, jobs: int,
-                     read_ahead: int) -> ChunkReader:
-    pipeline = BlockPipeline(tasks, jobs, read_ahead)
-    return ChunkReader(pipeline.chunks(), source, on_close=pipeline.close)
+                     budget: int, sizes: Sequence[int | None] | None = None) -> ChunkReader:
+    pipeline = BlockPipeline(tasks, jobs, budget, sizes,
+                             stream_window=min(budget, DEFAULT_READ_AHEAD))
+    reader = ChunkReader(pipeline.chunks(), source, on_close=pipeline.close)
+    reader.stats = pipeline.stats
+    return reader
 
 
-def _xz_reader(fh: IO[bytes], source: str, jobs: int, read_ahead: int,
+def _xz_reader(fh: IO[bytes], source: str, jobs: int, memory_limit: int | None,
                threaded: bool) -> ChunkReader:
     fd = fh.fileno()
     streams = read_xz_layout(fd, os.fstat(fd).st_size, source=source)
@@ -103,17 +142,23 @@ def _xz_reader(fh: IO[bytes], source: str, jobs: int, read_ahead: int,
     if not threaded:
         return ChunkReader(xz_sequential_chunks(fd, streams, source), source)
     tasks = [functools.partial(xz_block_chunks, fd, s, b, source) for s, b in blocks]
-    return _threaded_reader(tasks, source, jobs, read_ahead)
+    sizes = [b.uncompressed_size for _, b in blocks]
+    budget = (memory_limit if memory_limit is not None
+              else default_decode_budget(jobs, max(sizes, default=0)))
+    return _threaded_reader(tasks, source, jobs, budget, sizes)
 
 
 def _in_process_reader(fh: IO[bytes], codec: Codec, source: str, jobs: int,
-                       read_ahead: int, background: bool | None) -> ChunkReader:
-    # With jobs > 1 decoding happens in worker threads even when it cannot be split (one
-    # xz block, zstd, gzip): the caller's own work on the tar stream then overlaps with the
-    # decoder (which releases the GIL) instead of alternating with it.
-    threaded = background if background is not None else jobs > 1
+                       memory_limit: int | None, background: bool | None) -> ChunkReader:
+    # Decoding happens in worker threads even with jobs=1 or when it cannot be split (one xz
+    # block, zstd, gzip): the caller's own work on the tar stream then overlaps with the
+    # decoder (which releases the GIL) instead of alternating with it, as `tar -I xz` runs
+    # xz beside tar. ``jobs`` counts decoder threads; the reader is the caller's. Measured
+    # on 16 cores (issue 22): single-block xz 2.80 s overlapped against 3.30 s alternating
+    # (`tar -xJf` 2.76 s), zstd 1.87 s against 2.18 s (`tar --zstd -xf` 1.61 s).
+    threaded = background if background is not None else True
     if codec is Codec.XZ:
-        return _xz_reader(fh, source, jobs, read_ahead, threaded)
+        return _xz_reader(fh, source, jobs, memory_limit, threaded)
     chunks: Callable[[], Iterator[bytes]]
     if codec is Codec.GZIP:
         chunks = functools.partial(gzip_chunks, fh)
@@ -124,7 +169,8 @@ def _in_process_reader(fh: IO[bytes], codec: Codec, source: str, jobs: int,
     else:
         chunks = functools.partial(plain_chunks, fh)
     if threaded:
-        return _threaded_reader([chunks], source, 1, read_ahead)
+        window = DEFAULT_READ_AHEAD if memory_limit is None else memory_limit
+        return _threaded_reader([chunks], source, 1, window)
     return ChunkReader(chunks(), source)
 
 
@@ -133,11 +179,20 @@ def _external_reader(fh: IO[bytes], codec: Codec, path: Path, source: str,
     argv = external_command(codec, path, jobs)
     if argv is None:
         return None
+    # Same up-front structure check as in-process, so that trailing garbage and truncation
+    # are reported identically (the binaries would also catch them, later). Null bytes after
+    # the data are accepted for every codec; the binaries refuse some (zstd any, xz those not
+    # a multiple of four): such files are decoded in-process.
+    fd = fh.fileno()
+    size = os.fstat(fd).st_size
     if codec is Codec.XZ:
-        # Same up-front structure check as in-process, so that trailing garbage and
-        # truncation are reported identically (xz itself would also catch them, later).
-        fd = fh.fileno()
-        read_xz_layout(fd, os.fstat(fd).st_size, source=source)
+        streams = read_xz_layout(fd, size, source=source)
+        if (size - streams[-1].end) % 4:
+            return None
+    elif codec is Codec.ZSTD:
+        frames = zstd_frames(fh, source)
+        if not frames or sum(frames[-1]) != size:
+            return None
     try:
         proc = ExternalDecompressor(argv, source)
     except OSError as exc:
@@ -152,21 +207,25 @@ def open_decompressed(
     *,
     jobs: int = 1,
     external: bool | None = None,
-    read_ahead: int = DEFAULT_READ_AHEAD,
+    memory_limit: int | None = None,
     background: bool | None = None,
+    read_ahead: int | None = None,
 ) -> Iterator[BinaryIO]:
     """Open ``path`` as a stream of decompressed tar bytes.
 
     ``jobs``: decoder threads for multi-block .xz (``xz -T`` for the external path);
     ``< 1`` means one per CPU.  ``external``: True pipes through the system ``xz``/``zstd``
     (falling back to in-process when the binary is absent), False never does, None picks
-    what measured fastest.  ``read_ahead``: bytes of decoded output the threaded xz decoder
-    may buffer.  ``background``: decode in worker threads (a read-ahead thread for codecs
-    that cannot be split) even with ``jobs=1`` (True) or never (False); None means
-    "when ``jobs > 1``".
+    what measured fastest.  ``memory_limit``: bytes of decoded output the threaded decoder
+    may hold at once (the budget of the module docstring; None: ``default_decode_budget``);
+    ``read_ahead`` is its older name.  ``background``: decode in worker threads (a
+    read-ahead thread for codecs that cannot be split), overlapped with the caller (True or
+    None, the default) or in the caller's thread (False).
     """
     source = str(path)
     jobs = _normalise_jobs(jobs)
+    if memory_limit is None:
+        memory_limit = read_ahead
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:
@@ -181,6 +240,6 @@ def open_decompressed(
         if codec is not Codec.NONE and _use_external(codec, external):
             reader = _external_reader(fh, codec, path, source, jobs)
         if reader is None:
-            reader = _in_process_reader(fh, codec, source, jobs, read_ahead, background)
+            reader = _in_process_reader(fh, codec, source, jobs, memory_limit, background)
         with reader:
             yield cast(BinaryIO, reader)

@@ -20,7 +20,8 @@ from cudasplit.errors import CorruptArchiveError, SourceError
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
 
-__all__ = ["CHUNK", "CODEC_ERRORS", "ChunkReader", "chain_pieces", "drive", "file_pieces"]
+__all__ = ["CHUNK", "CODEC_ERRORS", "ChunkReader", "all_zero", "chain_pieces", "drive",
+           "file_pieces", "zero_tail"]
 
 # Errors the codecs raise for damaged input; translated where the stream is read.
 CODEC_ERRORS: tuple[type[BaseException], ...] = (
@@ -50,6 +51,29 @@ def file_pieces(fd: int, start: int, end: int) -> Iterator[bytes]:
             raise OSError(f"unexpected end of file at offset {start}")
         start += len(piece)
         yield piece
+
+
+def all_zero(fd: int, start: int, end: int) -> bool:
+    """Whether ``[start, end)`` of the file holds only null bytes.
+
+    The trailing-data rule, one for every codec: after the last complete compressed stream,
+    null bytes (any number: what block devices, tapes and ``dd conv=sync`` pad with) are
+    accepted and ignored; any other byte is trailing garbage and the archive is refused.
+    """
+    return all(piece.count(0) == len(piece) for piece in file_pieces(fd, start, end))
+
+
+def zero_tail(fd: int, size: int) -> int:
+    """How many null bytes end the file (read backwards in CHUNK windows)."""
+    pos = size
+    while pos > 0:
+        window = min(pos, CHUNK)
+        tail = os.pread(fd, window, pos - window)
+        stripped = len(tail) - len(tail.rstrip(b"\0"))
+        pos -= stripped
+        if stripped < window:
+            break
+    return size - pos
 
 
 def drive(dec: _Decompressor, pieces: Iterator[bytes]) -> Iterator[bytes]:
@@ -92,6 +116,8 @@ class ChunkReader(io.RawIOBase):
         self._on_close = on_close
         self._buf = b""
         self._pos = 0
+        # The threaded decoder's PipelineStats (tests, benchmarks); None for the others.
+        self.stats: object | None = None
 
     def readable(self) -> bool:
         return True

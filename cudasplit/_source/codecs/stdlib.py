@@ -14,7 +14,8 @@ __all__ = ["bz2_chunks", "gzip_chunks", "plain_chunks"]
 
 
 def bz2_chunks(fh: IO[bytes], source: str) -> Iterator[bytes]:
-    """bzip2 streams back to back; anything else after a stream is an error.
+    """bzip2 streams back to back; null bytes may follow the last one, anything else after
+    a stream is an error (the rule of every codec, ``_codecchunks.all_zero``).
 
     (``bz2.open`` silently ignores trailing garbage, hence this loop.)
     """
@@ -24,13 +25,20 @@ def bz2_chunks(fh: IO[bytes], source: str) -> Iterator[bytes]:
         if not head:
             return
         if not head.startswith(b"BZh"):
-            raise CorruptArchiveError("trailing garbage after the bzip2 data", source=source)
+            if not head.count(0) == len(head) or not _rest_is_zero(fh):
+                raise CorruptArchiveError("trailing garbage after the bzip2 data",
+                                          source=source)
+            return
         dec = bz2.BZ2Decompressor()
         pieces = chain_pieces(head, iter(lambda: fh.read(CHUNK), b""), b"")
         yield from drive(dec, pieces)
         if not dec.eof:
             raise CorruptArchiveError("truncated bzip2 data", source=source)
         pending = dec.unused_data
+
+
+def _rest_is_zero(fh: IO[bytes]) -> bool:
+    return all(piece.count(0) == len(piece) for piece in iter(lambda: fh.read(CHUNK), b""))
 
 
 def gzip_chunks(fh: IO[bytes]) -> Iterator[bytes]:

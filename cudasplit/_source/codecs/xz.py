@@ -17,7 +17,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from cudasplit._source.codecs.chunks import chain_pieces, drive, file_pieces
+from cudasplit._source.codecs.chunks import chain_pieces, drive, file_pieces, zero_tail
 from cudasplit.errors import CorruptArchiveError
 
 __all__ = ["XzBlock", "XzStream", "read_xz_layout", "xz_block_chunks", "xz_sequential_chunks"]
@@ -164,12 +164,15 @@ def _read_stream_backwards(fd: int, end: int, source: str) -> XzStream:
 def read_xz_layout(fd: int, size: int, *, source: str = "") -> list[XzStream]:
     """Parse every stream of an .xz file from its end: footers, indexes, stream padding.
 
-    Truncation and trailing garbage both show up here, as a missing footer.
+    Truncation and trailing garbage both show up here, as a missing footer. Null bytes after
+    the last stream are accepted in any number (the rule for every codec, see
+    ``_codecchunks.all_zero``; the xz format itself allows multiples of four); between
+    streams the format's stream padding (multiples of four) applies.
     """
-    if size % 4:
-        raise _corrupt(source, "size is not a multiple of four (truncated, or trailing garbage)")
     streams: list[XzStream] = []
-    pos = size
+    pos = size - zero_tail(fd, size)
+    if pos % 4:
+        raise _corrupt(source, "size is not a multiple of four (truncated, or trailing garbage)")
     while pos > 0:
         pos = _skip_stream_padding(fd, pos)
         stream = _read_stream_backwards(fd, pos, source)

@@ -9,10 +9,10 @@ from typing import IO, cast
 
 import zstandard
 
-from cudasplit._source.codecs.chunks import CHUNK
+from cudasplit._source.codecs.chunks import CHUNK, all_zero
 from cudasplit.errors import CorruptArchiveError
 
-__all__ = ["zstd_chunks"]
+__all__ = ["zstd_chunks", "zstd_frames"]
 
 
 def zstd_chunks(fh: IO[bytes], source: str) -> Iterator[bytes]:
@@ -25,7 +25,7 @@ def zstd_chunks(fh: IO[bytes], source: str) -> Iterator[bytes]:
     delivered; then each frame goes through ``read_to_iter``, whose chunks are at most
     ``CHUNK`` bytes whatever the ratio, and which verifies the content checksum.
     """
-    frames = _zstd_frames(fh, source)
+    frames = zstd_frames(fh, source)
     dctx = zstandard.ZstdDecompressor()
     for offset, length in frames:
         fh.seek(offset)
@@ -54,14 +54,17 @@ _ZSTD_MAGIC = 0xFD2FB528
 _ZSTD_SKIPPABLE = 0x184D2A50  # ..0x184D2A5F: metadata frames, skipped
 
 
-def _zstd_frames(fh: IO[bytes], source: str) -> list[tuple[int, int]]:
+def zstd_frames(fh: IO[bytes], source: str) -> list[tuple[int, int]]:
     """(offset, length) of every data frame; CorruptArchiveError unless the file is exactly
-    a sequence of complete frames (RFC 8878 §3.1: header, blocks up to Last_Block, checksum)."""
+    a sequence of complete frames (RFC 8878 §3.1: header, blocks up to Last_Block, checksum),
+    optionally followed by null bytes (the rule of every codec, ``_codecchunks.all_zero``)."""
     size = os.fstat(fh.fileno()).st_size
     frames: list[tuple[int, int]] = []
     offset = 0
     while offset < size:
-        magic = _unpack_at(fh, offset, "<I", source)
+        magic = _unpack_at(fh, offset, "<I", source) if size - offset >= 4 else 0
+        if not magic and all_zero(fh.fileno(), offset, size):
+            return frames  # null padding after the last frame
         if magic & 0xFFFFFFF0 == _ZSTD_SKIPPABLE:
             offset += 8 + _unpack_at(fh, offset + 4, "<I", source)
         elif magic == _ZSTD_MAGIC:
