@@ -8,8 +8,9 @@ It is the only way in: the ``cudasplit`` command (:mod:`cudasplit.cli`) uses not
 * options: :class:`SplitOptions`, with :func:`runpath_policy`, :func:`package_id` and
   :func:`platform_name` turning command-line words into its typed values.
 * rules: :func:`load_ruleset`, :func:`ruleset_for`, :func:`check_rule_file`.
-* split output: :func:`closure_of`, :func:`ldd`; releases: :func:`verify_manifest`,
-  :func:`manifest_features`, :func:`nixify_manifest`, :func:`diff_releases`, and finer:
+* split output: :func:`closure_of`, :func:`ldd`, :func:`toolkit_view` (one toolkit prefix);
+  releases: :func:`verify_manifest`, :func:`manifest_features`, :func:`nixify_manifest`,
+  :func:`diff_releases`, and finer:
   :func:`load_manifest`, :func:`select_artifacts`, :func:`features_of` (one tarball).
 """
 
@@ -47,6 +48,7 @@ from .errors import (
     RulesError,
     RunpathPolicyError,
     SourceError,
+    ToolkitError,
     UnsafeMemberError,
 )
 from .sinks import DirectorySink, MemorySink, Sink, StagedSink, TarballSink
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
     from ._api_checks import LoadView, closure_of, ldd
     from ._api_release import diff_releases, manifest_features, nixify_manifest, verify_manifest
     from ._features import features_of
+    from ._toolkit import ToolkitView, toolkit_view
 
 # The release and inspection tools load on first use (PEP 562): a split never needs them, and
 # importing them with the rest cost every ``cudasplit split`` about 40 ms (measured with
@@ -64,6 +67,7 @@ _LAZY = {
     "diff_releases": "._api_release", "manifest_features": "._api_release",
     "nixify_manifest": "._api_release", "verify_manifest": "._api_release",
     "features_of": "._features",
+    "ToolkitView": "._toolkit", "toolkit_view": "._toolkit",
 }
 
 
@@ -128,6 +132,8 @@ __all__ = [
     "SplitOptions",
     "StagedSink",
     "TarballSink",
+    "ToolkitError",
+    "ToolkitView",
     "UnsafeMemberError",
     "__version__",
     "batch_report",
@@ -157,5 +163,6 @@ __all__ = [
     "split_many",
     "split_nix",
     "split_to_dir",
+    "toolkit_view",
     "verify_manifest",
 ]

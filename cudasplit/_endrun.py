@@ -19,7 +19,7 @@ from ._checks import (
     unclaimed_problems,
 )
 from ._classify import BUILTIN
-from ._copies import plan_copies
+from ._copies import CopiedEntry, plan_copies
 from ._elfplan import Layout
 from ._links import LinkPlanner, SymlinkOp
 from ._model import Kind, PackageId
@@ -27,10 +27,12 @@ from ._nixsupport import NixSupport, write_nix_support
 from ._patchstage import ElfJob, PatchStage
 from ._pkgtable import Where
 from ._placements import Placements
+from ._report import CopyRecord
 from ._reportwriter import ReportWriter
 from ._resolve import unresolved_error
 from ._rules import RuleSet
 from ._splitoptions import Progress, SplitOptions
+from ._targets import MACHINE_NAMES, check_copied_machines
 from .errors import ProblemsFound
 from .sinks._base import Sink
 
@@ -92,6 +94,7 @@ class EndOfRun:
             ruleset.package, state.where, dict(state.options.package_roots),
             lambda dest: ruleset.classify(dest, Kind.FILE, state.allowed).output or "out")
         state.writer.warnings(warnings)
+        self._record_copies(entries)
         for entry in entries:
             if entry.link is not None:
                 state.links.add_link(entry.output, entry.dest, entry.link,
@@ -104,6 +107,20 @@ class EndOfRun:
                                           entry.path.stat().st_mode & 0o777)
             state.placements.occupied[(entry.output, entry.dest)] = f"{BUILTIN}:copy-package"
             state.writer.count(entry.output, entry.path.stat().st_size)
+
+    def _record_copies(self, entries: list[CopiedEntry]) -> None:
+        """Copied ELF files must run on the build machine (an x86_64 cicc in an sbsa nvcc
+        cannot); every copied file goes into the report."""
+        files = [e for e in entries if e.link is None]
+        machines: dict[str, str] = {}
+        for package in dict.fromkeys(e.package for e in files):
+            for dest, _path, machine in check_copied_machines(
+                    [(e.dest, e.path) for e in files if e.package == package],
+                    self.state.where.platform, package):
+                machines[dest] = MACHINE_NAMES.get(machine, str(machine))
+        self.state.writer.copied(
+            CopyRecord(e.package, str(e.path), e.output, e.dest, e.path.stat().st_size,
+                       machines.get(e.dest)) for e in files)
 
     def _apply_links(self, *, plan: bool = False) -> None:
         """The link plan's ops (``plan``: every deferred link planned first, against the

@@ -11,6 +11,12 @@ cuda_cccl (``SYSTEM_INCLUDES ... $(TOP)/$(_TARGET_DIR_)/include/cccl``) and the 
 cuda_cudart. With their package roots known, the CCCL reference points at cuda_cccl's include
 dir and :class:`ProfileExtras` appends ``-I``/``-L`` for the others, as Nixpkgs does with
 ``--replace-fail`` and appended ``INCLUDES``/``LIBRARIES`` lines.
+
+Issue 25: each line naming ``$(TOP)/$(_TARGET_DIR_)`` is also kept as NVIDIA wrote it, relative
+to nvcc's own directory (``$(_HERE_)/..``; nvcc takes it from the path it was run by, symlinks
+unresolved). In the split output nothing is there and the package roots decide; through a
+toolkit prefix (``cudasplit toolkit``) the prefix's ``targets/<dir>`` comes first, so nvcc's
+own choice (``-ccbin aarch64-linux-gnu-g++`` -> ``targets/sbsa-linux``, ``-target-dir``) holds.
 """
 
 from __future__ import annotations
@@ -57,10 +63,33 @@ class ProfileExtras:
         return "".join(line + "\n" for line in out)
 
 
+_HERE_TARGET = "$(_HERE_)/../$(_TARGET_DIR_)"
+
+
+def _keep_target_dir(text: str) -> str:
+    """Each ``$(TOP)/$(_TARGET_DIR_)`` line also as ``$(_HERE_)/../$(_TARGET_DIR_)``, placed
+    so its directories come first (``+=`` appends: before the line; ``=+`` prepends: after)."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        if "$(TOP)/$(_TARGET_DIR_)" not in line:
+            out.append(line)
+            continue
+        kept = line.replace("$(TOP)/$(_TARGET_DIR_)", _HERE_TARGET)
+        if not kept.endswith("\n"):
+            kept, line = kept + "\n", line + "\n"
+        out.extend((line, kept) if re.match(r"^\s*\w+\s*=\+", line) else (kept, line))
+    return "".join(out)
+
+
 def rewrite_nvcc_profile(text: str, roots: Mapping[str, str],
-                         extras: ProfileExtras | None = None) -> str:
+                         extras: ProfileExtras | None = None, *,
+                         keep_target_dir: bool = True) -> str:
     """``roots``: absolute output roots for ``include``, ``lib``, ``stubs``, ``nvvm``, ``bin``
-    (and ``cccl``: cuda_cccl's root, when known; else the reference stays nvcc's own)."""
+    (and ``cccl``: cuda_cccl's root, when known; else the reference stays nvcc's own).
+    ``keep_target_dir``: keep NVIDIA's ``$(_TARGET_DIR_)`` lines relative to nvcc's directory
+    (see the module docstring)."""
+    if keep_target_dir:
+        text = _keep_target_dir(text)
     for pattern, output, suffix in _REWRITES:
         if output not in roots:
             continue

@@ -18,6 +18,7 @@ from ._elfedit import UnknownPatcherError
 from ._model import OUTPUT_NAMES, PackageId
 from ._rules import default_rules_dir
 from ._runpath import RunpathPolicy
+from ._targets import PLATFORM_MACHINES
 from .errors import OptionsError
 
 if TYPE_CHECKING:
@@ -53,6 +54,10 @@ def check_options(options: SplitOptions) -> None:
     python = getattr(options, "python_version", None)
     if python is not None and not re.fullmatch(r"\d+\.\d+", str(python)):
         raise OptionsError(f"python_version must be X.Y such as '3.12', not {python!r}")
+    target = getattr(options, "target_platform", None)
+    if target is not None and target not in PLATFORM_MACHINES:
+        raise OptionsError(f"target_platform must be one of {', '.join(PLATFORM_MACHINES)}, "
+                           f"not {target!r}")
 
 
 def _check_outputs(outputs: object) -> None:

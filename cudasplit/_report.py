@@ -50,6 +50,18 @@ class OutputRecord:
 
 
 @dataclass(slots=True)
+class CopyRecord:
+    """A file another package's root gave this split (``copy_packages``: libnvvm's cicc)."""
+
+    package: str              # the package copied from
+    source: str               # the file read (under its --package-root)
+    output: str
+    dest: str
+    size: int
+    machine: str | None = None  # ELF machine (x86-64, AArch64); None: not ELF
+
+
+@dataclass(slots=True)
 class Problem:
     """Something a run found wrong (a problem) or worth saying (a warning); one line."""
 
@@ -74,8 +86,15 @@ class Report:
     dry_run: bool = False
     rules_files: list[str] = field(default_factory=list)
     schema: int = SCHEMA_VERSION
+    copies: list[CopyRecord] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
+        data = self._as_dict()
+        if self.copies:  # only compiler packages copy; other reports keep their keys
+            data["copies"] = [asdict(c) for c in self.copies]
+        return data
+
+    def _as_dict(self) -> dict[str, Any]:
         return {
             "schema": self.schema,
             "source": self.source,

@@ -71,6 +71,9 @@ class SplitOptions:
     strip_components: int | None = None
     default_rules: bool = False
     fsync: bool = True
+    # Issue 25: the platform a compiler package (nvcc) builds for; its cuda_cudart package
+    # roots must hold that machine's ELF files. Default: the archive's own platform.
+    target_platform: str | None = None
 
     def __post_init__(self) -> None:
         check_options(self)

@@ -33,7 +33,7 @@ SPLIT_RUN = (
 # fails ``tests/test_architecture.py``: a new module has to say where it belongs.
 FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("public face", ("__init__", "__main__", "errors", "cli", "cli.*", "_api*")),
-    ("split loop", ("_pipeline", "_prepare", "_layout", "_classify", "_place*", "_link*",
+    ("split loop", ("_pipeline", "_prepare", "_targets", "_layout", "_classify", "_place*", "_link*",
                     "_outcomes", "_rewrites", "_copies", "_checks", "_endrun", "_report*",
                     "_splitoptions", "_libmajor", "_patchstage*", "_elfjob*", "_elfcontext",
                     "_options", "_progress*")),
@@ -45,6 +45,7 @@ FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("rules and package table", ("_rules*", "_rule*", "_gates", "_pkgtable*", "_pkg*", "_globs",
                                  "_textedits", "_nvccprofile", "_model", "_where*")),
     ("Nix", ("_nix*",)),
+    ("toolkit view", ("_toolkit*",)),
     ("release tools", ("_manifest*", "_features*", "_closure*", "_diff*", "_repack*",
                        "_relreport", "_release*", "_snapshot",
                        "_zipmembers")),
