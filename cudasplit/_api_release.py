@@ -44,13 +44,14 @@ def manifest_features(manifest: PathLike, tarball_dir: PathLike, *,
 
 def nixify_manifest(manifest: PathLike, tarball_dir: PathLike, output_dir: PathLike, *,
                     platforms: Sequence[str] = (), packages: Sequence[str] = (),
-                    base_url: str | None = None, jobs: int = 1) -> NixifyResult:
+                    base_url: str | None = None, jobs: int = 1,
+                    toolkit: bool = False) -> NixifyResult:
     """Write one Nix expression per package of ``manifest`` plus ``default.nix`` into
     ``output_dir``; ``base_url`` prefixes the manifest's relative paths (default: NVIDIA's
-    redist URL)."""
+    redist URL). ``toolkit``: also ``cudaToolkit.nix``, one toolkit prefix over them all."""
     return nixify(load_manifest(manifest), tarball_dir, output_dir,
                   platforms=platforms or None, packages=packages or None,
-                  base_url=base_url or DEFAULT_BASE_URL, jobs=jobs)
+                  base_url=base_url or DEFAULT_BASE_URL, jobs=jobs, toolkit=toolkit)
 
 
 def diff_releases(old: PathLike, new: PathLike, *, tarball_dir: PathLike | None = None,

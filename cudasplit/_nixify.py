@@ -43,6 +43,7 @@ from ._nixplan import (
     plan_release,
 )
 from ._nixrender import render_default, render_package
+from ._nixtoolkit import TOOLKIT_ATTR, render_toolkit
 from .errors import ManifestError, OutputError
 
 __all__ = [
@@ -70,8 +71,9 @@ class NixifyResult:
 def nixify(manifest: Manifest, tarball_dir: str | os.PathLike[str],
            output_dir: str | os.PathLike[str], *, platforms: Iterable[str] | None = None,
            packages: Iterable[str] | None = None, base_url: str = DEFAULT_BASE_URL,
-           jobs: int = 1) -> NixifyResult:
-    """Write ``<pname>.nix`` per package and ``default.nix`` into ``output_dir``."""
+           jobs: int = 1, toolkit: bool = False) -> NixifyResult:
+    """Write ``<pname>.nix`` per package and ``default.nix`` into ``output_dir``; with
+    ``toolkit``, also ``cudaToolkit.nix`` (one prefix over them all, :mod:`._nixtoolkit`)."""
     plans = plan_release(manifest, tarball_dir, platforms=platforms, packages=packages,
                          base_url=base_url, jobs=jobs)
     if not plans:
@@ -79,6 +81,9 @@ def nixify(manifest: Manifest, tarball_dir: str | os.PathLike[str],
     name = Path(manifest.source).name
     texts = {f"{p.pname}.nix": render_package(p, name) for p in plans}
     texts["default.nix"] = render_default(plans, name)
+    if toolkit:
+        texts[f"{TOOLKIT_ATTR}.nix"] = render_toolkit(plans, name, manifest.release_label)
+        texts["default.nix"] = _with_toolkit(texts["default.nix"])
     out = Path(output_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -87,3 +92,9 @@ def nixify(manifest: Manifest, tarball_dir: str | os.PathLike[str],
     except OSError as exc:
         raise OutputError(f"{out}: cannot write ({exc.strerror or exc})") from exc
     return NixifyResult(str(out), plans, tuple(sorted(texts)))
+
+
+def _with_toolkit(default: str) -> str:
+    """``default.nix`` with the toolkit prefix as one more attribute (before the closing)."""
+    head, _, tail = default.rpartition("}\n")
+    return f"{head}  {TOOLKIT_ATTR} = callPackage ./{TOOLKIT_ATTR}.nix {{ }};\n}}\n{tail}"

@@ -73,10 +73,12 @@ class _Plan:
 
 
 def toolkit_view(split_dirs: Sequence[str | os.PathLike[str]], dest: str | os.PathLike[str],
-                 *, arm_target: str = "sbsa-linux", overwrite: bool = False,
+                 *, packages: Sequence[Sequence[str | os.PathLike[str]]] = (),
+                 arm_target: str = "sbsa-linux", overwrite: bool = False,
                  dry_run: bool = False) -> ToolkitView:
     """Lay out ``dest`` as one toolkit prefix over the split outputs in ``split_dirs`` (each
-    what ``split -o`` wrote: ``DIR/<output>/...``, or a batch: ``DIR/<pname>-.../<output>``).
+    what ``split -o`` wrote: ``DIR/<output>/...``, or a batch: ``DIR/<pname>-.../<output>``)
+    and ``packages`` (each one package's output roots, as Nix has them: one store path each).
 
     ``arm_target``: the targets/ dir of AArch64 packages (``sbsa-linux``; ``aarch64-linux``
     for Jetson's L4T builds). Raises :class:`ToolkitError` for a directory that is no split
@@ -87,6 +89,7 @@ def toolkit_view(split_dirs: Sequence[str | os.PathLike[str]], dest: str | os.Pa
         raise ToolkitError(f"arm_target must be one of {', '.join(ARM_DIRS)}, "
                            f"not {arm_target!r}")
     splits = [s for d in split_dirs for s in _splits(Path(d).absolute())]
+    splits += [_package(group) for group in packages if group]
     if not splits:
         raise ToolkitError("no split outputs given")
     for split in splits:
@@ -127,6 +130,15 @@ def _splits(directory: Path) -> Iterator[_Split]:
                            f"outputs: {', '.join(OUTPUT_NAMES)})")
     for child in nested:
         yield from _splits(child)
+
+
+def _package(roots: Sequence[str | os.PathLike[str]]) -> _Split:
+    """One package's outputs given one by one (Nix store paths)."""
+    outputs = [Path(r).absolute() for r in roots]
+    for output in outputs:
+        if not output.is_dir():
+            raise ToolkitError(f"{output}: not a directory (want an output root)")
+    return _Split(outputs[0], outputs)
 
 
 def _classify(split: _Split) -> None:
