@@ -177,3 +177,36 @@ def test_sbsa_target_with_an_x86_64_cudart_root_fails(prefix: dict[str, Path],
     assert "libcudart.so.13.0.96 is x86-64, but the target platform linux-sbsa needs " \
         "AArch64" in result.stderr
     assert not (tmp_path / "nvcc").exists()
+
+
+# -- --nix on a cross build: a cross gcc's libstdc++ lives in <cc.lib>/<config>/lib -----------
+
+
+def _cross_nix_env(tmp_path: Path, cc_lib: Path, store: str) -> dict[str, str]:
+    loader = SYSROOT / "lib/ld-linux-aarch64.so.1"
+    if not (SYSROOT / "lib/libstdc++.so.6").is_file() or not loader.is_file():
+        pytest.skip(f"no aarch64 libstdc++/loader in {SYSROOT} (g++-aarch64-linux-gnu)")
+    cc = tmp_path / "cc-wrapper"
+    (cc / "nix-support").mkdir(parents=True, exist_ok=True)
+    (cc / "nix-support/dynamic-linker").write_text(f"{loader}\n")
+    outs = {o: str(tmp_path / store / o) for o in ("out", "lib", "include", "static")}
+    return {"outputs": " ".join(outs), **outs, "NIX_CC": str(cc), "buildInputs": str(cc_lib)}
+
+
+def test_nix_split_finds_a_cross_gccs_libstdcxx(tmp_path: Path) -> None:
+    """The sbsa libcudart NEEDs libstdc++.so.6: a cross gcc's cc.lib has it only in
+    aarch64-unknown-linux-gnu/lib (nixpkgs#242050); --nix searches there too."""
+    from cudasplit import ProblemsFound, split_nix
+
+    cc_lib = tmp_path / "gcc-lib"
+    (cc_lib / "lib").mkdir(parents=True)
+    tarball = redist_tarball("cuda_cudart", WHEELS_13["cuda_cudart"], platform="linux-sbsa")
+    with pytest.raises(ProblemsFound, match=r"libstdc\+\+\.so\.6"):
+        split_nix(tarball, _cross_nix_env(tmp_path, cc_lib, "first"))  # <cc.lib>/lib alone
+    config_lib = cc_lib / "aarch64-unknown-linux-gnu/lib"
+    config_lib.mkdir(parents=True)
+    for name in ("libstdc++.so.6", "libgcc_s.so.1"):
+        shutil.copy2(SYSROOT / "lib" / name, config_lib / name)
+    report = split_nix(tarball, _cross_nix_env(tmp_path, cc_lib, "second"))
+    record = report.member("lib/libcudart.so.13.0.96")
+    assert str(config_lib) in (record.runpath_after or ""), record
