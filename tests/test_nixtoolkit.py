@@ -134,3 +134,23 @@ def test_outputs_of_lays_out_store_path_like_roots(tmp_path: Path) -> None:
     assert (lib / "libcudart_static.a").exists()
     assert (tmp_path / "cuda/include/crt/host_config.h").is_file()
     assert (tmp_path / "cuda/include/cuda_runtime.h").is_file()
+
+
+def test_setup_hook_passes_the_target_platform(tmp_path: Path) -> None:
+    hook = Path(__file__).parent.parent / "cudasplit" / "nix" / "setup-hook.sh"
+    script = (f"set -eu; src=/x.tar; NIX_BUILD_TOP={tmp_path}; cudasplitCommand=echo; "
+              f"runHook() {{ :; }}; source {hook}; cudasplitInstallPhase; "
+              "cudasplitTargetPlatform=linux-sbsa; cudasplitInstallPhase")
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30,
+                          check=True)
+    first, second = done.stdout.splitlines()
+    assert "--target-platform" not in first
+    assert "--target-platform linux-sbsa" in second
+
+
+def test_nvcc_expression_sets_its_target_platform(generated: Path) -> None:
+    text = (generated / "cuda_nvcc.nix").read_text()
+    assert "cudasplitTargetPlatform =" in text
+    assert 'aarch64-linux = "linux-sbsa";' in text
+    assert "lib.getLib (cuda_cudart.__spliced.targetTarget or cuda_cudart)" in text
+    assert "cudasplitTargetPlatform" not in (generated / "cuda_cudart.nix").read_text()
