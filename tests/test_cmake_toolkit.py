@@ -17,6 +17,7 @@ import pytest
 
 from cudasplit import SplitOptions, split_to_dir, toolkit_view
 from tests.realwheels import wheel_root
+from tests.standin import build_stand_in
 from tests.wheeltrees import WHEELS_13, redist_tarball
 
 CMAKE_WHEEL = ("cmake", "4.4.5")  # >= 4.3: the release that refuses a CUDAToolkit_ROOT list
@@ -65,12 +66,14 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for pname in ("cuda_cccl", "cuda_crt", "libnvvm", "cuda_nvcc", "cuda_cudart"):
         split_to_dir(redist_tarball(pname, WHEELS_13[pname]), base / pname, SplitOptions())
         splits.append(base / pname)
+    sbsa = redist_tarball("cuda_cudart", WHEELS_13["cuda_cudart"], platform="linux-sbsa")
+    split_to_dir(sbsa, base / "cuda_cudart-sbsa", SplitOptions())
+    splits.append(base / "cuda_cudart-sbsa")
     toolkit_view(splits, base / "cuda")
     return base / "cuda"
 
 
-def test_cmake_configures_and_builds_against_the_prefix(cmake: Path, root: Path,
-                                                        tmp_path: Path) -> None:
+def _configure_and_build(cmake: Path, root: Path, tmp_path: Path, *flags: str) -> str:
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
     if not generator and not shutil.which("make"):
         pytest.skip("neither ninja nor make installed")
@@ -79,15 +82,41 @@ def test_cmake_configures_and_builds_against_the_prefix(cmake: Path, root: Path,
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CUDAToolkit_ROOT": str(root),
            "CUDACXX": str(root / "bin/nvcc")}
     configure = subprocess.run([str(cmake), "-S", str(tmp_path), "-B", str(tmp_path / "build"),
-                                *generator], env=env, capture_output=True, text=True,
+                                *generator, *flags], env=env, capture_output=True, text=True,
                                timeout=600, check=False)
     assert configure.returncode == 0, configure.stdout + configure.stderr
-    assert f"cudasplit-toolkit: {root}/bin|{root}/targets/x86_64-linux/include" \
-        in configure.stdout
     build = subprocess.run([str(cmake), "--build", str(tmp_path / "build")], env=env,
                            capture_output=True, text=True, timeout=600, check=False)
     assert build.returncode == 0, build.stdout + build.stderr
+    return configure.stdout
+
+
+def test_cmake_configures_and_builds_against_the_prefix(cmake: Path, root: Path,
+                                                        tmp_path: Path) -> None:
+    configured = _configure_and_build(cmake, root, tmp_path)
+    assert f"cudasplit-toolkit: {root}/bin|{root}/targets/x86_64-linux/include" in configured
     run = subprocess.run([str(tmp_path / "build/prog")], capture_output=True, text=True,
                          timeout=60, check=False)
     # No GPU here: the runtime loads and says so; on a GPU the kernel squares 31.
     assert run.stdout.startswith(("no device:", "kernel: cudaSuccess 961")), run.stdout
+
+
+def test_cmake_cross_compiles_for_sbsa(cmake: Path, root: Path, tmp_path: Path) -> None:
+    """The same prefix, CMake cross-compiling: FindCUDAToolkit picks targets/sbsa-linux."""
+    tools = {t: shutil.which(t) for t in ("aarch64-linux-gnu-g++", "aarch64-linux-gnu-gcc",
+                                          "qemu-aarch64")}
+    missing = [t for t, path in tools.items() if path is None]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed (g++-aarch64-linux-gnu, qemu-user)")
+    configured = _configure_and_build(
+        cmake, root, tmp_path, "-DCMAKE_SYSTEM_NAME=Linux", "-DCMAKE_SYSTEM_PROCESSOR=aarch64",
+        "-DCMAKE_CXX_COMPILER=aarch64-linux-gnu-g++",
+        "-DCMAKE_CUDA_HOST_COMPILER=aarch64-linux-gnu-g++")
+    assert f"cudasplit-toolkit: {root}/bin|{root}/targets/sbsa-linux/include" in configured
+    driver = build_stand_in("aarch64-linux-gnu-gcc", tmp_path / "driver").parent
+    # CMake leaves the toolkit's lib dir out of RUNPATH (nvcc names it: an implicit dir).
+    libs = f"{root}/targets/sbsa-linux/lib:{driver}"
+    run = subprocess.run(["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", "-E",
+                          f"LD_LIBRARY_PATH={libs}", str(tmp_path / "build/prog")],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert run.stdout.strip() == "no device: cudaErrorNoDevice", run.stdout + run.stderr

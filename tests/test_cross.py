@@ -23,36 +23,13 @@ import pytest
 
 from cudasplit import SplitOptions, runpath_policy, split_to_dir, toolkit_view
 from cudasplit._targets import EM_AARCH64, EM_X86_64, elf_machine
+from tests.standin import build_stand_in
 from tests.wheeltrees import WHEELS_13, redist_tarball
 
 CROSS_CXX = "aarch64-linux-gnu-g++"
 CROSS_CC = "aarch64-linux-gnu-gcc"
 SYSROOT = Path("/usr/aarch64-linux-gnu")
 ENV = {"PATH": "/usr/bin:/bin"}
-
-STAND_IN = r"""
-/* A stand-in libcuda.so.1 without a device; never NVIDIA's driver. cudart asks for the
-   driver's entry points through cuGetProcAddress; every one but the version reports
-   CUDA_ERROR_NO_DEVICE (100). */
-#include <string.h>
-typedef int CUresult;
-static CUresult no_device(void) { return 100; }
-CUresult cuInit(unsigned flags) { (void)flags; return 100; }
-CUresult cuDriverGetVersion(int *version) { *version = 13000; return 0; }
-CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
-                             unsigned long long flags, int *status) {
-    (void)version; (void)flags;
-    if (status) *status = 0;
-    if (!strcmp(symbol, "cuDriverGetVersion")) *pfn = (void *)cuDriverGetVersion;
-    else if (!strcmp(symbol, "cuGetProcAddress")) *pfn = (void *)cuGetProcAddress_v2;
-    else *pfn = (void *)no_device;
-    return 0;
-}
-CUresult cuGetProcAddress(const char *symbol, void **pfn, int version,
-                          unsigned long long flags) {
-    return cuGetProcAddress_v2(symbol, pfn, version, flags, 0);
-}
-"""
 
 PROGRAM = r"""
 #include <cstdio>
@@ -73,14 +50,6 @@ def _need(tool: str) -> str:
     if path is None:
         pytest.skip(f"{tool} not installed (Debian: g++-aarch64-linux-gnu, qemu-user)")
     return path
-
-
-def _stand_in(cc: str, driver_link: Path) -> None:
-    (driver_link / "lib").mkdir(parents=True, exist_ok=True)
-    source = driver_link / "cuda.c"
-    source.write_text(STAND_IN)
-    subprocess.run([cc, "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o",
-                    str(driver_link / "lib/libcuda.so.1"), str(source)], check=True)
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +113,7 @@ def _build(prefix: dict[str, Path], tmp_path: Path, *ccbin: str) -> Path:
 def test_cross_compiled_program_runs_under_qemu(prefix: dict[str, Path], tmp_path: Path) -> None:
     _need(CROSS_CXX)
     qemu = _need("qemu-aarch64")
-    _stand_in(_need(CROSS_CC), prefix["driver-linux-sbsa"])
+    build_stand_in(_need(CROSS_CC), prefix["driver-linux-sbsa"] / "lib")
     exe = _build(prefix, tmp_path, "-ccbin", CROSS_CXX)
     assert elf_machine(exe) == EM_AARCH64
     # libcudart -> libcuda.so.1 through the split cudart's RUNPATH (the driver link) alone
@@ -155,7 +124,7 @@ def test_cross_compiled_program_runs_under_qemu(prefix: dict[str, Path], tmp_pat
 
 def test_same_nvcc_without_ccbin_builds_for_x86_64(prefix: dict[str, Path],
                                                   tmp_path: Path) -> None:
-    _stand_in(_need("gcc"), prefix["driver-linux-x86_64"])
+    build_stand_in(_need("gcc"), prefix["driver-linux-x86_64"] / "lib")
     exe = _build(prefix, tmp_path)
     assert elf_machine(exe) == EM_X86_64
     run = subprocess.run([str(exe)], capture_output=True, text=True, env=ENV, timeout=60,
