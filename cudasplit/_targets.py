@@ -43,8 +43,7 @@ def elf_machine(path: Path) -> int | None:
         return None
     if len(head) < 20 or head[:4] != b"\x7fELF":
         return None
-    order = "little" if head[5] == 1 else "big"
-    return int.from_bytes(head[18:20], order)
+    return int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
 
 
 def _files(root: Path) -> Iterator[Path]:
