@@ -123,4 +123,9 @@ class Report:
         patched = sum(1 for m in self.members if m.patch in ("in-place", "append", "lief"))
         if patched:
             lines.append(f"RUNPATH rewritten in {patched} ELF files")
+        for package in dict.fromkeys(c.package for c in self.copies):
+            mine = [c for c in self.copies if c.package == package]
+            machines = sorted({c.machine for c in mine if c.machine})
+            lines.append(f"copied {len(mine)} files of {package} (--package-root)"
+                         + (f", ELF: {', '.join(machines)}" if machines else ""))
         return lines

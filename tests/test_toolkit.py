@@ -231,6 +231,7 @@ def test_copied_pieces_must_run_on_the_build_machine(tmp_path: Path) -> None:
     assert copies["nvvm/bin/cicc"].package == "libnvvm"
     assert copies["nvvm/libdevice/libdevice.10.bc"].machine is None
     assert report.as_dict()["copies"][0]["source"].startswith(str(nvvm))
+    assert "copied 2 files of libnvvm (--package-root), ELF: x86-64" in report.summary_lines()
 
 
 def test_platform_contradicting_the_archive_warns_and_fails_strict(tmp_path: Path) -> None:
@@ -251,3 +252,14 @@ def test_platform_contradicting_the_archive_warns_and_fails_strict(tmp_path: Pat
 def test_target_platform_is_validated() -> None:
     with pytest.raises(OptionsError, match="target_platform"):
         SplitOptions(target_platform="sbsa")
+
+
+def test_nix_library_dirs_include_a_cross_gccs_config_lib(tmp_path: Path) -> None:
+    from cudasplit._nixenv import nix_library_dirs
+
+    cc_lib = tmp_path / "gcc-13.2.0-lib"
+    (cc_lib / "lib").mkdir(parents=True)
+    (cc_lib / "aarch64-unknown-linux-gnu/lib").mkdir(parents=True)
+    (cc_lib / "share/lib").mkdir(parents=True)  # not a triple
+    assert nix_library_dirs({"buildInputs": str(cc_lib)}) == (
+        f"{cc_lib}/lib", f"{cc_lib}/aarch64-unknown-linux-gnu/lib")
