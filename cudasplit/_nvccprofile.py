@@ -14,9 +14,11 @@ dir and :class:`ProfileExtras` appends ``-I``/``-L`` for the others, as Nixpkgs 
 
 Issue 25: each line naming ``$(TOP)/$(_TARGET_DIR_)`` is also kept as NVIDIA wrote it, relative
 to nvcc's own directory (``$(_HERE_)/..``; nvcc takes it from the path it was run by, symlinks
-unresolved). In the split output nothing is there and the package roots decide; through a
-toolkit prefix (``cudasplit toolkit``) the prefix's ``targets/<dir>`` comes first, so nvcc's
-own choice (``-ccbin aarch64-linux-gnu-g++`` -> ``targets/sbsa-linux``, ``-target-dir``) holds.
+unresolved). In the split output nothing is there and the package roots decide; with nvcc and
+its profile linked into a prefix that has ``targets/`` (a plain symlink join), the prefix's
+``targets/<dir>`` comes first, so nvcc's own choice (``-ccbin aarch64-linux-gnu-g++`` ->
+``targets/sbsa-linux``, ``-target-dir``) holds. (``cudasplit toolkit`` writes NVIDIA's own
+profile instead.)
 """
 
 from __future__ import annotations
@@ -66,19 +68,23 @@ class ProfileExtras:
 _HERE_TARGET = "$(_HERE_)/../$(_TARGET_DIR_)"
 
 
-def _keep_target_dir(text: str) -> str:
+def _keep_target_dir(text: str) -> tuple[str, str]:
     """Each ``$(TOP)/$(_TARGET_DIR_)`` line also as ``$(_HERE_)/../$(_TARGET_DIR_)``, placed
-    so its directories come first (``+=`` appends: before the line; ``=+`` prepends: after)."""
-    out = []
+    so its directories come first. In nvcc.profile ``=+`` appends and ``+=`` prepends (seen in
+    ``nvcc -dryrun``): an ``=+`` copy goes right before its line; ``+=`` copies are returned
+    apart, to end the file, after every other line that prepends."""
+    out, last = [], []
     for line in text.splitlines(keepends=True):
         if "$(TOP)/$(_TARGET_DIR_)" not in line:
             out.append(line)
             continue
-        kept = line.replace("$(TOP)/$(_TARGET_DIR_)", _HERE_TARGET)
-        if not kept.endswith("\n"):
-            kept, line = kept + "\n", line + "\n"
-        out.extend((line, kept) if re.match(r"^\s*\w+\s*=\+", line) else (kept, line))
-    return "".join(out)
+        kept = line.replace("$(TOP)/$(_TARGET_DIR_)", _HERE_TARGET).rstrip("\n") + "\n"
+        if re.match(r"^\s*\w+\s*=\+", line):
+            out.append(kept)
+        else:
+            last.append(kept)
+        out.append(line)
+    return "".join(out), "".join(last)
 
 
 def rewrite_nvcc_profile(text: str, roots: Mapping[str, str],
@@ -88,8 +94,7 @@ def rewrite_nvcc_profile(text: str, roots: Mapping[str, str],
     (and ``cccl``: cuda_cccl's root, when known; else the reference stays nvcc's own).
     ``keep_target_dir``: keep NVIDIA's ``$(_TARGET_DIR_)`` lines relative to nvcc's directory
     (see the module docstring)."""
-    if keep_target_dir:
-        text = _keep_target_dir(text)
+    text, last = _keep_target_dir(text) if keep_target_dir else (text, "")
     for pattern, output, suffix in _REWRITES:
         if output not in roots:
             continue
@@ -103,4 +108,7 @@ def rewrite_nvcc_profile(text: str, roots: Mapping[str, str],
     if extras is not None and extras.lines():
         text = text.rstrip("\n") + "\n\n# Added by cudasplit: split-out packages nvcc needs\n"
         text += extras.lines()
+    if last:  # last, as they prepend: a prefix's targets/<dir> goes before the package roots
+        text = text.rstrip("\n") + "\n\n# Added by cudasplit: NVIDIA's target-dir lines, " \
+            "relative to nvcc\n" + last
     return text

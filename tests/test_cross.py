@@ -179,3 +179,29 @@ def test_nix_split_finds_a_cross_gccs_libstdcxx(tmp_path: Path) -> None:
     report = split_nix(tarball, _cross_nix_env(tmp_path, cc_lib, "second"))
     record = report.member("lib/libcudart.so.13.0.96")
     assert str(config_lib) in (record.runpath_after or ""), record
+
+
+def test_split_profile_keeps_target_dir_through_a_plain_join(prefix: dict[str, Path],
+                                                             tmp_path: Path) -> None:
+    """Without `cudasplit toolkit`: the split nvcc's own (rewritten) profile, linked into a
+    plain symlink join that has targets/, still lets -ccbin choose the target's directory."""
+    _need(CROSS_CXX)
+    join = tmp_path / "join"
+    (join / "bin").mkdir(parents=True)
+    split_bin = prefix["cuda_nvcc"] / "out/bin"
+    for name in ("nvcc", "nvcc.profile"):
+        (join / "bin" / name).symlink_to(split_bin / name)
+    (join / "targets").symlink_to(prefix["root"] / "targets")
+    source = tmp_path / "prog.cu"
+    source.write_text(PROGRAM)
+    done = _nvcc(join, "-dryrun", "-ccbin", CROSS_CXX, "-c", str(source), cwd=tmp_path)
+    # each profile line prints the variable's value so far: the last one is what nvcc uses
+    includes = [line for line in done.stderr.splitlines()
+                if "INCLUDES=" in line and "SYSTEM" not in line][-1]
+    ours = f"-I{join}/bin/../targets/sbsa-linux/include"
+    assert ours in includes, includes
+    assert includes.index(ours) < includes.index(f"-I{prefix['cuda_nvcc']}/out/include")
+    libraries = [line for line in done.stderr.splitlines() if "LIBRARIES=" in line][-1]
+    lib = f"-L{join}/bin/../targets/sbsa-linux/lib"
+    assert lib in libraries and libraries.index(lib) < libraries.index(
+        f"-L{prefix['cuda_nvcc']}/out/lib")

@@ -23,7 +23,7 @@ from cudasplit import (
     split_to_dir,
     toolkit_view,
 )
-from cudasplit._nvccprofile import rewrite_nvcc_profile
+from cudasplit._nvccprofile import ProfileExtras, rewrite_nvcc_profile
 from cudasplit._targets import EM_AARCH64, EM_X86_64, elf_machine
 from cudasplit._toolkitwrite import NVCC_PROFILE
 from cudasplit.cli import main
@@ -168,16 +168,22 @@ def test_cli_toolkit(splits: dict[str, Path], tmp_path: Path) -> None:
 
 
 def test_profile_keeps_target_dir_relative_to_nvcc_first() -> None:
+    """In nvcc.profile ``+=`` prepends and ``=+`` appends (nvcc -dryrun shows it): the kept
+    lines go where their directories end up first."""
     text = ('TOP = $(_HERE_)/..\n'
             'INCLUDES        +=  "-I$(TOP)/$(_TARGET_DIR_)/include" $(_SPACE_)\n'
             'LIBRARIES        =+ $(_SPACE_) "-L$(TOP)/$(_TARGET_DIR_)/lib$(_TARGET_SIZE_)"\n')
     roots = {"include": "/inc", "lib": "/lib", "stubs": "/stubs", "nvvm": "/nvvm", "bin": "/b"}
-    lines = rewrite_nvcc_profile(text, roots).splitlines()
+    extras = ProfileExtras(includes=("/cudart/include",), libraries=("/cudart/lib",))
+    lines = [line for line in rewrite_nvcc_profile(text, roots, extras).splitlines()
+             if line and not line.startswith("#")]
     assert lines[1:] == [
-        'INCLUDES        +=  "-I$(_HERE_)/../$(_TARGET_DIR_)/include" $(_SPACE_)',
-        'INCLUDES        +=  "-I/inc/include" $(_SPACE_)',   # += appends: prefix first
+        'INCLUDES        +=  "-I/inc/include" $(_SPACE_)',
+        'LIBRARIES        =+ $(_SPACE_) "-L$(_HERE_)/../$(_TARGET_DIR_)/lib$(_TARGET_SIZE_)"',
         'LIBRARIES        =+ $(_SPACE_) "-L/lib/lib"',
-        'LIBRARIES        =+ $(_SPACE_) "-L$(_HERE_)/../$(_TARGET_DIR_)/lib$(_TARGET_SIZE_)"']
+        'INCLUDES        +=  "-I/cudart/include" $(_SPACE_)',
+        'LIBRARIES        =+ $(_SPACE_) "-L/cudart/lib"',
+        'INCLUDES        +=  "-I$(_HERE_)/../$(_TARGET_DIR_)/include" $(_SPACE_)']
     assert "$(_HERE_)" not in rewrite_nvcc_profile(text, roots, keep_target_dir=False)
 
 
