@@ -21,7 +21,7 @@ from ._terminal import fail
 @click.option("--outputs-of", "packages", multiple=True, metavar="DIR[:DIR...]",
               help="One package's output roots, ':'-separated (Nix store paths); repeatable.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing prefix.")
-@click.option("--dry-run", is_flag=True, help="Plan only; print what would be linked.")
+@click.option("--dry-run", is_flag=True, help="Plan only, write nothing (--json lists every link).")
 @click.option("--json", "as_json", is_flag=True, help="Print the view as JSON.")
 def toolkit_command(split_dirs: tuple[str, ...], dest: str, arm_target: str,
                     packages: tuple[str, ...], overwrite: bool, dry_run: bool,
