@@ -9,7 +9,8 @@ It is the only way in: the ``cudasplit`` command (:mod:`cudasplit.cli`) uses not
   :func:`platform_name` turning command-line words into its typed values.
 * rules: :func:`load_ruleset`, :func:`ruleset_for`, :func:`check_rule_file`,
   :func:`ruleset_toml`.
-* split output: :func:`closure_of`, :func:`ldd`, :func:`measure_outputs`; consumers' builds:
+* split output: :func:`closure_of`, :func:`ldd`, :func:`measure_outputs`, :func:`toolkit_view`
+  (one toolkit prefix); consumers' builds:
   :func:`ambiguous_runpaths`, :func:`dlopen_audit`, :func:`closure_budget`,
   :func:`consumer_guards_hook`; releases:
   :func:`verify_manifest`, :func:`manifest_features`, :func:`nixify_manifest`,
@@ -56,6 +57,7 @@ from cudasplit.errors import (
     RulesError,
     RunpathPolicyError,
     SourceError,
+    ToolkitError,
     UnsafeMemberError,
 )
 from cudasplit.sinks import DirectorySink, MemorySink, Sink, StagedSink, TarballSink
@@ -80,6 +82,7 @@ if TYPE_CHECKING:
     )
     from cudasplit._release.closuresize import measure_outputs
     from cudasplit._release.features import features_of
+    from cudasplit._release.toolkit import ToolkitView, toolkit_view
 
 # The release and inspection tools load on first use (PEP 562): a split never needs them, and
 # importing them with the rest cost every ``cudasplit split`` about 40 ms (measured with
@@ -96,6 +99,7 @@ _LAZY = {
     "ambiguous_runpaths": "cudasplit._api.guards", "closure_budget": "cudasplit._api.guards",
     "consumer_guards_hook": "cudasplit._api.guards", "dlopen_audit": "cudasplit._api.guards",
     "measure_outputs": "cudasplit._release.closuresize",
+    "ToolkitView": "cudasplit._release.toolkit", "toolkit_view": "cudasplit._release.toolkit",
 }
 
 
@@ -165,6 +169,8 @@ __all__ = [
     "SplitOptions",
     "StagedSink",
     "TarballSink",
+    "ToolkitError",
+    "ToolkitView",
     "UnsafeMemberError",
     "__version__",
     "ambiguous_runpaths",
@@ -200,5 +206,6 @@ __all__ = [
     "split_many",
     "split_nix",
     "split_to_dir",
+    "toolkit_view",
     "verify_manifest",
 ]

@@ -87,6 +87,18 @@ class OutputRecord:
 
 
 @dataclass(slots=True)
+class CopyRecord:
+    """A file another package's root gave this split (``copy_packages``: libnvvm's cicc)."""
+
+    package: str              # the package copied from
+    source: str               # the file read (under its --package-root)
+    output: str
+    dest: str
+    size: int
+    machine: str | None = None  # ELF machine (x86-64, AArch64); None: not ELF
+
+
+@dataclass(slots=True)
 class Problem:
     """Something a run found wrong (a problem) or worth saying (a warning); one line.
 
@@ -122,6 +134,8 @@ class Report:
         dry_run: nothing was written.
         rules_files: the rule files used, highest precedence first.
         schema: the version of :meth:`as_dict`'s JSON (``cudasplit/schemas/report.json``).
+        copies: files copied in from other packages (``--package-root``: libnvvm's tree into
+            a CUDA 13 nvcc), with the ELF machine of each.
 
     Raises:
         Nothing: a value.
@@ -136,8 +150,15 @@ class Report:
     dry_run: bool = False
     rules_files: list[str] = field(default_factory=list)
     schema: int = SCHEMA_VERSION
+    copies: list[CopyRecord] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
+        data = self._as_dict()
+        if self.copies:  # only compiler packages copy; other reports keep their keys
+            data["copies"] = [asdict(c) for c in self.copies]
+        return data
+
+    def _as_dict(self) -> dict[str, Any]:
         return {
             "schema": self.schema,
             "source": self.source,
@@ -178,6 +199,11 @@ class Report:
             lines.append(f"NOT patched: {plural(unpatched, 'ELF file')} that should be "
                          "(patch-failed; "
                          "see the problems)")
+        for package in dict.fromkeys(c.package for c in self.copies):
+            mine = [c for c in self.copies if c.package == package]
+            machines = sorted({c.machine for c in mine if c.machine})
+            lines.append(f"copied {plural(len(mine), 'file')} of {package} (--package-root)"
+                         + (f", ELF: {', '.join(machines)}" if machines else ""))
         return lines
 
     def dropped(self) -> dict[str, int]:

@@ -15,6 +15,7 @@ they enter, so callers never need to know which library failed::
     ├── OutputError            a sink cannot write (exists, permission, disk full)
     ├── NixEnvironmentError    the Nix builder variables are missing or inconsistent
     ├── ManifestError          an NVIDIA manifest cannot be read
+    ├── ToolkitError           a toolkit view cannot be laid out (two outputs disagree)
     ├── OptionsError           SplitOptions (or a CLI option) holds an invalid value
     │   └── OptionsTypeError       ... of the wrong type (also a TypeError)
     ├── RunpathPolicyError     a RUNPATH policy or planning input is invalid (also ValueError)
@@ -80,6 +81,10 @@ class NixEnvironmentError(CudasplitError):
 
 class ManifestError(CudasplitError):
     """An NVIDIA redistrib/feature manifest cannot be read."""
+
+
+class ToolkitError(CudasplitError):
+    """A toolkit view cannot be laid out: no split output, or two disagree on one path."""
 
 
 class OptionsError(CudasplitError, ValueError):

@@ -82,7 +82,8 @@ def manifest_features(manifest: PathLike, tarball_dir: PathLike, *,
 def nixify_manifest(manifest: PathLike, tarball_dir: PathLike, output_dir: PathLike, *,
                     platforms: Sequence[str] = (), packages: Sequence[str] = (),
                     base_url: str | None = None, jobs: int = 1,
-                    progress: ProgressCallback | None = None) -> NixifyResult:
+                    progress: ProgressCallback | None = None,
+                    toolkit: bool = False) -> NixifyResult:
     """Write one Nix expression per package of ``manifest`` plus ``default.nix`` into
     ``output_dir``.
 
@@ -95,6 +96,7 @@ def nixify_manifest(manifest: PathLike, tarball_dir: PathLike, output_dir: PathL
         base_url: prefix of the manifest's relative paths (default: NVIDIA's redist URL).
         jobs: decompression threads per tarball.
         progress: called with a :class:`Progress` after every tarball.
+        toolkit: also write ``cudaToolkit.nix``, one toolkit prefix over every package.
 
     Returns:
         What was written: the package plans and the file names.
@@ -106,7 +108,8 @@ def nixify_manifest(manifest: PathLike, tarball_dir: PathLike, output_dir: PathL
     """
     return nixify(load_manifest(manifest), tarball_dir, output_dir,
                   platforms=platforms or None, packages=packages or None,
-                  base_url=base_url or DEFAULT_BASE_URL, jobs=jobs, progress=progress)
+                  base_url=base_url or DEFAULT_BASE_URL, jobs=jobs, progress=progress,
+                  toolkit=toolkit)
 
 
 def diff_releases(old: PathLike, new: PathLike, *, tarball_dir: PathLike | None = None,

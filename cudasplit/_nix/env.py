@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import platform
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -86,18 +87,35 @@ def nix_dynamic_linker(env: Mapping[str, str] | None = None) -> str | None:
 
 def nix_library_dirs(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """Where a Nix build finds libraries, in autoPatchelf's order: every ``buildInputs`` (and
-    propagated) entry's ``lib``, then the ``-L`` dirs of ``$NIX_LDFLAGS`` and of the compiler
-    wrapper's ``nix-support/cc-ldflags`` (gcc's own lib dir: libstdc++, libgcc_s)."""
+    propagated) entry's ``lib`` (and ``<config>/lib``, a cross gcc's), then the ``-L`` dirs of
+    ``$NIX_LDFLAGS`` and of the compiler wrapper's ``nix-support/cc-ldflags`` (gcc's own lib
+    dir: libstdc++, libgcc_s)."""
     env = os.environ if env is None else env
     dirs: list[str] = []
     for variable in ("buildInputs", "propagatedBuildInputs"):
-        dirs += [f"{p.rstrip('/')}/lib" for p in env.get(variable, "").split() if p.startswith("/")]
+        for path in env.get(variable, "").split():
+            if path.startswith("/"):
+                dirs += [f"{path.rstrip('/')}/lib", *_config_lib_dirs(path)]
     dirs += _link_dirs(env.get("NIX_LDFLAGS", ""))
     cc = env.get("NIX_CC")
     if cc:
         with contextlib.suppress(OSError):
             dirs += _link_dirs((Path(cc) / "nix-support" / "cc-ldflags").read_text())
     return tuple(dict.fromkeys(dirs))
+
+
+_TRIPLE = re.compile(r"^[a-z0-9_]+(-[a-z0-9_]+){2,3}$")
+
+
+def _config_lib_dirs(prefix: str) -> list[str]:
+    """``<prefix>/<config>/lib``: where a cross gcc's ``cc.lib`` keeps libstdc++ and libgcc_s
+    (``aarch64-unknown-linux-gnu/lib``; autoPatchelf misses it, nixpkgs#242050)."""
+    try:
+        names = sorted(os.listdir(prefix))
+    except OSError:
+        return []
+    return [f"{prefix.rstrip('/')}/{name}/lib" for name in names
+            if _TRIPLE.match(name) and os.path.isdir(os.path.join(prefix, name, "lib"))]
 
 
 def _link_dirs(flags: str) -> list[str]:

@@ -21,9 +21,12 @@ from typing import IO
 from cudasplit._model import PackageId
 from cudasplit._source.base import HEAD_SIZE, Source
 from cudasplit._source.codecs import (
+    CHUNK,
     MAX_DEFAULT_BUDGET,
     MIN_BUDGET,
+    BlockPipeline,
     Codec,
+    PipelineStats,
     default_decode_budget,
     detect_codec,
     open_decompressed,
@@ -59,6 +62,7 @@ from cudasplit.errors import LimitExceededError, OutputError, SourceError
 
 __all__ = [
     "BLOCK",
+    "CHUNK",
     "DEFAULT_MAX_MEMBERS",
     "DEFAULT_MAX_RATIO",
     "DEFAULT_MAX_TOTAL_BYTES",
@@ -70,10 +74,12 @@ __all__ = [
     "PLATFORMS",
     "REGULAR",
     "SYMLINK",
+    "BlockPipeline",
     "Codec",
     "DirectorySource",
     "Extended",
     "Limits",
+    "PipelineStats",
     "Source",
     "TarFormatError",
     "TarReader",

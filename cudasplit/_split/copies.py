@@ -25,6 +25,7 @@ class CopiedEntry:
     dest: str
     path: Path               # the file on disk (read when written)
     link: str | None         # symlink text; None: a regular file
+    package: str = ""        # the package copied from
 
 
 def plan_copies(package: PackageSettings, where: Where, roots: Mapping[str, str],
@@ -40,11 +41,12 @@ def plan_copies(package: PackageSettings, where: Where, roots: Mapping[str, str]
                                     f"into {entry.subdir}/: pass --package-root "
                                     f"{entry.package}=DIR"))
             continue
-        entries.extend(_tree(Path(root), entry.subdir, output_of))
+        entries.extend(_tree(Path(root), entry.subdir, output_of, entry.package))
     return entries, warnings
 
 
-def _tree(root: Path, subdir: str, output_of: Callable[[str], str]) -> Iterator[CopiedEntry]:
+def _tree(root: Path, subdir: str, output_of: Callable[[str], str],
+          package: str) -> Iterator[CopiedEntry]:
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).as_posix()
         real_dir = path.is_dir() and not path.is_symlink()
@@ -52,4 +54,4 @@ def _tree(root: Path, subdir: str, output_of: Callable[[str], str]) -> Iterator[
             continue
         dest = f"{subdir}/{rel}"
         link = os.readlink(path) if path.is_symlink() else None
-        yield CopiedEntry(output_of(dest), dest, path, link)
+        yield CopiedEntry(output_of(dest), dest, path, link, package)

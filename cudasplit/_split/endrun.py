@@ -15,7 +15,7 @@ from cudasplit._elf.plan import unresolved_error
 from cudasplit._layout import Layout
 from cudasplit._model import Kind, PackageId
 from cudasplit._nix import NixSupport, write_nix_support
-from cudasplit._report import plural
+from cudasplit._report import CopyRecord, plural
 from cudasplit._rulebook import RuleSet, Where
 from cudasplit._split.checks import (
     declared_output_problems,
@@ -25,12 +25,13 @@ from cudasplit._split.checks import (
     unclaimed_problems,
 )
 from cudasplit._split.classify import BUILTIN
-from cudasplit._split.copies import plan_copies
+from cudasplit._split.copies import CopiedEntry, plan_copies
 from cudasplit._split.links import LinkPlanner, SymlinkOp
 from cudasplit._split.options import Progress, SplitOptions
 from cudasplit._split.patchstage import ElfJob, PatchStage
 from cudasplit._split.placements import Placements
 from cudasplit._split.reportwriter import ReportWriter
+from cudasplit._split.targets import MACHINE_NAMES, check_copied_machines
 from cudasplit.errors import ProblemsFound, UnpatchedFilesError
 from cudasplit.sinks._base import Sink
 
@@ -97,6 +98,7 @@ class EndOfRun:
             ruleset.package, state.where, dict(state.options.package_roots),
             lambda dest: ruleset.classify(dest, Kind.FILE, state.allowed).output or "out")
         state.writer.warnings(warnings)
+        self._record_copies(entries)
         for entry in entries:
             if entry.link is not None:
                 state.links.add_link(entry.output, entry.dest, entry.link,
@@ -109,6 +111,20 @@ class EndOfRun:
                                           entry.path.stat().st_mode & 0o777)
             state.placements.occupied[(entry.output, entry.dest)] = f"{BUILTIN}:copy-package"
             state.writer.count(entry.output, entry.path.stat().st_size)
+
+    def _record_copies(self, entries: list[CopiedEntry]) -> None:
+        """Copied ELF files must run on the build machine (an x86_64 cicc in an sbsa nvcc
+        cannot); every copied file goes into the report."""
+        files = [e for e in entries if e.link is None]
+        machines: dict[str, str] = {}
+        for package in dict.fromkeys(e.package for e in files):
+            for dest, _path, machine in check_copied_machines(
+                    [(e.dest, e.path) for e in files if e.package == package],
+                    self.state.where.platform, package):
+                machines[dest] = MACHINE_NAMES.get(machine, str(machine))
+        self.state.writer.copied(
+            CopyRecord(e.package, str(e.path), e.output, e.dest, e.path.stat().st_size,
+                       machines.get(e.dest)) for e in files)
 
     def _apply_links(self, *, plan: bool = False) -> None:
         """The link plan's ops (``plan``: every deferred link planned first, against the

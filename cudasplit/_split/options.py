@@ -25,6 +25,7 @@ from cudasplit._source import (
     PLATFORMS,
 )
 from cudasplit._split.args import check_path
+from cudasplit._split.targets import PLATFORM_MACHINES
 from cudasplit.errors import OptionsError, OptionsTypeError
 
 __all__ = ["Progress", "SplitOptions", "cuda_version"]
@@ -99,6 +100,9 @@ class SplitOptions:
         strip_components: leading components to strip (archives without NVIDIA's top directory).
         default_rules: accept a package without ``rules/packages/<NAME>.toml``.
         fsync: make the output durable before the final renames.
+        target_platform: the platform a compiler package (nvcc) builds for; its
+            ``cuda_cudart`` package roots must hold that machine's ELF files (default: the
+            archive's own platform).
         memory_limit: bytes of decoded data the parallel decoder may hold at once (at least
             1 MiB); ``None``: (jobs + 1) whole xz blocks, within 64 MiB and min(4 GiB, RAM/4).
         skip_unsafe_members: skip (with a problem) a member that would leave the output, such
@@ -150,6 +154,9 @@ class SplitOptions:
     # (jobs + 1) whole xz blocks within [64 MiB, min(4 GiB, RAM/4)]. Smaller is slower (fewer
     # blocks decode at once), never wrong. The source's codecs document peak RSS.
     memory_limit: int | None = None
+    # The platform a compiler package (nvcc) builds for; its cuda_cudart package roots must
+    # hold that machine's ELF files. Default: the archive's own platform.
+    target_platform: str | None = None
 
     def __post_init__(self) -> None:
         check_options(self)
@@ -215,6 +222,12 @@ def _check_words(options: SplitOptions) -> None:
                            f"not {options.cuda_version!r}")
     if options.platform is not None and options.platform not in PLATFORMS:
         raise OptionsError(unknown_platform(options.platform, "platform"))
+    target = options.target_platform
+    if target is not None:
+        _check_type("target_platform", target, str, "a str")
+        if target not in PLATFORM_MACHINES:
+            raise OptionsError(f"target_platform must be one of {', '.join(PLATFORM_MACHINES)}, "
+                               f"not {target!r}")
     hook = options.cuda_component_hook
     if hook is not None and (not hook.startswith("/")
                              or any(not ch.isprintable() for ch in hook)):

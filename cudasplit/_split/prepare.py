@@ -17,8 +17,9 @@ from cudasplit._split.classify import Normaliser
 from cudasplit._split.libmajor import LibMajor
 from cudasplit._split.options import SplitOptions, cuda_version
 from cudasplit._split.patchstage import PatchSettings
+from cudasplit._split.targets import check_target_roots, platform_warnings
 
-__all__ = ["RunPlan", "patch_settings", "prepare"]
+__all__ = ["RunPlan", "patch_settings", "prepare", "target_platform"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +40,8 @@ def prepare(package: PackageId, options: SplitOptions, layout: LayoutSpec) -> Ru
     ruleset = load_ruleset(package.name, options.rules_files, options.rules_dir)
     where = Where(package.version, cuda_version(options, package),
                   options.platform or package.platform, options.python_version)
-    warnings = []
+    warnings = platform_warnings(options.platform, package)
+    _check_compiler_target(ruleset, options, where.platform)
     if options.python_version is None and any(d.needs_python() for d in ruleset.package.drops):
         warnings.append(Problem("python-version-unknown", None, "the package table keeps only "
                                 "the build Python's files here; pass --python-version X.Y "
@@ -57,6 +59,23 @@ def prepare(package: PackageId, options: SplitOptions, layout: LayoutSpec) -> Ru
     return RunPlan(package, ruleset, where, cuda_major, declared, allowed,
                    layout.resolve(package), Normaliser(ruleset, where, lib_major), lib_major,
                    tuple(warnings))
+
+
+def target_platform(options: SplitOptions, build_platform: str | None) -> str | None:
+    """The platform a compiler package builds for: ``--target-platform``, else its own."""
+    return options.target_platform or build_platform
+
+
+def _check_compiler_target(ruleset: RuleSet, options: SplitOptions,
+                           build_platform: str | None) -> None:
+    """A compiler package (nvcc: it searches other packages' roots) gets cuda_cudart roots
+    of its target's machine, checked before anything is written."""
+    package = ruleset.package
+    if not (package.nvcc_includes or package.nvcc_libraries):
+        return
+    target = target_platform(options, build_platform)
+    if target is not None:
+        check_target_roots(dict(options.package_roots), target)
 
 
 def patch_settings(options: SplitOptions, *, writing: bool,

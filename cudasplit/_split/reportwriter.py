@@ -11,10 +11,10 @@ error that carries the report, the run's result).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cudasplit._layout import Layout
-from cudasplit._report import MemberRecord, OutputRecord, Problem, Report
+from cudasplit._report import CopyRecord, MemberRecord, OutputRecord, Problem, Report
 
 __all__ = ["ReportWriter", "record_of"]
 
@@ -42,6 +42,7 @@ class ReportWriter:
         self._outputs: dict[str, _Tally] = {}
         self._problems: list[Problem] = []
         self._warnings: list[Problem] = []
+        self._copies: list[CopyRecord] = []
 
     def start(self, package: dict[str, str | None], rules_files: Sequence[str],
               layout: Layout) -> None:
@@ -104,6 +105,10 @@ class ReportWriter:
     def warnings(self, warnings: Iterable[Problem]) -> None:
         self._warnings.extend(warnings)
 
+    def copied(self, records: Iterable[CopyRecord]) -> None:
+        """Files ``copy_packages`` brought in from another package's root."""
+        self._copies.extend(records)
+
     def public_messages(self, public_text: Callable[[str], str]) -> None:
         """Problem texts rewritten to name final paths (the sink's staging dir goes away)."""
         self._problems = [_retext(p, public_text) for p in self._problems]
@@ -126,7 +131,8 @@ class ReportWriter:
             members=members,
             problems=[_copy(p) for p in sorted(self._problems, key=order)],
             warnings=[_copy(p) for p in sorted(self._warnings, key=order)],
-            dry_run=self._dry_run, rules_files=list(self._rules_files))
+            dry_run=self._dry_run, rules_files=list(self._rules_files),
+            copies=[replace(c) for c in self._copies])
 
 
 def record_of(facts: MemberFacts, elf: ElfOutcome | None = None) -> MemberRecord:

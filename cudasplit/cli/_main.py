@@ -18,6 +18,7 @@ from ._release import closure_command, diff_command, nixify_command
 from ._repack import nix_group, repack_command
 from ._split import split_command
 from ._terminal import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, err
+from ._toolkit import toolkit_command
 
 
 class _StdoutClosed(BaseException):
@@ -63,7 +64,7 @@ def main() -> None:
 
 for _command in (split_command, inspect_command, explain_command, rules_group, repack_command,
                  nix_group, verify_command, features_command, ldd_command, closure_command,
-                 nixify_command, diff_command, completion_command):
+                 nixify_command, diff_command, completion_command, toolkit_command):
     main.add_command(_command)
 
 

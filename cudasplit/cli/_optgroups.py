@@ -18,6 +18,7 @@ from .. import (
     DEFAULT_DRIVER_LINK,
     DEFAULT_MAX_MEMBERS,
     OUTPUT_NAMES,
+    CudasplitError,
     SplitOptions,
     package_id,
     platform_name,
@@ -205,7 +206,17 @@ def _patching(v: Mapping[str, Any]) -> dict[str, Any]:
         append=v["append_runpath"], keep_absolute=v["keep_runpath"], tag=_tag(v),
         interpreters=v["interpreter"], ignore_missing=v["ignore_missing"])
     return {"patch": not v["no_patch"], "runpath": policy, "patcher": v["patcher"],
-            "package_roots": _package_roots(v["package_root"])}
+            "package_roots": _package_roots(v["package_root"]),
+            "target_platform": _target_platform(v["target_platform"])}
+
+
+def _target_platform(word: str | None) -> str | None:
+    if word is None:
+        return None
+    try:
+        return platform_name(word)
+    except CudasplitError as exc:
+        raise click.BadParameter(str(exc), param_hint="--target-platform") from exc
 
 
 PATCH = OptionGroup("patch", [
@@ -222,6 +233,10 @@ PATCH = OptionGroup("patch", [
     click.option("--package-root", multiple=True, metavar="PNAME=DIR",
                  help="Where another package lives, for @PNAME@ in package rules "
                  "(libcublas and cudnn append @cuda_nvrtc@/lib). Repeatable."),
+    click.option("--target-platform", metavar="NAME", help="Compiler packages (nvcc): the "
+                 "platform it builds for (linux-x86_64, linux-sbsa, linux-aarch64); every "
+                 "cuda_cudart --package-root must hold its ELF machine. Default: the "
+                 "archive's platform."),
     click.option("--keep-runpath", is_flag=True,
                  help="Keep existing absolute RUNPATH entries (stubs entries still go)."),
     click.option("--tag", type=click.Choice(["runpath", "rpath"], case_sensitive=False),

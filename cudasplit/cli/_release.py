@@ -121,9 +121,11 @@ def _roots(values: tuple[str, ...]) -> dict[str, str]:
               help="Prefix of the manifest's relative paths (default: NVIDIA's redist URL).")
 @click.option("-j", "--jobs", type=int, default=1, show_default=True,
               help="Decompression threads per tarball.")
+@click.option("--toolkit", is_flag=True, help="Also cudaToolkit.nix: one toolkit prefix "
+              "(NVIDIA's layout) over every package, for CUDAToolkit_ROOT.")
 def nixify_command(manifest: str, tarball_dir: str, output_dir: str,
                    platforms: tuple[str, ...], packages: tuple[str, ...],
-                   base_url: str | None, jobs: int) -> None:
+                   base_url: str | None, jobs: int, toolkit: bool) -> None:
     """One Nix expression per package of MANIFEST (redistrib_*.json), plus default.nix."""
     # A lazy public name (``cudasplit._LAZY``): loaded only when this command runs.
     from .. import nixify_manifest
@@ -132,7 +134,7 @@ def nixify_command(manifest: str, tarball_dir: str, output_dir: str,
         with status_line("tarball") as status:
             result = nixify_manifest(manifest, tarball_dir, output_dir, platforms=platforms,
                                      packages=packages, base_url=base_url, jobs=jobs,
-                                     progress=status)
+                                     progress=status, toolkit=toolkit)
     except CudasplitError as exc:
         fail(exc)
     for plan in result.packages:

@@ -19,6 +19,9 @@
 #   cudasplitPackageRoots  other packages' roots for @pname@ entries of the package table:
 #                        "cuda_nvrtc=/nix/store/...-cuda_nvrtc-lib cuda_cccl=..." (a string,
 #                        or a bash array with structured attrs); -> --package-root
+#   cudasplitTargetPlatform  compiler packages (nvcc): the NVIDIA platform it builds for
+#                        (linux-sbsa, ...); cuda_cudart roots must hold its machine;
+#                        -> --target-platform
 #   cudasplitInterpreter the PT_INTERP for executables (e.g. "$(cat $NIX_CC/nix-support/
 #                        dynamic-linker)"); -> --interpreter
 #   cudasplitIgnoreMissing DT_NEEDED names allowed to stay unresolved (space-separated, or an
@@ -59,6 +62,8 @@ cudasplitInstallPhase() {
         && flags+=(--cuda-component-hook "$componentHook")
     [[ -n "${cudasplitNoPatch:-}" ]] && flags+=(--no-patch)
     [[ -n "${cudasplitInterpreter:-}" ]] && flags+=(--interpreter "$cudasplitInterpreter")
+    [[ -n "${cudasplitTargetPlatform:-}" ]] \
+        && flags+=(--target-platform "$cudasplitTargetPlatform")
     local word
     local -a words=()
     _cudasplitWords cudasplitPackageRoots words

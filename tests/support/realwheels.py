@@ -85,22 +85,25 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _find_wheel(wheels: Path, name: str, version: str) -> Path | None:
+def _find_wheel(wheels: Path, name: str, version: str, arch: str = "x86_64") -> Path | None:
     stem = name.replace("-", "_")
-    hits = sorted(wheels.glob(f"{stem}-{version}-*.whl"))
+    # The cache holds both architectures: a wheel's platform tags end in its machine.
+    hits = sorted(p for p in wheels.glob(f"{stem}-{version}-*.whl")
+                  if p.name.removesuffix(".whl").endswith(f"_{arch}"))
     return hits[0] if hits else None
 
 
-def wheel_file(name: str, version: str) -> Path:
-    """The ``.whl`` for ``name==version`` (x86_64 Linux), downloading it on first use."""
+def wheel_file(name: str, version: str, arch: str = "x86_64") -> Path:
+    """The ``.whl`` for ``name==version`` (Linux on ``arch``: x86_64 or aarch64),
+    downloading it on first use."""
     wheels = cache_dir() / "wheels"
     with _locked(cache_dir() / ".lock"):
-        found = _find_wheel(wheels, name, version)
+        found = _find_wheel(wheels, name, version, arch)
         if found is not None:
             return found
         argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
                 "--disable-pip-version-check", "-q", "-d", str(wheels)]
-        for tag in PLATFORM_TAGS:
+        for tag in platform_tags(arch):
             argv += ["--platform", tag]
         argv.append(f"{name}=={version}")
         try:
@@ -108,7 +111,7 @@ def wheel_file(name: str, version: str) -> Path:
         except (OSError, subprocess.TimeoutExpired) as exc:
             _skip_or_fail(f"cannot download {name}=={version}: {exc}")
             raise AssertionError("unreachable") from exc
-        found = _find_wheel(wheels, name, version)
+        found = _find_wheel(wheels, name, version, arch)
         if done.returncode != 0 or found is None:
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
             _skip_or_fail(f"cannot download {name}=={version} (offline?): {tail[0]}")
@@ -116,9 +119,9 @@ def wheel_file(name: str, version: str) -> Path:
         return found
 
 
-def wheel_root(name: str, version: str) -> Path:
+def wheel_root(name: str, version: str, arch: str = "x86_64") -> Path:
     """The unpacked wheel (its top holds ``nvidia/...``), unpacked once into the cache."""
-    whl = wheel_file(name, version)
+    whl = wheel_file(name, version, arch)
     dest = cache_dir() / "unpacked" / whl.stem
     stamp = dest / ".unpacked"
     with _locked(cache_dir() / ".lock"):
@@ -148,3 +151,18 @@ PLATFORM_TAGS = (*PLATFORM_TAGS, "manylinux_2_25_x86_64")
 def cu13(name: str) -> Path:
     """``wheel_root`` for a package pinned in :data:`CU13`."""
     return wheel_root(name, CU13[name])
+
+
+# Issue 25: aarch64 wheels (NVIDIA tags them manylinux2014_aarch64 / manylinux_2_28_aarch64;
+# their files are the linux-sbsa redist's).
+AARCH64_TAGS = ("manylinux2014_aarch64", "manylinux_2_17_aarch64", "manylinux_2_27_aarch64",
+                "manylinux_2_28_aarch64", "manylinux_2_34_aarch64", "manylinux_2_25_aarch64")
+
+
+def platform_tags(arch: str) -> tuple[str, ...]:
+    """The pip ``--platform`` tags for Linux wheels of ``arch``."""
+    if arch == "aarch64":
+        return AARCH64_TAGS
+    if arch != "x86_64":
+        raise ValueError(f"no wheel platform tags for {arch!r}")
+    return PLATFORM_TAGS

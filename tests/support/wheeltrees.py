@@ -218,21 +218,29 @@ def _strip_comment(line: str) -> str:
 # -- real-byte tarballs -----------------------------------------------------------------------
 
 
-def redist_tarball(pname: str, wheel: Wheel, *, keep_elf: int | None = None) -> Path:
+# NVIDIA platform -> the wheel's machine (an aarch64 wheel holds the linux-sbsa redist's files).
+WHEEL_ARCH = {"linux-x86_64": "x86_64", "linux-sbsa": "aarch64"}
+
+
+def redist_tarball(pname: str, wheel: Wheel, *, keep_elf: int | None = None,
+                   platform: str = PLATFORM) -> Path:
     """``<top>.tar.gz`` of the wheel in the redist layout (symlink chains, real bytes), cached.
 
     ``keep_elf``: keep only that many ELF files (the smallest) so a test stays fast; None
-    keeps all (an nvcc that must really compile).
+    keeps all (an nvcc that must really compile). ``platform``: ``linux-sbsa`` builds it from
+    the aarch64 wheel (``<pname>-linux-sbsa-<version>-archive``).
     """
     suffix = "all" if keep_elf is None else f"elf{keep_elf}"
+    if platform != PLATFORM:
+        suffix += f"-{platform}"
     out_dir = cache_dir() / "redist" / f"{pname}-{wheel.version}-{suffix}"
-    tarball = out_dir / f"{top_name(pname, wheel.version)}.tar.gz"
+    tarball = out_dir / f"{top_name(pname, wheel.version, platform)}.tar.gz"
     if tarball.exists():
         return tarball
     staging = out_dir / "staging"
     shutil.rmtree(staging, ignore_errors=True)
-    top = staging / top_name(pname, wheel.version)
-    _lay_out(pname, wheel, top, keep_elf)
+    top = staging / top_name(pname, wheel.version, platform)
+    _lay_out(pname, wheel, top, keep_elf, WHEEL_ARCH[platform])
     tmp = tarball.with_suffix(".tmp")
     with tarfile.open(tmp, "w:gz", compresslevel=1) as tar:
         tar.add(top, arcname=top.name)
@@ -241,8 +249,9 @@ def redist_tarball(pname: str, wheel: Wheel, *, keep_elf: int | None = None) -> 
     return tarball
 
 
-def _lay_out(pname: str, wheel: Wheel, top: Path, keep_elf: int | None) -> None:
-    root = wheel_root(wheel.name, wheel.version)
+def _lay_out(pname: str, wheel: Wheel, top: Path, keep_elf: int | None,
+            arch: str = "x86_64") -> None:
+    root = wheel_root(wheel.name, wheel.version, arch)
     files = [(_redist_path(pname, rel), path) for rel, path in _wheel_files(root)]
     elves = sorted((p.stat().st_size, rel) for rel, p in files if _kind(p, rel).startswith("elf"))
     kept = {rel for _size, rel in (elves if keep_elf is None else elves[:keep_elf])}

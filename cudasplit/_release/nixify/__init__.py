@@ -45,6 +45,7 @@ from cudasplit._release.nixify.plan import (
     table_needs,
 )
 from cudasplit._release.nixify.render import render_default, render_package
+from cudasplit._release.nixify.toolkit import TOOLKIT_ATTR, compiler_packages, render_toolkit
 from cudasplit._split.progress import ProgressCallback
 from cudasplit.errors import ManifestError, OutputError
 
@@ -55,6 +56,7 @@ __all__ = [
     "NixifyResult",
     "PackagePlan",
     "PlatformPlan",
+    "compiler_packages",
     "cuda_version_of",
     "nixify",
     "package_roots",
@@ -75,8 +77,10 @@ class NixifyResult:
 def nixify(manifest: Manifest, tarball_dir: str | os.PathLike[str],
            output_dir: str | os.PathLike[str], *, platforms: Iterable[str] | None = None,
            packages: Iterable[str] | None = None, base_url: str = DEFAULT_BASE_URL,
-           jobs: int = 1, progress: ProgressCallback | None = None) -> NixifyResult:
-    """Write ``<pname>.nix`` per package and ``default.nix`` into ``output_dir``."""
+           jobs: int = 1, progress: ProgressCallback | None = None,
+           toolkit: bool = False) -> NixifyResult:
+    """Write ``<pname>.nix`` per package and ``default.nix`` into ``output_dir``; with
+    ``toolkit``, also ``cudaToolkit.nix`` (one prefix over them all: ``toolkit``)."""
     plans = plan_release(manifest, tarball_dir, platforms=platforms, packages=packages,
                          base_url=base_url, jobs=jobs, progress=progress)
     if not plans:
@@ -84,6 +88,9 @@ def nixify(manifest: Manifest, tarball_dir: str | os.PathLike[str],
     name = Path(manifest.source).name
     texts = {f"{p.pname}.nix": render_package(p, name) for p in plans}
     texts["default.nix"] = render_default(plans, name)
+    if toolkit:
+        texts[f"{TOOLKIT_ATTR}.nix"] = render_toolkit(plans, name, manifest.release_label)
+        texts["default.nix"] = _with_toolkit(texts["default.nix"])
     out = Path(output_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -92,3 +99,9 @@ def nixify(manifest: Manifest, tarball_dir: str | os.PathLike[str],
     except OSError as exc:
         raise OutputError(f"{out}: cannot write ({exc.strerror or exc})") from exc
     return NixifyResult(str(out), plans, tuple(sorted(texts)))
+
+
+def _with_toolkit(default: str) -> str:
+    """``default.nix`` with the toolkit prefix as one more attribute (before the closing)."""
+    head, _, tail = default.rpartition("}\n")
+    return f"{head}  {TOOLKIT_ATTR} = callPackage ./{TOOLKIT_ATTR}.nix {{ }};\n}}\n{tail}"

@@ -207,15 +207,22 @@ def package_roots(table: PackageSettings, needs: Mapping[str, str]
             roots[pname] = f"lib.getLib {name}"
         elif key == "copy_packages":
             roots[f"{pname}.out"] = f'lib.getOutput "out" {name}'
+    # nvcc's headers and libraries are for the platform it compiles for: cross, the target
+    # package set's (Nixpkgs' nvcc: depsTargetTargetPropagated); natively the same package.
     for pname in table.nvcc_includes:
         if pname in needs:
-            roots[f"{pname}.include"] = f'lib.getOutput "include" {nix_ident(pname)}'
+            roots[f"{pname}.include"] = f'lib.getOutput "include" {_target(pname)}'
     for pname in table.nvcc_libraries:
         if pname in needs:
-            roots[f"{pname}.lib"] = f"lib.getLib {nix_ident(pname)}"
+            roots[f"{pname}.lib"] = f"lib.getLib {_target(pname)}"
             for output in ("static", "stubs"):
-                roots[f"{pname}.{output}"] = f'lib.getOutput "{output}" {nix_ident(pname)}'
+                roots[f"{pname}.{output}"] = f'lib.getOutput "{output}" {_target(pname)}'
     return tuple(sorted(roots.items()))
+
+
+def _target(pname: str) -> str:
+    name = nix_ident(pname)
+    return f"({name}.__spliced.targetTarget or {name})"
 
 
 def table_needs(table: PackageSettings, where: Where) -> dict[str, str]:

@@ -53,6 +53,13 @@ def render_package(plan: PackagePlan, manifest_name: str) -> str:
         lines.append("  cudasplitLibraryPath = lib.makeLibraryPath [ " + " ".join(deps) + " ];")
     if plan.cuda_version:
         lines.append(f"  cudasplitCudaVersion = {_s(plan.cuda_version)};")
+    if any(key.startswith("cuda_cudart.") for key, _ in plan.package_roots):
+        # A compiler: its cuda_cudart roots are checked against the platform it builds for.
+        lines += ["  cudasplitTargetPlatform =", "    {"]
+        lines += _list((f"{system} = {_s(platform)};" for platform, system
+                        in sorted(NIX_SYSTEMS.items(), key=lambda i: i[1])), "      ")
+        lines += ["    }", "    .${stdenv.targetPlatform.system or stdenv.hostPlatform.system}"
+                  " or redistPlatform;"]
     if plan.package_roots:
         lines.append("  cudasplitPackageRoots = [")
         lines += [f'    "{key}=${{{expr}}}"' for key, expr in plan.package_roots]

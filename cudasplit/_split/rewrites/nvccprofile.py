@@ -11,6 +11,14 @@ cuda_cccl (``SYSTEM_INCLUDES ... $(TOP)/$(_TARGET_DIR_)/include/cccl``) and the 
 cuda_cudart. With their package roots known, the CCCL reference points at cuda_cccl's include
 dir and :class:`ProfileExtras` appends ``-I``/``-L`` for the others, as Nixpkgs does with
 ``--replace-fail`` and appended ``INCLUDES``/``LIBRARIES`` lines.
+
+Issue 25: each line naming ``$(TOP)/$(_TARGET_DIR_)`` is also kept as NVIDIA wrote it, relative
+to nvcc's own directory (``$(_HERE_)/..``; nvcc takes it from the path it was run by, symlinks
+unresolved). In the split output nothing is there and the package roots decide; with nvcc and
+its profile linked into a prefix that has ``targets/`` (a plain symlink join), the prefix's
+``targets/<dir>`` comes first, so nvcc's own choice (``-ccbin aarch64-linux-gnu-g++`` ->
+``targets/sbsa-linux``, ``-target-dir``) holds. (``cudasplit toolkit`` writes NVIDIA's own
+profile instead.)
 """
 
 from __future__ import annotations
@@ -57,10 +65,36 @@ class ProfileExtras:
         return "".join(line + "\n" for line in out)
 
 
+_HERE_TARGET = "$(_HERE_)/../$(_TARGET_DIR_)"
+
+
+def _keep_target_dir(text: str) -> tuple[str, str]:
+    """Each ``$(TOP)/$(_TARGET_DIR_)`` line also as ``$(_HERE_)/../$(_TARGET_DIR_)``, placed
+    so its directories come first. In nvcc.profile ``=+`` appends and ``+=`` prepends (seen in
+    ``nvcc -dryrun``): an ``=+`` copy goes right before its line; ``+=`` copies are returned
+    apart, to end the file, after every other line that prepends."""
+    out, last = [], []
+    for line in text.splitlines(keepends=True):
+        if "$(TOP)/$(_TARGET_DIR_)" not in line:
+            out.append(line)
+            continue
+        kept = line.replace("$(TOP)/$(_TARGET_DIR_)", _HERE_TARGET).rstrip("\n") + "\n"
+        if re.match(r"^\s*\w+\s*=\+", line):
+            out.append(kept)
+        else:
+            last.append(kept)
+        out.append(line)
+    return "".join(out), "".join(last)
+
+
 def rewrite_nvcc_profile(text: str, roots: Mapping[str, str],
-                         extras: ProfileExtras | None = None) -> str:
+                         extras: ProfileExtras | None = None, *,
+                         keep_target_dir: bool = True) -> str:
     """``roots``: absolute output roots for ``include``, ``lib``, ``stubs``, ``nvvm``, ``bin``
-    (and ``cccl``: cuda_cccl's root, when known; else the reference stays nvcc's own)."""
+    (and ``cccl``: cuda_cccl's root, when known; else the reference stays nvcc's own).
+    ``keep_target_dir``: keep NVIDIA's ``$(_TARGET_DIR_)`` lines relative to nvcc's directory
+    (see the module docstring)."""
+    text, last = _keep_target_dir(text) if keep_target_dir else (text, "")
     for pattern, output, suffix in _REWRITES:
         if output not in roots:
             continue
@@ -74,4 +108,7 @@ def rewrite_nvcc_profile(text: str, roots: Mapping[str, str],
     if extras is not None and extras.lines():
         text = text.rstrip("\n") + "\n\n# Added by cudasplit: split-out packages nvcc needs\n"
         text += extras.lines()
+    if last:  # last, as they prepend: a prefix's targets/<dir> goes before the package roots
+        text = text.rstrip("\n") + "\n\n# Added by cudasplit: NVIDIA's target-dir lines, " \
+            "relative to nvcc\n" + last
     return text

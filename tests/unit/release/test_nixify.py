@@ -290,8 +290,10 @@ def test_table_needs_gates_and_package_roots() -> None:
                      "cuda_cudart": "nvcc_includes", "libnvvm": "copy_packages"}
     assert "libnvvm" not in on_12  # copied into nvvm/ from CUDA 13.0 on
     roots = dict(package_roots(nvcc, on_13))
-    assert roots["cuda_cccl.include"] == 'lib.getOutput "include" cuda_cccl'
-    assert roots["cuda_cudart.lib"] == "lib.getLib cuda_cudart"
+    assert roots["cuda_cccl.include"] == \
+        'lib.getOutput "include" (cuda_cccl.__spliced.targetTarget or cuda_cccl)'
+    assert roots["cuda_cudart.lib"] == \
+        "lib.getLib (cuda_cudart.__spliced.targetTarget or cuda_cudart)"
     assert roots["libnvvm.out"] == 'lib.getOutput "out" libnvvm'
     cublas = load_ruleset("libcublas").package
     assert table_needs(cublas, Where("12.9.1.4", "12.9")) == {"cuda_nvrtc": "dlopen"}

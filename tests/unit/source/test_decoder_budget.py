@@ -18,8 +18,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cudasplit import OptionsError, SplitOptions
-from cudasplit._source import MAX_DEFAULT_BUDGET, MIN_BUDGET, default_decode_budget
-from cudasplit._source.codecs import CHUNK, BlockPipeline, PipelineStats
+from cudasplit._source import (
+    CHUNK,
+    MAX_DEFAULT_BUDGET,
+    MIN_BUDGET,
+    BlockPipeline,
+    PipelineStats,
+    default_decode_budget,
+)
 from cudasplit.cli import main
 from tests.support.tarutil import write_archive
 from tests.unit.source.test_codecs import payload, read_all, xz_multiblock
