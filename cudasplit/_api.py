@@ -47,7 +47,7 @@ def split_nix(source: PathLike | Source, env: dict[str, str] | None = None,
               options: SplitOptions | None = None) -> Report:
     """Inside a Nix builder: the derivation's outputs (``$outputs`` or structured attrs)."""
     roots = nix_outputs(env)
-    opts = replace(options or SplitOptions(), outputs=tuple(roots))
+    opts = replace(options or SplitOptions(), outputs=tuple(roots), nix_build=True)
     opts = replace(opts, runpath=with_nix_defaults(opts.runpath, env))  # loader, libs, failure
     if opts.dry_run:
         return _split(source, None, options=opts, layout=LayoutSpec.fixed(roots))

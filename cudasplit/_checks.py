@@ -22,8 +22,8 @@ __all__ = ["STRICT_WARNINGS", "declared_output_problems", "fhs_problems", "nix_s
            "strict_failures", "unclaimed_problems"]
 
 # Warnings that --strict treats as problems: a RUNPATH entry the package rules want is
-# missing, or a DT_NEEDED library will not be found at run time.
-STRICT_WARNINGS = frozenset({"package-root-missing", "needed-unresolved"})
+# missing, a DT_NEEDED library will not be found at run time, or the package has no rules file.
+STRICT_WARNINGS = frozenset({"package-root-missing", "needed-unresolved", "no-package-rules"})
 
 
 def declared_output_problems(report: Report, declared: Sequence[str],

@@ -113,7 +113,7 @@ class SplitRun:
         """Identity, rule set, layout, patch stage and declared outputs, once, in that order;
         the end of the run, given what it will need."""
         ident = self.options.package or self.source.package
-        plan = prepare(ident, self.options, self.layout_spec)
+        plan = prepare(ident, self.options, self.layout_spec, self.source.description)
         ruleset = self.ruleset = plan.ruleset
         self.writer.start(ident.as_dict(), ruleset.files, plan.layout)
         self.writer.warnings(plan.warnings)

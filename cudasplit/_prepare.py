@@ -8,6 +8,7 @@ frozen: every stage of the run sees the same values.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from ._classify import Normaliser
 from ._layout import Layout, LayoutSpec
@@ -16,10 +17,11 @@ from ._model import PackageId
 from ._patchstage import PatchSettings
 from ._pkgtable import Where
 from ._report import Problem
-from ._rules import RuleSet, load_ruleset
+from ._rules import RuleSet, default_rules_dir, load_ruleset, read_rule_file
 from ._splitoptions import SplitOptions, cuda_version
+from .errors import RulesError
 
-__all__ = ["RunPlan", "patch_settings", "prepare"]
+__all__ = ["RunPlan", "no_rules_reason", "patch_settings", "prepare"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,11 +38,12 @@ class RunPlan:
     warnings: tuple[Problem, ...] = ()
 
 
-def prepare(package: PackageId, options: SplitOptions, layout: LayoutSpec) -> RunPlan:
+def prepare(package: PackageId, options: SplitOptions, layout: LayoutSpec,
+            description: str = "") -> RunPlan:
     ruleset = load_ruleset(package.name, options.rules_files, options.rules_dir)
     where = Where(package.version, cuda_version(options, package),
                   options.platform or package.platform, options.python_version)
-    warnings = []
+    warnings = list(_rules_file_problems(package, options, description))
     if options.python_version is None and any(d.needs_python() for d in ruleset.package.drops):
         warnings.append(Problem("python-version-unknown", None, "the package table keeps only "
                                 "the build Python's files here; pass --python-version X.Y "
@@ -58,6 +61,35 @@ def prepare(package: PackageId, options: SplitOptions, layout: LayoutSpec) -> Ru
     return RunPlan(package, ruleset, where, cuda_major, declared, allowed,
                    layout.resolve(package), Normaliser(ruleset, where, lib_major), lib_major,
                    tuple(warnings))
+
+
+def _rules_file_problems(package: PackageId, options: SplitOptions,
+                         description: str) -> tuple[Problem, ...]:
+    """A pname without ``rules/packages/<pname>.toml`` is split by the default profile alone:
+    a renamed package (cuda_cccl -> cccl at CUDA 13.3) silently gets the wrong layout. A
+    warning (``--strict`` fails on it), an error inside a Nix build; nothing when the caller
+    chose the default rules (``--default-rules``) or brought rule files (``--rules``)."""
+    if options.default_rules or options.rules_files:
+        return ()
+    base = options.rules_dir or default_rules_dir()
+    if (base / "packages" / f"{package.name}.toml").is_file():
+        return ()
+    reason = no_rules_reason(package.name, base)
+    text = (f"no rules/packages/{package.name}.toml: split by the default profile alone "
+            + (f"(rules/no-rules.toml: {reason})" if reason else
+               "(pass --default-rules if that is meant, or --rules FILE)"))
+    if options.nix_build:
+        raise RulesError(f"{description or package.name}: {text}")
+    return (Problem("no-package-rules", None, text),)
+
+
+def no_rules_reason(pname: str, rules_dir: Path | None = None) -> str | None:
+    """Why ``pname`` has no rules file on purpose (``rules/no-rules.toml``), else ``None``."""
+    path = (rules_dir or default_rules_dir()) / "no-rules.toml"
+    if not path.is_file():
+        return None
+    entry = read_rule_file(path).get("packages", {}).get(pname)
+    return str(entry["reason"]) if isinstance(entry, dict) and "reason" in entry else None
 
 
 def patch_settings(options: SplitOptions, *, writing: bool,

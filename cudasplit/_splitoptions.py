@@ -71,6 +71,9 @@ class SplitOptions:
     strip_components: int | None = None
     default_rules: bool = False
     fsync: bool = True
+    # Inside a Nix builder (split_nix): what only warns elsewhere -- a package without rules,
+    # a missing nvcc.profile package root -- would build a wrong derivation: an error there.
+    nix_build: bool = False
 
     def __post_init__(self) -> None:
         check_options(self)

@@ -68,6 +68,11 @@ EXPECT: dict[str, Expect] = {
     "cuda_gdb": Expect(("out", "bin")),
     "cuda_nvprof": Expect(("out", "bin", "dev", "include", "lib")),
     "cudnn": Expect(FIVE, runpath_extra=(NVRTC_ROOT + "/lib",)),
+    "cudnn_jit": Expect(FIVE),
+    # CUDA >= 13.3's name of cuda_cccl (Nixpkgs cccl.nix): include/cccl/*
+    # un-nested, all in out (CMake files with the headers they name).
+    # (the stale include/nv/ drop: tests/test_rules_coverage.py)
+    "cccl": Expect(OUT, renames=(("include/cccl/", "include/"),), cuda="13.3"),
     "libcusparse_lt": Expect(FIVE, runpath_extra=(NVRTC_ROOT + "/lib",)),
     "libcutensor": Expect(FIVE, renames=(("lib/12/", "lib/"),), drops=("lib/11/*",)),
     "libcudss": Expect(FIVE), "cuquantum": Expect(FIVE), "nvcomp": Expect(FIVE),
