@@ -92,7 +92,7 @@ def test_a_pname_without_rules_warns(tmp_path: Path) -> None:
 
 
 def test_a_pname_without_rules_fails_strict_and_nix(tmp_path: Path) -> None:
-    with pytest.raises(ProblemsFound, match="no rules/packages/cuda_newthing.toml"):
+    with pytest.raises(ProblemsFound, match=r"no rules/packages/cuda_newthing\.toml"):
         split_to_dir(_unknown(tmp_path), tmp_path / "split", SplitOptions(strict=True))
     top = _unknown(tmp_path / "n")
     env = {"outputs": "out dev", "out": str(tmp_path / "n/out"), "dev": str(tmp_path / "n/dev")}
