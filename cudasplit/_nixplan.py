@@ -17,6 +17,7 @@ from ._manifest import Artifact, Manifest, Package, find_tarball, select_artifac
 from ._model import OUTPUT_NAMES
 from ._pipeline import SplitOptions
 from ._pipeline import split as _split
+from ._pkgrenames import name_at
 from ._pkgtable import Where
 from ._rules import PackageSettings, load_ruleset
 from ._runpath import is_glibc_name
@@ -150,7 +151,7 @@ def _plan_package(package: Package, arts: Sequence[Artifact], missing: Sequence[
     # A package the table names but the manifest lacks cannot be a callPackage argument.
     wanted = table_needs(table, Where(package.version, cuda))
     needs = {k: v for k, v in wanted.items() if k in release and k != package.pname}
-    roots = package_roots(table, needs)
+    roots = package_roots(table, needs, cuda)
     inputs = sorted(set(resolves) | set(needs))
     external = _external(unresolved)
     external_names = {n for names in external.values() for n in names}
@@ -192,10 +193,11 @@ def _external(names: Iterable[str]) -> dict[str, tuple[str, ...]]:
     return {expr: tuple(sorted(v)) for expr, v in sorted(found.items())}
 
 
-def package_roots(table: PackageSettings, needs: Mapping[str, str]
+def package_roots(table: PackageSettings, needs: Mapping[str, str], cuda: str | None = None
                    ) -> tuple[tuple[str, str], ...]:
     """What the split needs to know about the packages the table names: ``--package-root``
-    keys (``PNAME`` or ``PNAME.OUTPUT``) and the Nix expression of each directory."""
+    keys (``PNAME`` or ``PNAME.OUTPUT``) and the Nix expression of each directory. Names are
+    the release's (``cccl`` from CUDA 13.3, :mod:`._pkgrenames`); the split finds either."""
     roots: dict[str, str] = {}
     for pname, key in needs.items():
         name = nix_ident(pname)
@@ -203,10 +205,11 @@ def package_roots(table: PackageSettings, needs: Mapping[str, str]
             roots[pname] = f"lib.getLib {name}"
         elif key == "copy_packages":
             roots[f"{pname}.out"] = f'lib.getOutput "out" {name}'
-    for pname in table.nvcc_includes:
+    cflags = (p for e in table.pkgconfig_edits for p in e.cflags_packages)
+    for pname in (name_at(p, cuda) for p in (*table.nvcc_includes, *cflags)):
         if pname in needs:
             roots[f"{pname}.include"] = f'lib.getOutput "include" {nix_ident(pname)}'
-    for pname in table.nvcc_libraries:
+    for pname in (name_at(p, cuda) for p in table.nvcc_libraries):
         if pname in needs:
             roots[f"{pname}.lib"] = f"lib.getLib {nix_ident(pname)}"
             for output in ("static", "stubs"):
@@ -229,7 +232,11 @@ def table_needs(table: PackageSettings, where: Where) -> dict[str, str]:
             needs.setdefault(copy.package, "copy_packages")
     for key in ("nvcc_includes", "nvcc_libraries"):
         for name in getattr(table, key):
-            needs.setdefault(name, key)
+            needs.setdefault(name_at(name, where.cuda_version), key)
+    for edit in table.pkgconfig_edits:  # cudart's Cflags: -I<crt>/include -I<cccl>/include
+        if edit.gate.applies(where):
+            for name in edit.cflags_packages:
+                needs.setdefault(name_at(name, where.cuda_version), "cflags_packages")
     return dict(sorted(needs.items()))
 
 

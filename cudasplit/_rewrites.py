@@ -27,6 +27,7 @@ from ._pkgconfig import (
     rewrite_pc,
     unversioned_alias,
 )
+from ._pkgrenames import aliases
 from ._pkgtable import TextEdit, Where
 from ._report import Problem
 from ._rules import RuleSet
@@ -74,8 +75,13 @@ def read_small_text(stream: BinaryIO, source: str, member: str) -> str:
 
 
 def package_root(roots: Mapping[str, str], pname: str, output: str) -> str | None:
-    """``--package-root PNAME.OUTPUT=DIR`` for a split package, else ``PNAME=DIR``."""
-    return roots.get(f"{pname}.{output}") or roots.get(pname)
+    """``--package-root PNAME.OUTPUT=DIR`` for a split package, else ``PNAME=DIR``; a renamed
+    package answers to either name (cuda_cccl / cccl, :mod:`._pkgrenames`)."""
+    for name in aliases(pname):
+        root = roots.get(f"{name}.{output}") or roots.get(name)
+        if root is not None:
+            return root
+    return None
 
 
 # -- pkg-config ------------------------------------------------------------------------------
@@ -114,8 +120,9 @@ def _pc_extras(ctx: RewriteContext, name: str) -> tuple[PcExtras, tuple[Problem,
     roots = dict(ctx.package_roots)
     cflags, warnings = [], []
     for pname in (p for e in edits for p in e.cflags_packages):
-        if pname in roots:
-            cflags.append(f"-I{roots[pname]}/include")
+        root = package_root(roots, pname, "include")
+        if root is not None:
+            cflags.append(f"-I{root}/include")
         else:
             warnings.append(Problem("package-root-missing", name, f"Cflags wants {pname}'s "
                                     f"include dir: pass --package-root {pname}=DIR"))

@@ -1,0 +1,41 @@
+"""cuda_cccl -> cccl at CUDA 13.3 (nixpkgs#528773): the package table's references to
+cuda_cccl (nvcc.profile, cudart's Cflags) follow the rename (issue 27)."""
+
+from __future__ import annotations
+
+from cudasplit._gates import Where
+from cudasplit._nixplan import package_roots, table_needs
+from cudasplit._pkgrenames import aliases, name_at, renamed_pairs
+from cudasplit._rewrites import package_root
+from cudasplit._rules import load_ruleset
+
+
+def test_name_at_and_aliases() -> None:
+    assert name_at("cuda_cccl", "13.2") == "cuda_cccl"
+    assert name_at("cuda_cccl", "13.3") == "cccl"
+    assert name_at("cuda_cccl", None) == "cuda_cccl"
+    assert name_at("cuda_cudart", "13.4") == "cuda_cudart"
+    assert aliases("cccl") == ("cccl", "cuda_cccl") and aliases("cuda_cccl")[1] == "cccl"
+    assert renamed_pairs({"cuda_cccl", "x"}, {"cccl", "x"}) == [("cuda_cccl", "cccl", "13.3")]
+    assert renamed_pairs({"cuda_cccl"}, {"cuda_cccl", "cccl"}) == []
+
+
+def test_package_root_answers_to_either_name() -> None:
+    assert package_root({"cccl.include": "/c"}, "cuda_cccl", "include") == "/c"
+    assert package_root({"cuda_cccl": "/o"}, "cccl", "include") == "/o"
+    assert package_root({}, "cuda_cccl", "include") is None
+
+
+def test_nixify_names_cccl_from_13_3() -> None:
+    nvcc = load_ruleset("cuda_nvcc").package
+    needs = table_needs(nvcc, Where("13.4.48", "13.4"))
+    assert "cccl" in needs and "cuda_cccl" not in needs
+    roots = dict(package_roots(nvcc, needs, "13.4"))
+    assert roots["cccl.include"] == 'lib.getOutput "include" cccl'
+    assert "cuda_cccl" in table_needs(nvcc, Where("13.0.88", "13.0"))
+    # cudart's .pc Cflags name crt and cccl: nixify passes their include roots.
+    cudart = load_ruleset("cuda_cudart").package
+    needs = table_needs(cudart, Where("13.4.92", "13.4"))
+    assert needs == {"cccl": "cflags_packages", "cuda_crt": "cflags_packages"}
+    assert dict(package_roots(cudart, needs, "13.4"))["cuda_crt.include"] == \
+        'lib.getOutput "include" cuda_crt'
