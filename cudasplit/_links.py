@@ -204,10 +204,29 @@ class LinkPlanner:
             target_dest = posixpath.normpath(posixpath.join(member_parent(dest), target))
             # A link to a directory (cuda_cccl's include/cccl -> .) goes where it has content.
             for output in sorted(self.placements.holders(target_dest)):
+                if _exposes_stub(dest, target_dest, output):
+                    # lib/libcuda.so -> stubs/libcuda.so next to the real libraries is
+                    # NixOS/nixpkgs#293320: only a dedicated stubs output may carry it.
+                    self.warn("stub-link-skipped", None,
+                              f"{output}: {dest} -> {target} not created: it would put a "
+                              f"stub next to {output}'s libraries (no separate stubs output)")
+                    continue
                 self.add_link(output, dest, target, f"{BUILTIN}:stub-link")
         for entry in self.ruleset.package.link_into:  # tensorrt's include/onnx
             for output, dest, target in entry.links(list(self.placements.occupied), self.where):
                 self.add_link(output, dest, target, f"{BUILTIN}:link-into")
+
+
+def is_stub_path(path: str) -> bool:
+    """``lib/stubs/...`` or ``stubs/...`` (at any depth): link-time stand-ins."""
+    parts = path.split("/")
+    return "stubs" in parts[:-1]
+
+
+def _exposes_stub(dest: str, target_dest: str, output: str) -> bool:
+    """A link outside a stubs directory to a stub, in an output other than ``stubs``: the
+    stub would be found through that output's library directory."""
+    return output != "stubs" and is_stub_path(target_dest) and not is_stub_path(dest)
 
 
 @dataclass(frozen=True, slots=True)

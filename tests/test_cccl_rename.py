@@ -3,6 +3,8 @@ cuda_cccl (nvcc.profile, cudart's Cflags) follow the rename (issue 27)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from cudasplit._gates import Where
 from cudasplit._nixplan import package_roots, table_needs
 from cudasplit._pkgrenames import aliases, name_at, renamed_pairs
@@ -39,3 +41,20 @@ def test_nixify_names_cccl_from_13_3() -> None:
     assert needs == {"cccl": "cflags_packages", "cuda_crt": "cflags_packages"}
     assert dict(package_roots(cudart, needs, "13.4"))["cuda_crt.include"] == \
         'lib.getOutput "include" cuda_crt'
+
+
+def test_cudart_13_4_pc_takes_the_cccl_root(tmp_path: Path) -> None:
+    """A 13.4 build gives ``--package-root cccl=DIR`` (the manifest's name): cudart's Cflags
+    use it although the table says cuda_cccl."""
+    from cudasplit import SplitOptions, split_to_dir
+    from tests.builders import pkgconfig_text
+
+    top = tmp_path / "cuda_cudart-linux-x86_64-13.4.92-archive"
+    (top / "pkg-config").mkdir(parents=True)
+    (top / "pkg-config/cudart-13.4.pc").write_text(
+        pkgconfig_text("cudart", "CUDA Runtime", "13.4", "x86_64-linux", "-lcudart"))
+    roots = (("cuda_crt", "/nix/store/c-crt"), ("cccl", "/nix/store/d-cccl"))
+    report = split_to_dir(top, tmp_path / "o", SplitOptions(package_roots=roots, patch=False))
+    text = (tmp_path / "o/out/share/pkgconfig/cudart-13.4.pc").read_text()
+    assert "-I/nix/store/c-crt/include -I/nix/store/d-cccl/include" in text
+    assert not [w for w in report.warnings if w.code == "package-root-missing"]
