@@ -19,7 +19,7 @@ from ._pkgtable import Where
 from ._report import Problem
 from ._rules import RuleSet, default_rules_dir, load_ruleset, read_rule_file
 from ._splitoptions import SplitOptions, cuda_version
-from .errors import RulesError
+from .errors import OptionsError, RulesError
 
 __all__ = ["RunPlan", "no_rules_reason", "patch_settings", "prepare"]
 
@@ -44,6 +44,7 @@ def prepare(package: PackageId, options: SplitOptions, layout: LayoutSpec,
     where = Where(package.version, cuda_version(options, package),
                   options.platform or package.platform, options.python_version)
     warnings = list(_rules_file_problems(package, options, description))
+    _check_roots_exist(options, description or package.name)
     if options.python_version is None and any(d.needs_python() for d in ruleset.package.drops):
         warnings.append(Problem("python-version-unknown", None, "the package table keeps only "
                                 "the build Python's files here; pass --python-version X.Y "
@@ -81,6 +82,17 @@ def _rules_file_problems(package: PackageId, options: SplitOptions,
     if options.nix_build:
         raise RulesError(f"{description or package.name}: {text}")
     return (Problem("no-package-rules", None, text),)
+
+
+def _check_roots_exist(options: SplitOptions, description: str) -> None:
+    """Inside a Nix build every ``--package-root`` is a store path the derivation depends on:
+    one that does not exist is a wrong expression, not something to warn about and skip (the
+    nvcc.profile and ``.pc`` edits would silently lose it). Outside Nix they warn where used."""
+    if not options.nix_build:
+        return
+    for key, root in options.package_roots:
+        if not Path(root).is_dir():
+            raise OptionsError(f"{description}: --package-root {key}={root}: no such directory")
 
 
 def no_rules_reason(pname: str, rules_dir: Path | None = None) -> str | None:

@@ -144,20 +144,30 @@ def rewrite_profile(ctx: RewriteContext, path: str, output: str, dest: str,
     package = ctx.ruleset.package
     given = dict(ctx.package_roots)
     cccl = package_root(given, "cuda_cccl", "include") if package.nvcc_includes else None
-    if cccl is not None:
-        roots["cccl"] = cccl
     warnings: list[Problem] = []
+    if cccl is not None and not Path(cccl).is_dir():
+        warnings.append(Problem("package-root-missing", path, f"nvcc.profile: the cccl root "
+                                f"{cccl} does not exist; nvcc's own include/cccl stays"))
+    elif cccl is not None:
+        roots["cccl"] = cccl
 
     def dirs(pnames: tuple[str, ...], out: str, subdirs: tuple[str, ...]) -> tuple[str, ...]:
         found: list[str] = []
         for pname in pnames:
             root = package_root(given, pname, out)
-            if root is None:
-                warnings.append(Problem("package-root-missing", None, f"nvcc.profile: no "
-                                        f"--package-root for {pname}; its {out} directory is "
-                                        "not searched"))
+            if root is None or not Path(root).is_dir():
+                what = (f"no --package-root for {pname}" if root is None else
+                        f"the --package-root of {pname} ({root}) does not exist")
+                warnings.append(Problem("package-root-missing", path, f"nvcc.profile: {what}; "
+                                        f"its {out} directory is not searched"))
                 continue
-            found.extend(f"{root}/{sub}" for sub in subdirs if Path(root, sub).is_dir())
+            for sub in subdirs:
+                if Path(root, sub).is_dir():
+                    found.append(f"{root}/{sub}")
+                else:  # a split package's other output may hold it (lib/stubs): not fatal
+                    warnings.append(Problem("package-root-incomplete", path,
+                                            f"nvcc.profile: {root}/{sub} ({pname}'s {out}) "
+                                            "does not exist; not searched"))
         return tuple(found)
 
     extras = ProfileExtras(
