@@ -173,6 +173,9 @@ class SplitRun:
                 self._take(held.member, held.spool)
             if held.spool is not None:
                 held.spool.close()
+        unlifted = self.lib_major.unlifted_warning()
+        if unlifted is not None:
+            self.writer.warn("cuda-major-unknown", *unlifted)
 
     def _held(self, member: Member, stream: BinaryIO | None, lifted: str | None) -> bool:
         """D9: hold ``member`` until the stream ends, or note its arrival (_libmajor.py)."""

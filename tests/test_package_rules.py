@@ -250,7 +250,7 @@ def test_manifest_platform_words_resolve_jetson_builds() -> None:
     manifest = parse_manifest({"release_label": "12.9.1"})
     assert resolve_platforms(["aarch64-linux:8.7"], manifest) == {"linux-aarch64"}
     assert resolve_platforms(["aarch64-linux:9.0"], manifest) == {"linux-sbsa"}
-    manifest13 = parse_manifest({"release_label": "13.0.2"})
+    manifest13 = parse_manifest({"release_label": "13.2.2"})
     assert resolve_platforms(["aarch64-linux:8.7"], manifest13) == {"linux-sbsa"}
 
 
