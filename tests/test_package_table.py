@@ -67,7 +67,10 @@ EXPECT: dict[str, Expect] = {
     "libcufile": Expect(FIVE), "libcuobjclient": Expect(FOUR), "cuda_opencl": Expect(FOUR),
     "cuda_nvtx": Expect(FOUR), "libcudla": Expect(("out", "dev", "include", "lib", "stubs")),
     "cuda_gdb": Expect(("out", "bin")),
-    "cuda_nvprof": Expect(("out", "bin", "dev", "include", "lib")),
+    "cuda_nvprof": Expect(("out", "bin", "lib")),  # Nixpkgs cuda_nvprof.nix
+    "cuda_profiler_api": Expect(("out", "dev", "include")),
+    "fabricmanager": Expect(("out", "bin", "dev", "include", "lib")),
+    "libnvidia_nscq": Expect(("out", "lib")),
     "cudnn": Expect(FIVE, runpath_extra=(NVRTC_ROOT + "/lib",)),
     "cudnn_jit": Expect(FIVE),
     # CUDA >= 13.3's name of cuda_cccl (Nixpkgs cccl.nix): include/cccl/*
@@ -91,7 +94,8 @@ EXPECT: dict[str, Expect] = {
         "*/libssl.so*", "*/libcrypto.so*", "*/libssh.so*", "*/libboost_*", "*/libstdc++.so*",
         "*/libarrow*", "*/libjpeg*", "host-*/Mesa/*", "host-*/python/bin/python*",
         "host-*/libexec/*", "nsight-systems/*/host-*/Mesa/*",
-        "nsight-systems/*/host-*/python/bin/python*", "nsight-systems/*/host-*/libexec/*"),
+        "nsight-systems/*/host-*/python/bin/python*", "nsight-systems/*/host-*/libexec/*",
+        "bin/nsys", "bin/nsys-ui", "bin/nsight-exporter", "bin/nsight-sys"),
         renames=((r"re:^nsight-systems/[^/]+/", ""),)),
     "tensorrt": Expect(
         ("out", "bin", "dev", "include", "lib", "samples", "static"),
@@ -107,9 +111,9 @@ EXPECT: dict[str, Expect] = {
 SINGLE_OUT = ("cuda_cccl", "cuda_cuobjdump", "cuda_nvdisasm", "cuda_cuxxfilt", "cuda_nvprune",
               "cuda_sanitizer_api", "cuda_documentation", "cuda_demo_suite", "cuda_nsight",
               "cuda_nvvp", "cuda_sandbox_dev", "cuda_ctadvisor", "cuda_tileiras", "tileiras",
-              "libnvfatbin", "fabricmanager", "imex", "libnvidia_nscq", "libnvsdm",
+              "libnvfatbin", "imex", "libnvsdm",
               "nvidia_fs", "mft_autocomplete", "cuda_compat", "cuda_compat_orin",
-              "cuda_profiler_api", "nvidia_driver", "nsight_vse", "visual_studio_integration")
+              "nvidia_driver", "nsight_vse", "visual_studio_integration")
 EXPECT.update({p: Expect(OUT) for p in SINGLE_OUT})
 EXPECT.update({p: Expect(FOUR) for p in (f"nvpl_{n}" for n in (
     "blas", "common", "fft", "lapack", "rand", "scalapack", "sparse", "tensor"))})
@@ -315,6 +319,8 @@ def _check_pkgconfig(s: Split) -> None:
             assert "cudaroot" not in text and f"-Wl,-rpath,{DRIVER}" in text, text
         if s.pname in ("libcublas", "libcufft", "libcurand", "libnvjpeg", "libnpp"):
             assert "Requires: cudart-12.9" in text, text
+        if s.pname == "libcutensor":  # Nixpkgs adds none (it propagates cuda_cudart)
+            assert "Requires: cudart" not in text, text
         if s.pname == "libcuobjclient":
             assert "Requires: cufile-" in text, text
         if s.pname == "cuda_opencl":
