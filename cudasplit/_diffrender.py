@@ -15,7 +15,11 @@ def render_diff(diff: ReleaseDiff, members: bool) -> list[str]:
     lines = [f"--- {diff.old}", f"+++ {diff.new}"]
     for what, sign in (("package-removed", "-"), ("package-added", "+")):
         lines += [f"{sign} package {c.package} {c.old or c.new}" for c in diff.of(what)]
+    lines += [f"~ package renamed {c.old} -> {c.new} ({c.path})"
+              for c in diff.of("package-renamed")]
     lines += [f"~ package {c.package} {c.old} -> {c.new}" for c in diff.of("version")]
+    for what, sign in (("platform-removed", "-"), ("platform-added", "+")):
+        lines += [f"{sign} platform {c.package}: {c.path}" for c in diff.of(what)]
     lines += _size_lines(diff)
     lines += [f"{'+' if c.what == 'output-added' else '-'} output {c.package}:{c.path}"
               for c in diff.changes if c.what in ("output-added", "output-removed")]

@@ -102,7 +102,8 @@ def nixify_command(manifest: str, tarball_dir: str, output_dir: str,
 @click.argument("old", type=click.Path(exists=True))
 @click.argument("new", type=click.Path(exists=True))
 @click.option("--tarballs", "tarball_dir", type=click.Path(file_okay=False, exists=True),
-              help="Where the tarballs of OLD and NEW manifests are (both).")
+              help="Where the tarballs of OLD and NEW manifests are (both); without it two "
+              "manifests are compared as manifests.")
 @click.option("--old-tarballs", type=click.Path(file_okay=False, exists=True),
               help="Where OLD manifest's tarballs are (default: --tarballs).")
 @click.option("--new-tarballs", type=click.Path(file_okay=False, exists=True),
@@ -116,7 +117,9 @@ def nixify_command(manifest: str, tarball_dir: str, output_dir: str,
 def diff_command(old: str, new: str, tarball_dir: str | None, old_tarballs: str | None,
                  new_tarballs: str | None, platform: str, members: bool, as_json: bool,
                  jobs: int) -> None:
-    """Compare two releases: tarballs, split directories, or manifests with their tarballs.
+    """Compare two releases: tarballs, split directories, or manifests (with --tarballs their
+    tarballs are split and compared; without, the manifests alone: packages added, removed and
+    renamed, versions and platforms).
 
     Exit 0 when they place the same members the same way, 1 when something changed.
     """
