@@ -53,7 +53,13 @@ from .sinks import DirectorySink, MemorySink, Sink, StagedSink, TarballSink
 
 if TYPE_CHECKING:
     from ._api_checks import LoadView, closure_of, ldd
-    from ._api_release import diff_releases, manifest_features, nixify_manifest, verify_manifest
+    from ._api_release import (
+        diff_releases,
+        manifest_features,
+        nixify_manifest,
+        nixify_sets,
+        verify_manifest,
+    )
     from ._features import features_of
 
 # The release and inspection tools load on first use (PEP 562): a split never needs them, and
@@ -63,6 +69,7 @@ _LAZY = {
     "LoadView": "._api_checks", "closure_of": "._api_checks", "ldd": "._api_checks",
     "diff_releases": "._api_release", "manifest_features": "._api_release",
     "nixify_manifest": "._api_release", "verify_manifest": "._api_release",
+    "nixify_sets": "._api_release",
     "features_of": "._features",
 }
 
@@ -143,6 +150,7 @@ __all__ = [
     "load_ruleset",
     "manifest_features",
     "nixify_manifest",
+    "nixify_sets",
     "open_source",
     "package_entry_lines",
     "package_id",

@@ -14,10 +14,12 @@ from ._diff import ReleaseDiff, diff_snapshots, snapshot
 from ._features import FeatureReport, features_for_manifest
 from ._manifest import VerifyReport, load_manifest, verify
 from ._nixify import DEFAULT_BASE_URL, NixifyResult, nixify
+from ._nixsets import SetsResult, plan_sets, write_sets
 
 PathLike = str | os.PathLike[str]
 
-__all__ = ["diff_releases", "manifest_features", "nixify_manifest", "verify_manifest"]
+__all__ = ["diff_releases", "manifest_features", "nixify_manifest", "nixify_sets",
+           "verify_manifest"]
 
 
 def verify_manifest(manifest: PathLike, tarball_dir: PathLike, *,
@@ -51,6 +53,15 @@ def nixify_manifest(manifest: PathLike, tarball_dir: PathLike, output_dir: PathL
     return nixify(load_manifest(manifest), tarball_dir, output_dir,
                   platforms=platforms or None, packages=packages or None,
                   base_url=base_url or DEFAULT_BASE_URL, jobs=jobs)
+
+
+def nixify_sets(manifests: Sequence[PathLike], output_dir: PathLike, *,
+                base_url: str | None = None) -> SetsResult:
+    """One Nix package set per CUDA release among ``manifests`` (NVIDIA's redistrib JSON of
+    CUDA and of other redists, e.g. cuDNN) into ``output_dir``, from the manifests alone:
+    Nixpkgs' cudaPackages_X_Y with propagation edges, meta and per-package tests."""
+    loaded = [load_manifest(m) for m in manifests]
+    return write_sets(plan_sets(loaded, base_url or DEFAULT_BASE_URL), output_dir)
 
 
 def diff_releases(old: PathLike, new: PathLike, *, tarball_dir: PathLike | None = None,
