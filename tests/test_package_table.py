@@ -87,9 +87,12 @@ EXPECT: dict[str, Expect] = {
     "cuda_crt": Expect(OUT, cuda="13.0"),
     "cuda_culibos": Expect(OUT, cuda="13.0"),
     "libnvptxcompiler": Expect(OUT, cuda="13.0"),
+    # Nixpkgs nsight_compute.nix: ncu, ncu-ui, host/, target/ moved into bin/.
     "nsight_compute": Expect(
-        ("out", "doc"), renames=(("nsight-compute/2025.2.1/", ""),),
-        drops=("host/*/Mesa/*", "target/*qnx*/*"), keep={"docs/*": "doc"}),
+        ("out", "doc"), renames=((r"re:^nsight-compute/[^/]+/(host|target)/", r"bin/\1/"),
+                                 (r"re:^nsight-compute/[^/]+/(ncu|ncu-ui)$", r"bin/\1"),
+                                 ("nsight-compute/2025.2.1/", "")),
+        drops=("bin/host/*/Mesa/*", "bin/target/*qnx*/*"), keep={"docs/*": "doc"}),
     "nsight_systems": Expect(OUT, drops=(
         "*/libssl.so*", "*/libcrypto.so*", "*/libssh.so*", "*/libboost_*", "*/libstdc++.so*",
         "*/libarrow*", "*/libjpeg*", "host-*/Mesa/*", "host-*/python/bin/python*",

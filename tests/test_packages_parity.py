@@ -68,3 +68,33 @@ def test_nvprof_pc_requires_cuda(tmp_path: Path) -> None:
     split_to_dir(top, tmp_path / "split", SplitOptions(patch=False))
     text = (tmp_path / "split/out/share/pkgconfig/cuinj64-12.9.pc").read_text()
     assert "Requires: cuda-12.9" in text
+
+
+def test_nsight_compute_moves_ncu_and_its_trees_into_bin(tmp_path: Path) -> None:
+    """Nixpkgs nsight_compute.nix: ncu, ncu-ui, host/<arch>, target/<arch> under bin/ (a file
+    rename for ncu, prefix renames for the trees); Mesa and QNX still dropped."""
+    top = _tree(tmp_path, "nsight_compute-linux-x86_64-2025.2.1.3-archive", [
+        "text nsight-compute/2025.2.1/ncu", "text nsight-compute/2025.2.1/ncu-ui",
+        "elf-exe nsight-compute/2025.2.1/target/linux-desktop-glibc_2_11_3-x64/ncu",
+        "elf-so nsight-compute/2025.2.1/host/linux-desktop-glibc_2_11_3-x64/libQt6Core.so.6",
+        "text nsight-compute/2025.2.1/host/linux-desktop-glibc_2_11_3-x64/Mesa/x.txt",
+        "text nsight-compute/2025.2.1/target/qnx-t210-a64/x.txt",
+        "text nsight-compute/2025.2.1/docs/index.html", "text nsight-compute/2025.2.1/ncu-x"])
+    split_to_dir(top, tmp_path / "split", SplitOptions(patch=False))
+    out = tmp_path / "split/out"
+    assert (out / "bin/ncu").is_file() and (out / "bin/ncu-ui").is_file()
+    assert (out / "bin/target/linux-desktop-glibc_2_11_3-x64/ncu").is_file()
+    assert (out / "bin/host/linux-desktop-glibc_2_11_3-x64/libQt6Core.so.6").is_file()
+    assert not (out / "bin/host/linux-desktop-glibc_2_11_3-x64/Mesa").exists()
+    assert not (out / "bin/target/qnx-t210-a64").exists()
+    assert (out / "ncu-x").is_file()  # a file rename is exact: ncu-x stays
+    assert (tmp_path / "split/doc/docs/index.html").is_file()
+
+
+def test_a_file_rename_takes_file_paths(tmp_path: Path) -> None:
+    from cudasplit._rules import build_ruleset
+    from cudasplit.errors import RulesError
+
+    doc = {"rename": [{"name": "x", "from": "a/", "to": "b", "file": True}]}
+    with pytest.raises(RulesError, match="file rename"):
+        build_ruleset([("x.toml", doc)])
