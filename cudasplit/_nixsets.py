@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ._gates import Where, version_tuple
 from ._manifest import Artifact, Manifest, Package
-from ._nixsetstemplate import MK_REDIST
+from ._nixsetstemplate import MK_REDIST, RELEASE
 from ._pkgrenames import name_at
 from ._rules import default_rules_dir, load_ruleset
 from .errors import ManifestError, OutputError
@@ -250,12 +250,13 @@ def _render_package(package: SetPackage, members: set[str]) -> list[str]:
 
 
 def write_sets(sets: Sequence[PackageSet], output_dir: str | os.PathLike[str]) -> SetsResult:
-    """``<set name>.nix`` per set, ``mk-redist.nix`` and ``default.nix`` (every set, by name,
-    as functions of ``callPackage``-able arguments)."""
+    """``<set name>.nix`` per set, ``mk-redist.nix``, ``default.nix`` (every set, by name,
+    as functions of ``callPackage``-able arguments) and ``release.nix`` (one job per set,
+    package and system: a Hydra jobset, or ``nix-build -A`` with remote builders)."""
     out = Path(output_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        files = {"mk-redist.nix": MK_REDIST}
+        files = {"mk-redist.nix": MK_REDIST, "release.nix": RELEASE}
         for pset in sets:
             files[f"{pset.name}.nix"] = render_set(pset)
         files["default.nix"] = "\n".join([

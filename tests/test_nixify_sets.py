@@ -52,7 +52,7 @@ def _eval(sets_dir: Path, set_name: str, system: str = "x86_64-linux", *,
 def test_one_set_per_cuda_release(sets_dir: Path) -> None:
     names = sorted(p.name for p in sets_dir.iterdir())
     assert names == ["cudaPackages_12_9.nix", "cudaPackages_13_0.nix", "cudaPackages_13_3.nix",
-                     "cudaPackages_13_4.nix", "default.nix", "mk-redist.nix"]
+                     "cudaPackages_13_4.nix", "default.nix", "mk-redist.nix", "release.nix"]
     assert "cudnn_redistrib_9.27.0.json" in (sets_dir / "cudaPackages_12_9.nix").read_text()
 
 
@@ -111,3 +111,24 @@ def test_cli(tmp_path: Path) -> None:
     assert "cudaPackages_13_4" in done.output and "broken: " in done.output
     bad = CliRunner().invoke(main, ["nixify-sets", str(MANIFESTS[-1]), "-o", str(tmp_path)])
     assert bad.exit_code == 2 and "at least one CUDA" in bad.output
+
+
+def test_release_nix_has_one_job_per_set_package_and_system(sets_dir: Path) -> None:
+    """release.nix (Hydra, or nix-build -A with --builders) against a stand-in <nixpkgs>."""
+    if shutil.which("nix-instantiate") is None:
+        pytest.skip("nix-instantiate not found (Debian: apt-get install nix-bin)")
+    expr = (f"let jobs = import {sets_dir}/release.nix {{ nixpkgs = "
+            f"{DATA}/nix/release-standin.nix; cudasplitFor = pkgs: {{ outPath = \"/c\"; }}; }};"
+            " in builtins.mapAttrs (s: ps: builtins.mapAttrs (p: js: builtins.mapAttrs "
+            "(sys: d: d.name + \"@\" + d.system) js) ps) jobs")
+    done = subprocess.run(["nix-instantiate", "--eval", "--strict", "--json", "-E", expr],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    jobs = json.loads(done.stdout)
+    assert sorted(jobs) == ["cudaPackages_12_9", "cudaPackages_13_0", "cudaPackages_13_3",
+                            "cudaPackages_13_4"]
+    assert jobs["cudaPackages_13_4"]["cuda_cudart"] == {
+        "aarch64-linux": "cuda13.4-cuda_cudart-13.4.92@aarch64-linux",
+        "x86_64-linux": "cuda13.4-cuda_cudart-13.4.92@x86_64-linux"}
+    assert list(jobs["cudaPackages_13_4"]["cuda_opencl"]) == ["x86_64-linux"]  # no sbsa build
+    assert list(jobs["cudaPackages_13_4"]["libcudla"]) == ["aarch64-linux"]
