@@ -87,3 +87,16 @@ def test_closure_and_ldd_flag_a_stub_reachable_from_lib(tmp_path: Path) -> None:
     cudart = next(lib.glob("libcudart.so.12.*"))
     [view] = ldd(cudart, system=False)
     assert "stub-reachable" in view.flags  # its RUNPATH ($ORIGIN) holds the stub by name
+
+
+def test_ldd_cli_prints_and_fails_on_a_reachable_stub(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from cudasplit.cli import main
+
+    split, _ = _split(tmp_path, SplitOptions(jobs=1))
+    os.symlink("stubs/libcuda.so", split / "out/lib/libcuda.so")
+    done = CliRunner().invoke(main, ["ldd", str(split / "out/lib"), "--no-system"])
+    assert done.exit_code == 1 and "!stub-reachable" in done.output
+    closure = CliRunner().invoke(main, ["closure", str(split)])
+    assert "out reaches stub-link (out:lib/libcuda.so)" in closure.output

@@ -75,3 +75,6 @@ def _print(one: LoadView) -> None:
             where = r.path if r.path else "not found"
             flag = f"  !{r.flag}" if r.flag else ""
             click.echo(f"    {label}{r.name} => {where} ({r.via}){flag}")
+    if "stub-reachable" in one.flags:
+        click.echo("    !stub-reachable: a directory it searches holds a driver library's stub "
+                   "(lib/libcuda.so -> stubs/..., NixOS/nixpkgs#293320)")
