@@ -28,6 +28,7 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "EXTERNAL_PROVIDERS",
     "NIX_SYSTEMS",
+    "PROPAGATES",
     "PackagePlan",
     "PlatformPlan",
     "cuda_version_of",
@@ -42,6 +43,19 @@ DEFAULT_BASE_URL = "https://developer.download.nvidia.com/compute/cuda/redist/"
 # linux-sbsa and needs a capability switch Nixpkgs keeps elsewhere: it is left out here.
 NIX_SYSTEMS = {"linux-x86_64": "x86_64-linux", "linux-sbsa": "aarch64-linux",
                "linux-ppc64le": "powerpc64le-linux"}
+# Nixpkgs library.nix @7857007 and the package files (nixpkgs-today.md section 5); names as of
+# CUDA 12 (cuda_cccl is cccl from 13.3: _pkgrenames.py). Names outside a set are left out.
+PROPAGATES: Mapping[str, tuple[str, ...]] = {
+    "cuda_cudart": ("cuda_crt", "cuda_cccl"),
+    "cuda_nvcc": ("cuda_cudart",),          # depsTargetTargetPropagated in Nixpkgs
+    "cuda_nvprof": ("cuda_cudart",),
+    "libcublas": ("cuda_cudart",), "libcufft": ("cuda_cudart",), "libcurand": ("cuda_cudart",),
+    "libnpp": ("cuda_cudart",), "libnvjpeg": ("cuda_cudart",),
+    "libcutensor": ("cuda_cudart",),
+    "libcusparse_lt": ("cuda_cudart", "libcusparse"),
+    "libcublasmp": ("libcublas", "nccl"),
+    "libcuobjclient": ("libcufile",),
+}
 _PLACEHOLDER = re.compile(r"@([A-Za-z0-9_.+-]+)@")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_'-]*$")
 
@@ -73,6 +87,7 @@ class PackagePlan:
     external: dict[str, tuple[str, ...]] = field(default_factory=dict)  # Nixpkgs expr -> names
     cuda_version: str | None = None  # the release's X.Y: cudasplitCudaVersion
     missing: tuple[str, ...] = ()  # platforms named by the manifest without a tarball here
+    propagated: tuple[str, ...] = ()  # packages of the release it propagates (library.nix)
 
 
 def plan_release(manifest: Manifest, tarball_dir: str | os.PathLike[str], *,
@@ -167,7 +182,9 @@ def _plan_package(package: Package, arts: Sequence[Artifact], missing: Sequence[
         package_roots=roots, table_inputs=needs, external=external,
         outside=tuple(sorted(set(wanted) - set(needs) - {package.pname})), cuda_version=cuda,
         dlopened=tuple(sorted(dlopened & {n for v in resolves.values() for n in v})),
-        missing=tuple(sorted(a.platform for a in missing)))
+        missing=tuple(sorted(a.platform for a in missing)),
+        propagated=tuple(p for p in (name_at(d, cuda) for d in PROPAGATES.get(package.pname, ()))
+                         if p in release and p != package.pname))
 
 
 def _platform_key(artifact: Artifact) -> str:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ._gates import Where, version_tuple
 from ._manifest import Artifact, Manifest, Package
+from ._nixplan import PROPAGATES
 from ._nixsetstemplate import MK_REDIST, RELEASE
 from ._pkgrenames import name_at
 from ._rules import default_rules_dir, load_ruleset
@@ -35,19 +36,6 @@ __all__ = ["BROKEN", "PROPAGATES", "SYSTEMS", "PackageSet", "SetPackage", "SetsR
            "plan_sets", "render_set", "write_sets"]
 
 SYSTEMS = {"linux-x86_64": "x86_64-linux", "linux-sbsa": "aarch64-linux"}
-# Nixpkgs library.nix @7857007 and the package files (nixpkgs-today.md section 5); names as of
-# CUDA 12 (cuda_cccl is cccl from 13.3: _pkgrenames.py). Names outside a set are left out.
-PROPAGATES: Mapping[str, tuple[str, ...]] = {
-    "cuda_cudart": ("cuda_crt", "cuda_cccl"),
-    "cuda_nvcc": ("cuda_cudart",),          # depsTargetTargetPropagated in Nixpkgs
-    "cuda_nvprof": ("cuda_cudart",),
-    "libcublas": ("cuda_cudart",), "libcufft": ("cuda_cudart",), "libcurand": ("cuda_cudart",),
-    "libnpp": ("cuda_cudart",), "libnvjpeg": ("cuda_cudart",),
-    "libcutensor": ("cuda_cudart",),
-    "libcusparse_lt": ("cuda_cudart", "libcusparse"),
-    "libcublasmp": ("libcublas", "nccl"),
-    "libcuobjclient": ("libcufile",),
-}
 # Libraries a package's DT_NEEDED names (Nixpkgs' buildInputs, for autoPatchelf); without the
 # tarballs there is no soname graph, so these and the toolchain's libstdc++ are all the split
 # can resolve against (the strict split fails on anything else: add it here or use nixify).
