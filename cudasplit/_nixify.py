@@ -14,6 +14,8 @@ For each package of ``redistrib_*.json`` whose tarballs are at hand, one ``<pnam
 * the cudasplit hook's variables: ``cudasplitLibraryPath`` (the providers' ``lib``),
   ``cudasplitPackageRoots`` (each package the table appends to RUNPATH), ``cudasplitCudaVersion``
   (the release's X.Y, for the table's gates), ``cudasplitStrict``;
+* ``propagatedBuildInputs``: Nixpkgs' library.nix edges within the release
+  (:data:`cudasplit._nixplan.PROPAGATES`);
 * ``src`` from the manifest's ``relative_path`` and ``sha256``; ``meta.platforms``.
 
 Plus ``default.nix``, a function of ``callPackage`` returning every package, so an overlay or a
