@@ -231,6 +231,12 @@ def _render_package(package: SetPackage, members: set[str]) -> list[str]:
         test, why = package.capability
         extra += f" ++ (if {test} then [ ] else [ {_s(why)} ])"
     lines.append(f"      problems = [ {' '.join(problems)} ]{extra};".replace("[  ]", "[ ]"))
+    if package.pname == "cuda_cudart" and "cuda_nvcc" in members:
+        # Nixpkgs' passthru.tests.no-compiler (#457424): nothing of cudart keeps nvcc alive.
+        lines += ["      extraTests = drv: {",
+                  '        no-compiler = runCommand "cuda_cudart-no-compiler" {',
+                  "          disallowedRequisites = [ self.cuda_nvcc ];",
+                  '        } "echo ${drv} > $out";', "      };"]
     lines.append("    };")
     return lines
 
