@@ -78,6 +78,7 @@ if TYPE_CHECKING:
         diff_releases,
         manifest_features,
         nixify_manifest,
+        nixify_sets,
         verify_manifest,
     )
     from cudasplit._release.closuresize import measure_outputs
@@ -100,6 +101,7 @@ _LAZY = {
     "consumer_guards_hook": "cudasplit._api.guards", "dlopen_audit": "cudasplit._api.guards",
     "measure_outputs": "cudasplit._release.closuresize",
     "ToolkitView": "cudasplit._release.toolkit", "toolkit_view": "cudasplit._release.toolkit",
+    "nixify_sets": "cudasplit._api.release",
 }
 
 
@@ -191,6 +193,7 @@ __all__ = [
     "manifest_features",
     "measure_outputs",
     "nixify_manifest",
+    "nixify_sets",
     "open_source",
     "package_entry_lines",
     "package_id",

@@ -129,7 +129,7 @@ def split_nix(source: PathLike | Source, env: dict[str, str] | None = None,
     if env is not None and not isinstance(env, Mapping):
         raise OptionsTypeError(f"env must be a mapping or None, not {type(env).__name__}")
     roots = nix_outputs(env)
-    opts = replace(options or SplitOptions(), outputs=tuple(roots))
+    opts = replace(options or SplitOptions(), outputs=tuple(roots), nix_build=True)
     opts = replace(opts, runpath=with_nix_defaults(opts.runpath, env))  # loader, libs, failure
     if opts.dry_run:
         return _split(source, None, options=opts, layout=LayoutSpec.fixed(roots))

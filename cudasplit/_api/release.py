@@ -13,12 +13,20 @@ from collections.abc import Sequence
 from cudasplit._release.diff import ReleaseDiff, diff_snapshots, snapshot
 from cudasplit._release.features import FeatureReport, features_for_manifest
 from cudasplit._release.manifest import VerifyReport, load_manifest, verify
-from cudasplit._release.nixify import DEFAULT_BASE_URL, NixifyResult, nixify
+from cudasplit._release.nixify import (
+    DEFAULT_BASE_URL,
+    NixifyResult,
+    SetsResult,
+    nixify,
+    plan_sets,
+    write_sets,
+)
 from cudasplit._split.progress import ProgressCallback
 
 PathLike = str | os.PathLike[str]
 
-__all__ = ["diff_releases", "manifest_features", "nixify_manifest", "verify_manifest"]
+__all__ = ["diff_releases", "manifest_features", "nixify_manifest", "nixify_sets",
+           "verify_manifest"]
 
 
 def verify_manifest(manifest: PathLike, tarball_dir: PathLike, *,
@@ -110,6 +118,28 @@ def nixify_manifest(manifest: PathLike, tarball_dir: PathLike, output_dir: PathL
                   platforms=platforms or None, packages=packages or None,
                   base_url=base_url or DEFAULT_BASE_URL, jobs=jobs, progress=progress,
                   toolkit=toolkit)
+
+
+def nixify_sets(manifests: Sequence[PathLike], output_dir: PathLike, *,
+                base_url: str | None = None) -> SetsResult:
+    """One Nix package set per CUDA release among ``manifests``, from the manifests alone:
+    Nixpkgs' ``cudaPackages_X_Y`` with propagation edges, meta and per-package tests, plus a
+    ``release.nix`` with one job per set, package and system.
+
+    Args:
+        manifests: NVIDIA's redistrib JSON files of CUDA and of other redists (e.g. cuDNN).
+        output_dir: where the ``.nix`` files go (created).
+        base_url: prefix of the manifests' relative paths (default: NVIDIA's redist URL).
+
+    Returns:
+        What was written: the sets and the file names.
+
+    Raises:
+        ManifestError: a manifest cannot be read.
+        OutputError: ``output_dir`` cannot be written.
+    """
+    loaded = [load_manifest(m) for m in manifests]
+    return write_sets(plan_sets(loaded, base_url or DEFAULT_BASE_URL), output_dir)
 
 
 def diff_releases(old: PathLike, new: PathLike, *, tarball_dir: PathLike | None = None,

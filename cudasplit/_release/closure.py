@@ -7,11 +7,12 @@ the closure before anything reaches a store. The scan, how each reference is att
 (symlink, runpath, pkgconfig, nix-support, text) and what the needles are, is
 :mod:`cudasplit._release.closurescan`; here are the report, its sizes and its warnings.
 
-Warnings: static archives, stubs, samples, documentation or a compiler (nvcc, ptxas, cicc, ...)
-reachable from ``lib`` or ``out``. ``out``'s ``nix-support/propagated-build-inputs`` names every
-other output on purpose (a dependency on ``out`` brings the whole package to a build); those
-edges are reported but not followed for ``out``'s warnings, since they are the convention, not
-an accident of the split.
+Warnings: static archives, stubs, a link outside a stubs directory to a stub (``stub-link``:
+``lib/libcuda.so -> stubs/libcuda.so``, #293320), samples, documentation or a compiler (nvcc,
+ptxas, cicc, ...) reachable from ``lib`` or ``out``. ``out``'s
+``nix-support/propagated-build-inputs`` names every other output on purpose (a dependency on
+``out`` brings the whole package to a build); those edges are reported but not followed for
+``out``'s warnings, since they are the convention, not an accident of the split.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from cudasplit.errors import OutputError
 __all__ = ["ClosureReport", "ClosureWarning", "Reference", "closure_of_dir", "closure_of_roots"]
 
 # Categories an output may hold that a runtime library should never drag along.
-HEAVY = ("static", "stubs", "samples", "doc", "compiler")
+HEAVY = ("static", "stubs", "stub-link", "samples", "doc", "compiler")
 # Outputs whose closure should stay small; out's propagation list is exempt (see module text).
 WATCHED = ("lib", "out")
 PROPAGATION = "nix-support/propagated-build-inputs"
@@ -44,7 +45,7 @@ CLOSURE_SCHEMA = 1  # the "schema" of as_dict (cudasplit/schemas/closure.json)
 @dataclass(frozen=True, slots=True, order=True)
 class ClosureWarning:
     output: str    # lib or out: whose closure holds it
-    category: str  # static | stubs | samples | doc | compiler
+    category: str  # static | stubs | stub-link | samples | doc | compiler
     holder: str    # the output that holds it
     example: str   # one path inside holder, for the message
     chain: tuple[str, ...]  # output -> ... -> holder

@@ -205,6 +205,10 @@ def _categories(output: str, rel: str, link: str | None) -> Iterator[str]:
         yield "static"
     if "stubs" in parts[:-1]:
         yield "stubs"
+    elif link is not None and "stubs" in link.split("/")[:-1]:
+        # lib/libcuda.so -> stubs/libcuda.so: a stub found by name next to the real
+        # libraries (NixOS/nixpkgs#293320), whatever output holds it.
+        yield "stub-link"
     if output == "samples" or parts[0] == "samples":
         yield "samples"
     if output == "doc" or parts[0] == "doc" or rel.startswith(("share/doc/", "share/man/")):

@@ -25,6 +25,7 @@ from cudasplit._release.graph import Graph
 from cudasplit._release.snapshot import Snapshot, snapshot
 from cudasplit._release.sonames import ElfNames
 from cudasplit._report import plural
+from cudasplit._rulebook import renamed_pairs
 
 DIFF_SCHEMA = 1  # the "schema" of as_dict (cudasplit/schemas/diff.json)
 
@@ -36,7 +37,8 @@ __all__ = ["Change", "ReleaseDiff", "Snapshot", "diff_snapshots", "snapshot"]
 class Change:
     """One line of the diff; ``what`` names the kind of change."""
 
-    what: str      # package-added|package-removed|output-added|output-removed|member-added|
+    what: str      # package-added|package-removed|package-renamed|platform-added|
+    #                platform-removed|output-added|output-removed|member-added|
     #                member-removed|member-moved|package-moved|relocated|soname-added|
     #                soname-removed|soname-moved|needed-added|needed-removed|
     #                dlopen-added|dlopen-removed|version
@@ -78,6 +80,7 @@ class ReleaseDiff:
 def diff_snapshots(old: Snapshot, new: Snapshot) -> ReleaseDiff:
     changes: list[Change] = []
     changes += _package_changes(old, new)
+    changes += _platform_changes(old, new)
     changes += _member_changes(old, new)
     changes += _elf_changes(old, new)
     sizes = _sizes(old, new)
@@ -86,12 +89,33 @@ def diff_snapshots(old: Snapshot, new: Snapshot) -> ReleaseDiff:
 
 
 def _package_changes(old: Snapshot, new: Snapshot) -> list[Change]:
-    found = [Change("package-removed", p, old=old.versions[p])
-             for p in old.versions if p not in new.versions]
+    # A known rename (cuda_cccl -> cccl at CUDA 13.3, nixpkgs#528773) is one change, not a
+    # package removed and another added.
+    renames = renamed_pairs(set(old.versions), set(new.versions))
+    gone = {r[0] for r in renames}
+    came = {r[1] for r in renames}
+    found = [Change("package-renamed", a, path=f"CUDA {since}", old=f"{a} {old.versions[a]}",
+                    new=f"{b} {new.versions[b]}") for a, b, since in renames]
+    found += [Change("package-removed", p, old=old.versions[p])
+              for p in old.versions if p not in new.versions and p not in gone]
     found += [Change("package-added", p, new=new.versions[p])
-              for p in new.versions if p not in old.versions]
+              for p in new.versions if p not in old.versions and p not in came]
     found += [Change("version", p, old=old.versions[p], new=new.versions[p])
               for p in old.versions if p in new.versions and old.versions[p] != new.versions[p]]
+    return found
+
+
+def _platform_changes(old: Snapshot, new: Snapshot) -> list[Change]:
+    """Manifest-level snapshots: platforms a package gained or lost (``windows-arm64`` in
+    13.4, ``linux-aarch64`` gone with CUDA 13); renamed packages compare under both names."""
+    found = []
+    pairs = {a: b for a, b, _ in renamed_pairs(set(old.versions), set(new.versions))}
+    for package, before in old.platforms.items():
+        after = new.platforms.get(pairs.get(package, package))
+        if after is None:
+            continue
+        found += [Change("platform-removed", package, path=p) for p in before if p not in after]
+        found += [Change("platform-added", package, path=p) for p in after if p not in before]
     return found
 
 
@@ -242,7 +266,11 @@ def render_diff(diff: ReleaseDiff, members: bool) -> list[str]:
     lines = [f"--- {diff.old}", f"+++ {diff.new}"]
     for what, sign in (("package-removed", "-"), ("package-added", "+")):
         lines += [f"{sign} package {c.package} {c.old or c.new}" for c in diff.of(what)]
+    lines += [f"~ package renamed {c.old} -> {c.new} ({c.path})"
+              for c in diff.of("package-renamed")]
     lines += [f"~ package {c.package} {c.old} -> {c.new}" for c in diff.of("version")]
+    for what, sign in (("platform-removed", "-"), ("platform-added", "+")):
+        lines += [f"{sign} platform {c.package}: {c.path}" for c in diff.of(what)]
     lines += _size_lines(diff)
     lines += [f"{'+' if c.what == 'output-added' else '-'} output {c.package}:{c.path}"
               for c in diff.changes if c.what in ("output-added", "output-removed")]

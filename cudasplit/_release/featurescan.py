@@ -42,7 +42,9 @@ BASIC_KEYS = ("bin", "dev", "doc", "lib", "sample", "static")
 EXTENDED_KEYS = (*BASIC_KEYS, "include", "python", "stubs")
 _DEV_DIRS = ("include/", "lib/pkgconfig/", "share/pkgconfig/", "pkg-config/", "pkgconfig/",
              "lib/cmake/", "lib64/cmake/", "share/aclocal/")
-_DOC_DIRS = ("doc/", "share/doc/", "share/man/", "share/info/")
+# NVIDIA's feature manifests count only these (cuda_cupti's top-level doc/ is doc: false in
+# feature_12.2.2.json on every platform); the split still puts doc/ into the doc output.
+_DOC_DIRS = ("share/doc/", "share/info/", "share/man/", "share/gtk-doc/", "share/devhelp/")
 _LIB_DIRS = ("lib/", "lib64/")
 _STUB_DIRS = ("lib/stubs/", "lib64/stubs/", "stubs/")
 _SHARED_NAME = re.compile(r"\.so(\.[^/]*)?$")

@@ -19,9 +19,11 @@ for the first file of the search path that fits it. ``maps`` stand in for the ma
 will run on: ``/run/opengl-driver=/tmp/driver`` reads the driver link from another place. A
 candidate of another ELF class or machine is skipped, as the loader does. Glibc's own libraries
 always come from the interpreter's directory. Flags: ``stub-shadows-driver`` (a stub of a driver
-library would be loaded), ``not-found`` and ``driver-not-found`` (a driver library that this
-machine lacks: expected where no GPU driver is installed). The RPATH inheritance from the
-loading executable is not simulated: each object is viewed on its own.
+library would be loaded), ``stub-reachable`` (a directory searched, other than the system's,
+holds a driver library's stub: ``dlopen("libcuda.so")`` would load it), ``not-found`` and
+``driver-not-found`` (a driver library that this machine lacks: expected where no GPU driver is
+installed). The RPATH inheritance from the loading executable is not simulated: each object is
+viewed on its own.
 """
 
 from __future__ import annotations
@@ -115,8 +117,10 @@ def view(path: str | os.PathLike[str], options: LddOptions | None = None) -> Loa
     needed = tuple(_resolve(n, info, search, interpreter) for n in info.needed)
     opened = tuple(_resolve(_pattern_hit(t.name, search) or t.name, info, search, interpreter)
                    for t in targets)
-    flags = tuple(sorted({r.flag for r in (*needed, *opened) if r.flag}))
-    return LoadView(name, interpreter, needed, opened, None, flags)
+    flags = {r.flag for r in (*needed, *opened) if r.flag}
+    if any(_stub_in(directory) for via, directory in search if via != "system"):
+        flags.add("stub-reachable")
+    return LoadView(name, interpreter, needed, opened, None, tuple(sorted(flags)))
 
 
 def view_tree(root: str | os.PathLike[str], options: LddOptions | None = None
@@ -212,6 +216,25 @@ def _resolve(name: str, info: ElfInfo, search: list[tuple[str, str]],
             return Resolution(name, candidate, via, flag)
     return Resolution(name, None, "-", "driver-not-found" if is_driver_name(name)
                       else "not-found")
+
+
+def _stub_in(directory: str) -> bool:
+    """A driver library's stub found by name in ``directory`` (``lib/libcuda.so ->
+    stubs/libcuda.so``, NixOS/nixpkgs#293320): a ``dlopen("libcuda.so")`` or a later
+    DT_NEEDED would load it. A stubs directory itself on the path counts too."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return False
+    for name in names:
+        if is_driver_name(name) and _SO.search(name):
+            real = os.path.realpath(os.path.join(directory, name))
+            if "stubs" in Path(real).parts:
+                return True
+    return False
+
+
+_SO = re.compile(r"\.so(\.|$)")
 
 
 def _loadable(candidate: str, info: ElfInfo) -> bool:

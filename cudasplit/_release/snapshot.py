@@ -42,6 +42,8 @@ class Snapshot:
     versions: dict[str, str] = field(default_factory=dict)  # package -> version
     members: dict[tuple[str, str], Entry] = field(default_factory=dict)  # (package, path)
     elf: dict[tuple[str, str], ElfNames] = field(default_factory=dict)   # (package, path)
+    # A manifest read without its tarballs: package -> the platforms it is built for.
+    platforms: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def add(self, package: str, path: str, output: str, size: int) -> None:
         self.members[(package, path)] = Entry(package, output, size)
@@ -63,18 +65,28 @@ class Snapshot:
 def snapshot(path: str | os.PathLike[str], *, tarball_dir: str | os.PathLike[str] | None = None,
              platform: str = "linux-x86_64", jobs: int = 1,
              progress: ProgressCallback | None = None) -> Snapshot:
-    """A manifest (``*.json``, with ``tarball_dir``), a split directory, or one tarball/tree;
+    """A manifest (``*.json``: with ``tarball_dir`` its tarballs are read, without it only the
+    manifest: packages, versions, platforms), a split directory, or one tarball/tree;
     ``progress`` hears of every member read."""
     target = Path(path)
     if target.suffix == ".json":
         if tarball_dir is None:
-            raise SourceError("a manifest needs the directory of its tarballs (--tarballs)",
-                              source=str(target))
+            return _manifest_only(target)
         return _from_manifest(target, Path(tarball_dir), platform, jobs, progress)
     if target.is_dir() and _split_layout(target):
         return _from_split_dir(target)
     snap = Snapshot(str(target))
     _add_source(snap, target, None, jobs, progress)
+    return snap
+
+
+def _manifest_only(path: Path) -> Snapshot:
+    """What the manifest alone says: every package (any platform), its version, its platforms."""
+    manifest = load_manifest(path)
+    snap = Snapshot(str(path))
+    for package in manifest.packages:
+        snap.versions[package.pname] = package.version
+        snap.platforms[package.pname] = package.platforms
     return snap
 
 

@@ -10,6 +10,7 @@ The parts: loading and checking files (``load``), the rule set and one rule agai
 
 from __future__ import annotations
 
+from cudasplit._rulebook.gates import version_tuple
 from cudasplit._rulebook.load import (
     ACTIONS,
     PROFILE_KEYS,
@@ -33,6 +34,7 @@ from cudasplit._rulebook.pkgtable import (
     added_needed,
     version_at_least,
 )
+from cudasplit._rulebook.renames import aliases, name_at, renamed_pairs
 from cudasplit._rulebook.ruleset import (
     KIND_NAMES,
     Decision,
@@ -65,13 +67,17 @@ __all__ = [
     "TextEdit",
     "Where",
     "added_needed",
+    "aliases",
     "build_ruleset",
     "default_rules_dir",
     "describe_package",
     "kind_matches",
     "load_ruleset",
+    "name_at",
     "parse_dlopen_key",
     "read_rule_file",
+    "renamed_pairs",
     "ruleset_toml",
     "version_at_least",
+    "version_tuple",
 ]

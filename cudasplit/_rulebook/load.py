@@ -54,7 +54,7 @@ RULE_KEYS = frozenset(
     {"name", "match", "kind", "output", "action", "patch", "keep_runpath", "runpath_append",
      "transform", "description", "fallback"}
 )
-RENAME_KEYS = frozenset({"name", "from", "to", "link_back", "description"})
+RENAME_KEYS = frozenset({"name", "from", "to", "link_back", "description", "file"})
 TOP_KEYS = frozenset({"schema", "profile", "package", "rule", "rename"})
 PROFILE_KEYS = frozenset({"name", "description", "outputs"})
 ACTIONS = frozenset({"place", "drop"})
@@ -223,6 +223,12 @@ def _load_renames(entries: Any, filename: str, label: str) -> list[Rename]:
         climbs = ".." in (source + "/" + target).split("/")
         if source.startswith("/") or target.startswith("/") or climbs:
             raise RulesError(f"{where}: 'from' and 'to' must be relative paths without '..'")
+        if table.get("file", False) is True:
+            # One file moves (nsight_compute's ncu -> bin/ncu): exact paths, no link back.
+            if source.endswith("/") or target.endswith("/") or table.get("link_back"):
+                raise RulesError(f"{where}: a file rename takes file paths and no link_back")
+            renames.append(Rename(RuleRef(label, str(name)), source, target))
+            continue
         renames.append(Rename(RuleRef(label, str(name)), source.rstrip("/") + "/",
                               target.rstrip("/") + "/", bool(table.get("link_back", False))))
     return renames

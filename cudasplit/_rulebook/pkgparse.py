@@ -166,7 +166,10 @@ def parse_output_when(value: Any, filename: str) -> tuple[OutputWhen, ...]:
 def parse_drops(value: Any, filename: str) -> tuple[DropEdit, ...]:
     entries = []
     for where, table in _tables(value, filename, "drop"):
-        _check(table, frozenset({"match", "keep", "description"}), where)
+        _check(table, frozenset({"match", "keep", "description", "unlifted"}), where)
+        unlifted = table.get("unlifted", False)
+        if not isinstance(unlifted, bool):
+            raise RulesError(f"{where}: 'unlifted' must be true or false")
         keep = string_list(table.get("keep"), where, "keep")
         try:
             for pattern in keep:
@@ -174,7 +177,7 @@ def parse_drops(value: Any, filename: str) -> tuple[DropEdit, ...]:
         except GlobError as exc:
             raise RulesError(f"{where}: {exc}") from exc
         entries.append(DropEdit(glob_list(table.get("match"), where, "match"),
-                                parse_gate(table, where), keep))
+                                parse_gate(table, where), keep, unlifted))
     return tuple(entries)
 
 

@@ -85,8 +85,9 @@ class PackageSettings:
         base = [o for o in ("bin", "include", "lib") if o in outputs]
         return tuple(base + [o for o in self.propagated_outputs if o in outputs and o not in base])
 
-    def dropped(self, path: str, where: Where) -> bool:
-        return any(d.matches(path, where) for d in self.drops)
+    def dropped(self, path: str, where: Where, *, lifted: bool = False) -> bool:
+        """``path`` (after ``lift``; ``lifted``: the lift moved it) is dropped by the table."""
+        return any(d.matches(path, where, lifted=lifted) for d in self.drops)
 
     def lift_path(self, path: str) -> str | None:
         """``path`` with a lifted directory prefix removed; None when ``path`` is that directory."""

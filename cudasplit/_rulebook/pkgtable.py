@@ -91,11 +91,17 @@ class DropEdit:
     globs: tuple[Glob, ...]
     gate: Gate = UNGATED
     keep: tuple[str, ...] = ()
+    # Only members ``lift`` left where they were: nsight_systems' top-level bin/ wrappers go,
+    # a nested release's own nsight-systems/<v>/bin/ (lifted to bin/) stays, as in Nixpkgs,
+    # which deletes the wrappers before lifting.
+    unlifted: bool = False
 
     def needs_python(self) -> bool:
         return any("@python@" in k for k in self.keep)
 
-    def matches(self, path: str, where: Where) -> bool:
+    def matches(self, path: str, where: Where, *, lifted: bool = False) -> bool:
+        if self.unlifted and lifted:
+            return False
         if not any(g.matches(path) for g in self.globs) or not self.gate.applies(where):
             return False
         if self.needs_python() and where.python_version is None:

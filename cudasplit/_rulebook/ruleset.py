@@ -135,11 +135,13 @@ class Rule:
 @dataclass(frozen=True, slots=True)
 class Rename:
     ref: RuleRef
-    source: str  # prefix, always ending in "/"
-    target: str  # prefix, always ending in "/"
+    source: str  # prefix ending in "/"; without one, a single file (``file = true``)
+    target: str  # prefix ending in "/" (a file rename: the new path)
     link_back: bool = False
 
     def apply(self, path: str) -> str | None:
+        if not self.source.endswith("/"):  # nsight_compute's ncu -> bin/ncu
+            return self.target if path == self.source else None
         # Only paths strictly below the prefix move: a member named exactly like the prefix
         # (``lib64`` as a symlink to ``lib``) keeps its name.
         if path.startswith(self.source):

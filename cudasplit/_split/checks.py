@@ -21,9 +21,10 @@ __all__ = ["STRICT_WARNINGS", "declared_output_problems", "fhs_problems", "nix_s
            "strict_failures", "unclaimed_problems"]
 
 # Warnings that --strict treats as problems: a RUNPATH entry the package rules want is
-# missing, or a DT_NEEDED library will not be found at run time; --platform contradicts the
-# archive's name.
-STRICT_WARNINGS = frozenset({"package-root-missing", "needed-unresolved", "platform-mismatch"})
+# missing, a DT_NEEDED library will not be found at run time, the package has no rules file,
+# or --platform contradicts the archive's name.
+STRICT_WARNINGS = frozenset({"package-root-missing", "needed-unresolved", "no-package-rules",
+                             "platform-mismatch"})
 
 
 def declared_output_problems(report: Report, declared: Sequence[str],

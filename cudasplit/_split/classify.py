@@ -76,12 +76,13 @@ class Normaliser:
         lifted = self.ruleset.package.lift_path(path)
         if lifted is None:
             return None, None, None
+        moved = lifted != path
         lifted, lib_drop = self.lib_major.route(lifted)
         if lib_drop is not None:
             return None, None, lib_drop
         # Drops name archive paths before renames: cuda_cccl 13 deletes the stale top-level
         # include/nv/ *before* include/cccl/nv/ is un-nested into its place.
-        if self.ruleset.package.dropped(lifted, self.where):
+        if self.ruleset.package.dropped(lifted, self.where, lifted=moved):
             return None, None, PACKAGE_DROP + " (drop)"
         dest, rename = self.ruleset.normalise(lifted)
         if dest.endswith(".pc") and any(

@@ -59,6 +59,8 @@ class LibMajor:
     held: list[Held] = field(default_factory=list)
     placed: list[str] = field(default_factory=list)  # lib/ members placed before `seen`
     _late: list[str] = field(default_factory=list)
+    # major unknown: the lib/<NN>/ directories kept as they are (first member of each)
+    unlifted: dict[str, str] = field(default_factory=dict)
 
     def should_hold(self, member: Member, path: str) -> bool:
         if not self.hold or self.major is None or self.seen:
@@ -86,9 +88,11 @@ class LibMajor:
 
     def arrive(self, member: Member, path: str) -> None:
         """Note a member that is not held (``path``: its lifted archive path)."""
-        if self.major is None:
-            return
         match = _MAJOR_DIR.match(path)
+        if self.major is None:
+            if match is not None:
+                self.unlifted.setdefault(match[1], path)
+            return
         if match is not None and match[1] == self.major and not self.seen:
             self.seen = True
             self._late = list(self.placed)
@@ -107,6 +111,19 @@ class LibMajor:
         if _in_lib(path) and self.seen:
             return path, f"lib/{self.major}/ replaces lib/ (D9, as Nixpkgs)"
         return path, None
+
+    def unlifted_warning(self) -> tuple[str, str] | None:
+        """(first member, message) when ``lib/<NN>/`` directories stayed where they were
+        because the CUDA major is unknown: nothing finds ``lib/12/libx.so`` (D9)."""
+        if not self.unlifted:
+            return None
+        majors = sorted(self.unlifted)
+        dirs = " and ".join(f"lib/{m}/" for m in majors)
+        return (self.unlifted[majors[0]],
+                f"{dirs} kept as they are: the CUDA major is unknown (no _cudaNN archive "
+                f"suffix, --cuda-version or --cuda-major); Nixpkgs lifts lib/<cudaMajor>/ "
+                f"into lib/ and drops the others (D9): pass --cuda-major "
+                f"{'|'.join(majors)}")
 
     def late(self) -> list[str]:
         """``lib/`` members placed before a ``lib/<major>/`` arrived (reported once)."""

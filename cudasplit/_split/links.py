@@ -201,13 +201,36 @@ class LinkPlanner:
     def _place_extra_links(self) -> None:
         """Package ``stub_links``: created in every output holding the target, if still free."""
         for dest, target in sorted(self.ruleset.package.stub_links.items()):
-            target_dest = posixpath.normpath(posixpath.join(member_parent(dest), target))
-            # A link to a directory (cuda_cccl's include/cccl -> .) goes where it has content.
-            for output in sorted(self.placements.holders(target_dest)):
+            for output in _stub_link_outputs(dest, target, self.placements, self.warn):
                 self.add_link(output, dest, target, f"{BUILTIN}:stub-link")
         for entry in self.ruleset.package.link_into:  # tensorrt's include/onnx
             for output, dest, target in entry.links(list(self.placements.occupied), self.where):
                 self.add_link(output, dest, target, f"{BUILTIN}:link-into")
+
+
+def is_stub_path(path: str) -> bool:
+    """``lib/stubs/...`` or ``stubs/...`` (at any depth): link-time stand-ins."""
+    parts = path.split("/")
+    return "stubs" in parts[:-1]
+
+
+def _stub_link_outputs(dest: str, target: str, placements: Placements,
+                       warn: Complain) -> list[str]:
+    """The outputs a package ``stub_links`` entry is created in: every one holding the target
+    (a link to a directory, cuda_cccl's ``include/cccl -> .``, goes where it has content),
+    except that a link outside a stubs directory to a stub is refused (with a warning) in any
+    output but ``stubs``: it would be found through that output's library directory
+    (``lib/libcuda.so -> stubs/libcuda.so``, NixOS/nixpkgs#293320)."""
+    target_dest = posixpath.normpath(posixpath.join(member_parent(dest), target))
+    exposes = is_stub_path(target_dest) and not is_stub_path(dest)
+    made = []
+    for output in sorted(placements.holders(target_dest)):
+        if exposes and output != "stubs":
+            warn("stub-link-skipped", None, f"{output}: {dest} -> {target} not created: it "
+                 f"would put a stub next to {output}'s libraries (no separate stubs output)")
+        else:
+            made.append(output)
+    return made
 
 
 @dataclass(frozen=True, slots=True)

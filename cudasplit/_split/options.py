@@ -103,6 +103,8 @@ class SplitOptions:
         target_platform: the platform a compiler package (nvcc) builds for; its
             ``cuda_cudart`` package roots must hold that machine's ELF files (default: the
             archive's own platform).
+        nix_build: inside a Nix builder (set by :func:`split_nix`): a package without rules
+            or a missing ``nvcc.profile`` package root is an error, not a warning.
         memory_limit: bytes of decoded data the parallel decoder may hold at once (at least
             1 MiB); ``None``: (jobs + 1) whole xz blocks, within 64 MiB and min(4 GiB, RAM/4).
         skip_unsafe_members: skip (with a problem) a member that would leave the output, such
@@ -157,6 +159,9 @@ class SplitOptions:
     # The platform a compiler package (nvcc) builds for; its cuda_cudart package roots must
     # hold that machine's ELF files. Default: the archive's own platform.
     target_platform: str | None = None
+    # Inside a Nix builder (split_nix): what only warns elsewhere -- a package without rules,
+    # a missing nvcc.profile package root -- would build a wrong derivation: an error there.
+    nix_build: bool = False
 
     def __post_init__(self) -> None:
         check_options(self)
@@ -169,7 +174,7 @@ class SplitOptions:
 # The smallest decoder budget accepted: one decoded chunk (below it nothing could be held).
 MIN_MEMORY_LIMIT = 1 << 20
 _FLAGS = ("patch", "strict", "dry_run", "overwrite", "nix_markers", "check_fhs_refs",
-          "default_rules", "fsync", "skip_unsafe_members")
+          "default_rules", "fsync", "skip_unsafe_members", "nix_build")
 _CUDA_VERSION = re.compile(r"\d+\.\d+(\.\d+)?")
 
 

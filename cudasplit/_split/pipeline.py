@@ -124,7 +124,7 @@ class SplitRun:
         """Identity, rule set, layout, patch stage and declared outputs, once, in that order;
         the end of the run, given what it will need."""
         ident = self.options.package or self.source.package
-        plan = prepare(ident, self.options, self.layout_spec)
+        plan = prepare(ident, self.options, self.layout_spec, self.source.description)
         ruleset = self.ruleset = plan.ruleset
         self.writer.start(ident.as_dict(), ruleset.files, plan.layout)
         self.writer.warnings(plan.warnings)
@@ -187,6 +187,9 @@ class SplitRun:
                 self._take(held.member, held.spool)
             if held.spool is not None:
                 held.spool.close()
+        unlifted = self.lib_major.unlifted_warning()
+        if unlifted is not None:
+            self.writer.warn("cuda-major-unknown", *unlifted)
 
     def _held(self, member: Member, stream: BinaryIO | None, lifted: str | None) -> bool:
         """D9: hold ``member`` until the stream ends, or note its arrival (_libmajor.py)."""

@@ -8,18 +8,20 @@ frozen: every stage of the run sees the same values.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from cudasplit._layout import Layout, LayoutSpec
 from cudasplit._model import PackageId
 from cudasplit._report import Problem
-from cudasplit._rulebook import RuleSet, Where, load_ruleset
+from cudasplit._rulebook import RuleSet, Where, default_rules_dir, load_ruleset, read_rule_file
 from cudasplit._split.classify import Normaliser
 from cudasplit._split.libmajor import LibMajor
 from cudasplit._split.options import SplitOptions, cuda_version
 from cudasplit._split.patchstage import PatchSettings
 from cudasplit._split.targets import check_target_roots, platform_warnings
+from cudasplit.errors import OptionsError, RulesError
 
-__all__ = ["RunPlan", "patch_settings", "prepare", "target_platform"]
+__all__ = ["RunPlan", "no_rules_reason", "patch_settings", "prepare", "target_platform"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,12 +38,15 @@ class RunPlan:
     warnings: tuple[Problem, ...] = ()
 
 
-def prepare(package: PackageId, options: SplitOptions, layout: LayoutSpec) -> RunPlan:
+def prepare(package: PackageId, options: SplitOptions, layout: LayoutSpec,
+            description: str = "") -> RunPlan:
     ruleset = load_ruleset(package.name, options.rules_files, options.rules_dir)
     where = Where(package.version, cuda_version(options, package),
                   options.platform or package.platform, options.python_version)
-    warnings = platform_warnings(options.platform, package)
+    warnings = [*platform_warnings(options.platform, package),
+                *_rules_file_problems(package, options, description)]
     _check_compiler_target(ruleset, options, where.platform)
+    _check_roots_exist(options, description or package.name)
     if options.python_version is None and any(d.needs_python() for d in ruleset.package.drops):
         warnings.append(Problem("python-version-unknown", None, "the package table keeps only "
                                 "the build Python's files here; pass --python-version X.Y "
@@ -76,6 +81,46 @@ def _check_compiler_target(ruleset: RuleSet, options: SplitOptions,
     target = target_platform(options, build_platform)
     if target is not None:
         check_target_roots(dict(options.package_roots), target)
+
+
+def _rules_file_problems(package: PackageId, options: SplitOptions,
+                         description: str) -> tuple[Problem, ...]:
+    """A pname without ``rules/packages/<pname>.toml`` is split by the default profile alone:
+    a renamed package (cuda_cccl -> cccl at CUDA 13.3) silently gets the wrong layout. A
+    warning (``--strict`` fails on it), an error inside a Nix build; nothing when the caller
+    chose the default rules (``--default-rules``) or brought rule files (``--rules``)."""
+    if options.default_rules or options.rules_files:
+        return ()
+    base = options.rules_dir or default_rules_dir()
+    if (base / "packages" / f"{package.name}.toml").is_file():
+        return ()
+    reason = no_rules_reason(package.name, base)
+    text = (f"no rules/packages/{package.name}.toml: split by the default profile alone "
+            + (f"(rules/no-rules.toml: {reason})" if reason else
+               "(pass --default-rules if that is meant, or --rules FILE)"))
+    if options.nix_build:
+        raise RulesError(f"{description or package.name}: {text}")
+    return (Problem("no-package-rules", None, text),)
+
+
+def _check_roots_exist(options: SplitOptions, description: str) -> None:
+    """Inside a Nix build every ``--package-root`` is a store path the derivation depends on:
+    one that does not exist is a wrong expression, not something to warn about and skip (the
+    nvcc.profile and ``.pc`` edits would silently lose it). Outside Nix they warn where used."""
+    if not options.nix_build:
+        return
+    for key, root in options.package_roots:
+        if not Path(root).is_dir():
+            raise OptionsError(f"{description}: --package-root {key}={root}: no such directory")
+
+
+def no_rules_reason(pname: str, rules_dir: Path | None = None) -> str | None:
+    """Why ``pname`` has no rules file on purpose (``rules/no-rules.toml``), else ``None``."""
+    path = (rules_dir or default_rules_dir()) / "no-rules.toml"
+    if not path.is_file():
+        return None
+    entry = read_rule_file(path).get("packages", {}).get(pname)
+    return str(entry["reason"]) if isinstance(entry, dict) and "reason" in entry else None
 
 
 def patch_settings(options: SplitOptions, *, writing: bool,

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 EXIT_FLAGGED = 1
 LDD_SCHEMA = 1  # the "schema" of --json (cudasplit/schemas/ldd.json)
 # A driver library missing on this machine alone is no error (driver-not-found).
-_BAD = {"not-found", "stub-shadows-driver"}
+_BAD = {"not-found", "stub-shadows-driver", "stub-reachable"}
 
 
 @click.command("ldd")
@@ -112,3 +112,6 @@ def _print(one: LoadView) -> None:
             where = r.path if r.path else "not found"
             flag = f"  !{r.flag}" if r.flag else ""
             click.echo(f"    {label}{r.name} => {where} ({r.via}){flag}")
+    if "stub-reachable" in one.flags:
+        click.echo("    !stub-reachable: a directory it searches holds a driver library's stub "
+                   "(lib/libcuda.so -> stubs/..., NixOS/nixpkgs#293320)")

@@ -14,7 +14,7 @@ from ._completion import completion_command
 from ._explain import explain_command, inspect_command, rules_group
 from ._ldd import ldd_command
 from ._manifests import features_command, verify_command
-from ._release import closure_command, diff_command, nixify_command
+from ._release import closure_command, diff_command, nixify_command, nixify_sets_command
 from ._repack import nix_group, repack_command
 from ._split import split_command
 from ._terminal import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, err
@@ -64,7 +64,8 @@ def main() -> None:
 
 for _command in (split_command, inspect_command, explain_command, rules_group, repack_command,
                  nix_group, verify_command, features_command, ldd_command, closure_command,
-                 nixify_command, diff_command, completion_command, toolkit_command):
+                 nixify_command, nixify_sets_command, diff_command, completion_command,
+                 toolkit_command):
     main.add_command(_command)
 
 

@@ -152,11 +152,38 @@ def nixify_command(manifest: str, tarball_dir: str, output_dir: str,
     click.echo(f"wrote {len(result.files)} files to {Path(result.output_dir)}", err=True)
 
 
+@click.command("nixify-sets")
+@click.argument("manifests", nargs=-1, required=True, type=click.Path(exists=True,
+                                                                     dir_okay=False))
+@click.option("-o", "--output-dir", required=True, type=click.Path(file_okay=False),
+              help="Write <set>.nix per CUDA release, mk-redist.nix and default.nix here.")
+@click.option("--base-url", default=None, metavar="URL",
+              help="Prefix of the manifests' relative paths (default: NVIDIA's redist URL).")
+def nixify_sets_command(manifests: tuple[str, ...], output_dir: str,
+                        base_url: str | None) -> None:
+    """One package set per CUDA release (cudaPackages_X_Y) from MANIFESTS alone: CUDA
+    redistrib manifests plus other redists' (cuDNN ...), no tarballs needed."""
+    # A lazy public name (``cudasplit._LAZY``): loaded only when this command runs.
+    from .. import nixify_sets
+
+    try:
+        result = nixify_sets(list(manifests), output_dir, base_url=base_url)
+    except CudasplitError as exc:
+        fail(exc)
+    for pset in result.sets:
+        broken = [p.pname for p in pset.packages if p.broken]
+        click.echo(f"{pset.name:18} {len(pset.packages):3} packages from "
+                   f"{', '.join(pset.manifests)}" + (f"; broken: {', '.join(broken)}"
+                                                     if broken else ""))
+    click.echo(f"wrote {len(result.files)} files to {Path(result.output_dir)}", err=True)
+
+
 @click.command("diff")
 @click.argument("old", type=click.Path(exists=True))
 @click.argument("new", type=click.Path(exists=True))
 @click.option("--tarballs", "tarball_dir", type=click.Path(file_okay=False, exists=True),
-              help="Where the tarballs of OLD and NEW manifests are (both).")
+              help="Where the tarballs of OLD and NEW manifests are (both); without it two "
+              "manifests are compared as manifests.")
 @click.option("--old-tarballs", type=click.Path(file_okay=False, exists=True),
               help="Where OLD manifest's tarballs are (default: --tarballs).")
 @click.option("--new-tarballs", type=click.Path(file_okay=False, exists=True),
@@ -171,7 +198,9 @@ def nixify_command(manifest: str, tarball_dir: str, output_dir: str,
 def diff_command(old: str, new: str, tarball_dir: str | None, old_tarballs: str | None,
                  new_tarballs: str | None, platform: str, members: bool, as_json: bool,
                  fmt: str, jobs: int) -> None:
-    """Compare two releases: tarballs, split directories, or manifests with their tarballs.
+    """Compare two releases: tarballs, split directories, or manifests (with --tarballs their
+    tarballs are split and compared; without, the manifests alone: packages added, removed and
+    renamed, versions and platforms).
 
     Exit 0 when they place the same members the same way, 1 when something changed.
     """

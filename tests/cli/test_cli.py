@@ -113,7 +113,7 @@ def test_nix_mode_reads_builder_environment(tmp_path: Path, archive: Path,
     monkeypatch.setenv("outputs", " ".join(roots))
     for name, path in roots.items():
         monkeypatch.setenv(name, str(path))
-    code, _stdout, stderr = invoke("split", str(archive), "--nix", "--no-patch")
+    code, _stdout, stderr = invoke("split", str(archive), "--nix", "--no-patch", "--default-rules")
     assert code == 0, stderr
     assert (roots["lib"] / "lib/libdemo.so.12.9.79").is_file()
     assert (roots["dev"] / "include/demo.h").is_file()  # include falls back to dev
@@ -127,7 +127,7 @@ def test_nix_structured_attrs(tmp_path: Path, archive: Path, monkeypatch: pytest
     attrs = tmp_path / ".attrs.json"
     attrs.write_text(json.dumps({"outputs": {"out": str(tmp_path / "o"), "lib": str(tmp_path / "l")}}))
     monkeypatch.setenv("NIX_ATTRS_JSON_FILE", str(attrs))
-    code, _, stderr = invoke("split", str(archive), "--nix", "--no-patch")
+    code, _, stderr = invoke("split", str(archive), "--nix", "--no-patch", "--default-rules")
     assert code == 0, stderr
     assert (tmp_path / "l/lib/libdemo.so.12").is_symlink()
     attrs.write_text("{}")
@@ -168,7 +168,8 @@ def test_batch_reports_each_failure_and_keeps_going(tmp_path: Path, archive: Pat
 
 
 def test_no_progress_output_when_stderr_is_not_a_terminal(tmp_path: Path, archive: Path) -> None:
-    code, _, stderr = invoke("split", str(archive), "-o", str(tmp_path / "o"), "--no-patch")
+    code, _, stderr = invoke("split", str(archive), "-o", str(tmp_path / "o"), "--no-patch",
+                             "--default-rules")
     assert code == 0 and "\r" not in stderr and stderr == ""
 
 

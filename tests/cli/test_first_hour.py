@@ -289,7 +289,7 @@ def test_strip_components_and_package_split_an_odd_archive(tmp_path: Path) -> No
                              "--strip-components", "1", "--no-patch", "--report",
                              str(tmp_path / "r.json"))
     assert code == 0, stderr
-    assert (out / "lib/lib/libcudart.so.12").exists()
+    assert (out / "out/lib/libcudart.so.12").exists()  # cuda_cudart: single output
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["rules_files"][0].endswith("packages/cuda_cudart.toml")
 

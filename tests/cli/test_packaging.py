@@ -51,14 +51,14 @@ def test_nix_report_inside_an_output_names_no_store_path(tmp_path: Path,
         ("file", "lib/libdemo.so.1", b"x"), ("file", "include/demo.h", b"#pragma once\n")])
     roots = _nix_outputs(tmp_path / "a", monkeypatch)
     inside = roots["out"] / "report.json"
-    result = CliRunner().invoke(main, ["split", str(archive), "--nix", "--report", str(inside)])
+    result = CliRunner().invoke(main, ["split", str(archive), "--nix", "--default-rules", "--report", str(inside)])
     assert result.exit_code == 0, result.output
     text = inside.read_text()
     assert str(roots["dev"]) not in text and str(roots["lib"]) not in text  # no dev -> out cycle
     assert json.loads(text)["outputs"]["lib"]["directory"] == "$lib"
     outside = tmp_path / "report.json"  # outside the outputs: the plain report
     roots = _nix_outputs(tmp_path / "b", monkeypatch)
-    result = CliRunner().invoke(main, ["split", str(archive), "--nix", "--report", str(outside)])
+    result = CliRunner().invoke(main, ["split", str(archive), "--nix", "--default-rules", "--report", str(outside)])
     assert result.exit_code == 0, result.output
     assert json.loads(outside.read_text())["outputs"]["lib"]["directory"] == str(roots["lib"])
 

@@ -159,7 +159,7 @@ def _python_call(arguments: str) -> str:
 
 def _direct_script() -> str:
     """``/bin/sh`` builder; ``@src@`` is replaced by the store path in the expression."""
-    return _python_call('split "@src@" --nix --nix-support --strict -q '
+    return _python_call('split "@src@" --nix --nix-support --strict --default-rules -q '
                         '--report "$NIX_BUILD_TOP/report.json"')
 
 
@@ -194,7 +194,8 @@ def test_nix_build_splits_into_store_outputs(nix: Nix, nix_tarball: Path, case: 
     if hook:
         extra.update(cudasplitCommand=f"{sys.executable} -m cudasplit",
                      PYTHONPATH=str(CHECKOUT),
-                     cudasplitFlags=["--strict", "-q"] if structured else "--strict -q")
+                     cudasplitFlags=["--strict", "--default-rules", "-q"] if structured
+                     else "--strict --default-rules -q")
         script, builder = _hook_script(structured), "/bin/bash"
         if structured:  # nothing is exported under structured attrs: the script does it
             script = f"export PYTHONPATH={CHECKOUT}\n" + script

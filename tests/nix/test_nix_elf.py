@@ -75,7 +75,7 @@ def build_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def _script() -> str:
     return (f"export PYTHONPATH={CHECKOUT}\n"
-            f'{sys.executable} -m cudasplit split "@src@" --nix -q '
+            f'{sys.executable} -m cudasplit split "@src@" --nix --default-rules -q '
             '--report "$NIX_BUILD_TOP/report.json" || exit 1\n'
             '"$out/bin/fatbinary" --version > "$out/fatbinary-version.txt" || exit 1\n'
             '/bin/cp "$NIX_BUILD_TOP/report.json" "$out/report.json"\n')

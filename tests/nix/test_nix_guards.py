@@ -1,9 +1,9 @@
-"""Real ``nix-build`` of the consumer guards (issue 28).
+"""Real ``nix-build`` of the consumer guards.
 
-cuda_cudart (its member list, tests/data/trees/packages/) is split by a ``builtins.derivation``
+libcurand (its member list, tests/data/trees/packages/) is split by a ``builtins.derivation``
 with ``--nix-support --consumer-guards``, so its ``lib`` output's ``nix-support/setup-hook``
 carries the consumer-guards hook. A small consumer then does what stdenv does for a dependency
-(no nixpkgs here: the harness of tests/test_nix.py): sources that setup hook and runs
+(no nixpkgs here: the harness of tests/nix/test_nix.py): sources that setup hook and runs
 ``postFixupHooks`` after its install. Its output naming the ``static`` output -- directly, or
 through another store path -- fails the build with the chain of files; naming only ``lib``
 passes.
@@ -33,15 +33,15 @@ LISTS = DATA / "trees" / "packages"
 @pytest.fixture(scope="module")
 def cudart(nix: Nix, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("cudart")
-    top = tree_from_reference(LISTS / "cuda_cudart.txt", tmp / "tree")
+    top = tree_from_reference(LISTS / "libcurand.txt", tmp / "tree")
     (tmp / "dist").mkdir()
     src = write_tarball(top, tmp / "dist", "xz")
-    outputs = load_ruleset("cuda_cudart").package.outputs
+    outputs = load_ruleset("libcurand").package.outputs
     assert outputs is not None
     script = (f"PYTHONPATH={CHECKOUT} exec {sys.executable} -m cudasplit split \"@src@\" --nix "
               "--nix-support --consumer-guards --cuda-version 12.9 -q "
               "--report \"$NIX_BUILD_TOP/report.json\"")
-    done = nix.build("cuda12.9-cuda_cudart-guarded", script, src=src, outputs=outputs)
+    done = nix.build("cuda12.9-libcurand-guarded", script, src=src, outputs=outputs)
     assert done.returncode == 0, done.stderr[-3000:]
     paths = done.stdout.split()
     assert len(paths) == len(outputs)

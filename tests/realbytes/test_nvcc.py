@@ -117,13 +117,10 @@ def cuda13_roots(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for pname in ("cuda_cccl", "cuda_crt", "cuda_cudart", "libnvvm"):
         split_to_dir(redist_tarball(pname, WHEELS_13[pname]), base / pname, SplitOptions())
         roots[pname] = base / pname
-    cudart = roots["cuda_cudart"]
+    # cuda_cudart is single-output (as Nixpkgs): one root for include, lib, static, stubs.
     package_roots = (("cuda_cccl", str(roots["cuda_cccl"] / "out")),
                      ("cuda_crt", str(roots["cuda_crt"] / "out")),
-                     ("cuda_cudart.include", str(cudart / "include")),
-                     ("cuda_cudart.lib", str(cudart / "lib")),
-                     ("cuda_cudart.static", str(cudart / "static")),
-                     ("cuda_cudart.stubs", str(cudart / "stubs")),
+                     ("cuda_cudart", str(roots["cuda_cudart"] / "out")),
                      ("libnvvm", str(roots["libnvvm"] / "out")))
     split_to_dir(redist_tarball("cuda_nvcc", WHEELS_13["cuda_nvcc"]), base / "cuda_nvcc",
                  SplitOptions(package_roots=package_roots))

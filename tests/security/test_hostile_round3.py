@@ -74,7 +74,8 @@ def test_archive_nix_support_under_nix(tmp_path: Path) -> None:
     archive = _nix_support_archive(tmp_path)
     roots = {name: tmp_path / "store" / name for name in ("out", "lib", "dev")}
     env = {"outputs": " ".join(roots), **{k: str(v) for k, v in roots.items()}}
-    report = split_nix(archive, env, SplitOptions(patch=False, nix_markers=True))
+    report = split_nix(archive, env, SplitOptions(patch=False, nix_markers=True,
+                                                  default_rules=True))
     assert _archive_bytes_anywhere_in_nix_support(tmp_path / "store") == []
     assert {p.path for p in report.problems if p.code == "archive-nix-support"} >= {
         "nix-support/setup-hook", "nix-support/propagated-build-inputs"}

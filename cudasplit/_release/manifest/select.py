@@ -44,6 +44,11 @@ def host_platform() -> str | None:
 # at or above it the server build (linux-sbsa) supports it (Nixpkgs' _cuda.lib.getRedistSystem).
 JETSON_CAPABILITIES = frozenset({"5.3", "6.2", "7.2", "8.7", "8.8", "10.1", "11.0"})
 JETSON_SBSA_THRESHOLD = {"12": "10.1", "13": "8.7"}
+# Facts of NVIDIA's manifests (redistrib 12.9.2 has linux-aarch64; 13.0.3, 13.3.1 and 13.4.2 do
+# not) and of Nixpkgs' package sets: "Jetson Orin is supported with CUDA 13 only from CUDA 13.2,
+# when it moved to linux-sbsa" (pkgs/top-level/cuda-packages.nix; nixpkgs#528562, #530931).
+NO_JETSON_BUILD_FROM = "13.0"
+ORIN_SBSA_FROM = "13.2"
 _ARM_WORDS = ("aarch64", "aarch64-linux", "arm64")
 
 
@@ -59,18 +64,35 @@ def arm_platform(capabilities: Iterable[str], cuda_version: str | None) -> str:
 
     A Jetson capability below the CUDA major's threshold (10.1 for CUDA 12, 8.7 for CUDA 13)
     selects ``linux-aarch64``; anything else (servers, or no capability) ``linux-sbsa``.
-    CUDA 13.4 and later ship no ``linux-aarch64`` at all: asking for it there is an error.
+    CUDA 13 manifests have no ``linux-aarch64`` at all (an error), and Orin (8.7) runs the sbsa
+    build only from CUDA 13.2 (an error on 13.0 and 13.1, as Nixpkgs' sets say). An unknown
+    CUDA version (or a bare major) counts as the newest.
     """
     major = (cuda_version or "13").split(".")[0]
     threshold = _capability(JETSON_SBSA_THRESHOLD.get(major, "8.7"))
-    old_jetson = [c for c in capabilities
-                  if c in JETSON_CAPABILITIES and _capability(c) < threshold]
-    if not old_jetson:
-        return "linux-sbsa"
-    if cuda_version and _capability(".".join(cuda_version.split(".")[:2])) >= (13, 4):
+    jetson = [c for c in capabilities if c in JETSON_CAPABILITIES]
+    old_jetson = [c for c in jetson if _capability(c) < threshold]
+    release = _release(cuda_version)
+    if old_jetson and release is not None and release >= _capability(NO_JETSON_BUILD_FROM):
         raise ManifestError(f"CUDA {cuda_version} has no linux-aarch64 build for capability "
-                            f"{', '.join(old_jetson)}")
-    return "linux-aarch64"
+                            f"{', '.join(old_jetson)} (no CUDA 13 manifest has linux-aarch64)")
+    if old_jetson:
+        return "linux-aarch64"
+    orin = [c for c in jetson if _capability(c) < (10, 1)]
+    if orin and release is not None and (13, 0) <= release < _capability(ORIN_SBSA_FROM):
+        raise ManifestError(f"CUDA {cuda_version} has no build for Jetson capability "
+                            f"{', '.join(orin)}: linux-sbsa supports Orin from CUDA "
+                            f"{ORIN_SBSA_FROM} and CUDA 13 has no linux-aarch64 (Nixpkgs: "
+                            "nixpkgs#528562)")
+    return "linux-sbsa"
+
+
+def _release(cuda_version: str | None) -> tuple[int, ...] | None:
+    """``(major, minor)`` of a CUDA version; None when unknown or only a major."""
+    parts = (cuda_version or "").split(".")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
+        return None
+    return (int(parts[0]), int(parts[1]))
 
 
 def resolve_platform_word(word: str, cuda_version: str | None = None) -> str | None:

@@ -14,6 +14,8 @@ For each package of ``redistrib_*.json`` whose tarballs are at hand, one ``<pnam
 * the cudasplit hook's variables: ``cudasplitLibraryPath`` (the providers' ``lib``),
   ``cudasplitPackageRoots`` (each package the table appends to RUNPATH), ``cudasplitCudaVersion``
   (the release's X.Y, for the table's gates), ``cudasplitStrict``;
+* ``propagatedBuildInputs``: Nixpkgs' library.nix edges within the release
+  (:data:`cudasplit._release.nixify.plan.PROPAGATES`);
 * ``src`` from the manifest's ``relative_path`` and ``sha256``; ``meta.platforms``.
 
 Plus ``default.nix``, a function of ``callPackage`` returning every package, so an overlay or a
@@ -37,6 +39,7 @@ from cudasplit._release.nixify.plan import (
     DEFAULT_BASE_URL,
     EXTERNAL_PROVIDERS,
     NIX_SYSTEMS,
+    PROPAGATES,
     PackagePlan,
     PlatformPlan,
     cuda_version_of,
@@ -45,6 +48,7 @@ from cudasplit._release.nixify.plan import (
     table_needs,
 )
 from cudasplit._release.nixify.render import render_default, render_package
+from cudasplit._release.nixify.sets import SetsResult, plan_sets, write_sets
 from cudasplit._release.nixify.toolkit import TOOLKIT_ATTR, compiler_packages, render_toolkit
 from cudasplit._split.progress import ProgressCallback
 from cudasplit.errors import ManifestError, OutputError
@@ -53,17 +57,21 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "EXTERNAL_PROVIDERS",
     "NIX_SYSTEMS",
+    "PROPAGATES",
     "NixifyResult",
     "PackagePlan",
     "PlatformPlan",
+    "SetsResult",
     "compiler_packages",
     "cuda_version_of",
     "nixify",
     "package_roots",
     "plan_release",
+    "plan_sets",
     "render_default",
     "render_package",
     "table_needs",
+    "write_sets",
 ]
 
 

@@ -17,7 +17,7 @@ from cudasplit._elf.plan import is_glibc_name
 from cudasplit._model import OUTPUT_NAMES
 from cudasplit._release.manifest import Artifact, Manifest, Package, find_tarball, select_artifacts
 from cudasplit._release.sonames import PackageLinks, dependencies, provider_index, scan_elf_source
-from cudasplit._rulebook import PackageSettings, Where, load_ruleset
+from cudasplit._rulebook import PackageSettings, Where, load_ruleset, name_at
 from cudasplit._split.pipeline import SplitOptions
 from cudasplit._split.pipeline import split as _split
 from cudasplit._split.progress import ProgressCallback, Tally
@@ -27,6 +27,7 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "EXTERNAL_PROVIDERS",
     "NIX_SYSTEMS",
+    "PROPAGATES",
     "PackagePlan",
     "PlatformPlan",
     "cuda_version_of",
@@ -41,6 +42,19 @@ DEFAULT_BASE_URL = "https://developer.download.nvidia.com/compute/cuda/redist/"
 # linux-sbsa and needs a capability switch Nixpkgs keeps elsewhere: it is left out here.
 NIX_SYSTEMS = {"linux-x86_64": "x86_64-linux", "linux-sbsa": "aarch64-linux",
                "linux-ppc64le": "powerpc64le-linux"}
+# Nixpkgs library.nix @7857007 and the package files (nixpkgs-today.md section 5); names as of
+# CUDA 12 (cuda_cccl is cccl from 13.3: _pkgrenames.py). Names outside a set are left out.
+PROPAGATES: Mapping[str, tuple[str, ...]] = {
+    "cuda_cudart": ("cuda_crt", "cuda_cccl"),
+    "cuda_nvcc": ("cuda_cudart",),          # depsTargetTargetPropagated in Nixpkgs
+    "cuda_nvprof": ("cuda_cudart",),
+    "libcublas": ("cuda_cudart",), "libcufft": ("cuda_cudart",), "libcurand": ("cuda_cudart",),
+    "libnpp": ("cuda_cudart",), "libnvjpeg": ("cuda_cudart",),
+    "libcutensor": ("cuda_cudart",),
+    "libcusparse_lt": ("cuda_cudart", "libcusparse"),
+    "libcublasmp": ("libcublas", "nccl"),
+    "libcuobjclient": ("libcufile",),
+}
 _PLACEHOLDER = re.compile(r"@([A-Za-z0-9_.+-]+)@")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_'-]*$")
 
@@ -72,6 +86,7 @@ class PackagePlan:
     external: dict[str, tuple[str, ...]] = field(default_factory=dict)  # Nixpkgs expr -> names
     cuda_version: str | None = None  # the release's X.Y: cudasplitCudaVersion
     missing: tuple[str, ...] = ()  # platforms named by the manifest without a tarball here
+    propagated: tuple[str, ...] = ()  # packages of the release it propagates (library.nix)
 
 
 def plan_release(manifest: Manifest, tarball_dir: str | os.PathLike[str], *,
@@ -154,7 +169,7 @@ def _plan_package(package: Package, arts: Sequence[Artifact], missing: Sequence[
     # A package the table names but the manifest lacks cannot be a callPackage argument.
     wanted = table_needs(table, Where(package.version, cuda))
     needs = {k: v for k, v in wanted.items() if k in release and k != package.pname}
-    roots = package_roots(table, needs)
+    roots = package_roots(table, needs, cuda)
     inputs = sorted(set(resolves) | set(needs))
     external = _external(unresolved)
     external_names = {n for names in external.values() for n in names}
@@ -170,7 +185,9 @@ def _plan_package(package: Package, arts: Sequence[Artifact], missing: Sequence[
         package_roots=roots, table_inputs=needs, external=external,
         outside=tuple(sorted(set(wanted) - set(needs) - {package.pname})), cuda_version=cuda,
         dlopened=tuple(sorted(dlopened & {n for v in resolves.values() for n in v})),
-        missing=tuple(sorted(a.platform for a in missing)))
+        missing=tuple(sorted(a.platform for a in missing)),
+        propagated=tuple(p for p in (name_at(d, cuda) for d in PROPAGATES.get(package.pname, ()))
+                         if p in release and p != package.pname))
 
 
 def _platform_key(artifact: Artifact) -> str:
@@ -196,10 +213,11 @@ def _external(names: Iterable[str]) -> dict[str, tuple[str, ...]]:
     return {expr: tuple(sorted(v)) for expr, v in sorted(found.items())}
 
 
-def package_roots(table: PackageSettings, needs: Mapping[str, str]
+def package_roots(table: PackageSettings, needs: Mapping[str, str], cuda: str | None = None
                    ) -> tuple[tuple[str, str], ...]:
     """What the split needs to know about the packages the table names: ``--package-root``
-    keys (``PNAME`` or ``PNAME.OUTPUT``) and the Nix expression of each directory."""
+    keys (``PNAME`` or ``PNAME.OUTPUT``) and the Nix expression of each directory. Names are
+    the release's (``cccl`` from CUDA 13.3, :mod:`._pkgrenames`); the split finds either."""
     roots: dict[str, str] = {}
     for pname, key in needs.items():
         name = nix_ident(pname)
@@ -209,10 +227,14 @@ def package_roots(table: PackageSettings, needs: Mapping[str, str]
             roots[f"{pname}.out"] = f'lib.getOutput "out" {name}'
     # nvcc's headers and libraries are for the platform it compiles for: cross, the target
     # package set's (Nixpkgs' nvcc: depsTargetTargetPropagated); natively the same package.
-    for pname in table.nvcc_includes:
+    for pname in (name_at(p, cuda) for p in table.nvcc_includes):
         if pname in needs:
             roots[f"{pname}.include"] = f'lib.getOutput "include" {_target(pname)}'
-    for pname in table.nvcc_libraries:
+    # A .pc file's Cflags name headers of the package's own set (cudart -> crt, cccl).
+    for pname in (name_at(p, cuda) for e in table.pkgconfig_edits for p in e.cflags_packages):
+        if pname in needs and f"{pname}.include" not in roots:
+            roots[f"{pname}.include"] = f'lib.getOutput "include" {nix_ident(pname)}'
+    for pname in (name_at(p, cuda) for p in table.nvcc_libraries):
         if pname in needs:
             roots[f"{pname}.lib"] = f"lib.getLib {_target(pname)}"
             for output in ("static", "stubs"):
@@ -240,7 +262,11 @@ def table_needs(table: PackageSettings, where: Where) -> dict[str, str]:
             needs.setdefault(copy.package, "copy_packages")
     for key in ("nvcc_includes", "nvcc_libraries"):
         for name in getattr(table, key):
-            needs.setdefault(name, key)
+            needs.setdefault(name_at(name, where.cuda_version), key)
+    for edit in table.pkgconfig_edits:  # cudart's Cflags: -I<crt>/include -I<cccl>/include
+        if edit.gate.applies(where):
+            for name in edit.cflags_packages:
+                needs.setdefault(name_at(name, where.cuda_version), "cflags_packages")
     return dict(sorted(needs.items()))
 
 

@@ -17,7 +17,7 @@ from typing import BinaryIO
 from cudasplit._layout import Layout
 from cudasplit._model import Kind
 from cudasplit._report import Problem
-from cudasplit._rulebook import RuleSet, TextEdit, Where
+from cudasplit._rulebook import RuleSet, TextEdit, Where, aliases
 from cudasplit._split.classify import fallback_output
 from cudasplit._split.rewrites.nvccprofile import ProfileExtras, rewrite_nvcc_profile
 from cudasplit._split.rewrites.pkgconfig import (
@@ -73,8 +73,13 @@ def read_small_text(stream: BinaryIO, source: str, member: str) -> str:
 
 
 def package_root(roots: Mapping[str, str], pname: str, output: str) -> str | None:
-    """``--package-root PNAME.OUTPUT=DIR`` for a split package, else ``PNAME=DIR``."""
-    return roots.get(f"{pname}.{output}") or roots.get(pname)
+    """``--package-root PNAME.OUTPUT=DIR`` for a split package, else ``PNAME=DIR``; a renamed
+    package answers to either name (cuda_cccl / cccl, :mod:`._pkgrenames`)."""
+    for name in aliases(pname):
+        root = roots.get(f"{name}.{output}") or roots.get(name)
+        if root is not None:
+            return root
+    return None
 
 
 # -- pkg-config ------------------------------------------------------------------------------
@@ -113,8 +118,9 @@ def _pc_extras(ctx: RewriteContext, name: str) -> tuple[PcExtras, tuple[Problem,
     roots = dict(ctx.package_roots)
     cflags, warnings = [], []
     for pname in (p for e in edits for p in e.cflags_packages):
-        if pname in roots:
-            cflags.append(f"-I{roots[pname]}/include")
+        root = package_root(roots, pname, "include")
+        if root is not None:
+            cflags.append(f"-I{root}/include")
         else:
             warnings.append(Problem("package-root-missing", name, f"Cflags wants {pname}'s "
                                     f"include dir: pass --package-root {pname}=DIR"))
@@ -136,20 +142,30 @@ def rewrite_profile(ctx: RewriteContext, path: str, output: str, dest: str,
     package = ctx.ruleset.package
     given = dict(ctx.package_roots)
     cccl = package_root(given, "cuda_cccl", "include") if package.nvcc_includes else None
-    if cccl is not None:
-        roots["cccl"] = cccl
     warnings: list[Problem] = []
+    if cccl is not None and not Path(cccl).is_dir():
+        warnings.append(Problem("package-root-missing", path, f"nvcc.profile: the cccl root "
+                                f"{cccl} does not exist; nvcc's own include/cccl stays"))
+    elif cccl is not None:
+        roots["cccl"] = cccl
 
     def dirs(pnames: tuple[str, ...], out: str, subdirs: tuple[str, ...]) -> tuple[str, ...]:
         found: list[str] = []
         for pname in pnames:
             root = package_root(given, pname, out)
-            if root is None:
-                warnings.append(Problem("package-root-missing", None, f"nvcc.profile: no "
-                                        f"--package-root for {pname}; its {out} directory is "
-                                        "not searched"))
+            if root is None or not Path(root).is_dir():
+                what = (f"no --package-root for {pname}" if root is None else
+                        f"the --package-root of {pname} ({root}) does not exist")
+                warnings.append(Problem("package-root-missing", path, f"nvcc.profile: {what}; "
+                                        f"its {out} directory is not searched"))
                 continue
-            found.extend(f"{root}/{sub}" for sub in subdirs if Path(root, sub).is_dir())
+            for sub in subdirs:
+                if Path(root, sub).is_dir():
+                    found.append(f"{root}/{sub}")
+                else:  # a split package's other output may hold it (lib/stubs): not fatal
+                    warnings.append(Problem("package-root-incomplete", path,
+                                            f"nvcc.profile: {root}/{sub} ({pname}'s {out}) "
+                                            "does not exist; not searched"))
         return tuple(found)
 
     extras = ProfileExtras(

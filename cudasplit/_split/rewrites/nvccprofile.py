@@ -9,10 +9,13 @@ the output that really holds it. Both layouts are handled: CUDA 12 writes
 CUDA 13 moved headers nvcc needs out of its archive (D7): ``crt/`` into cuda_crt, CCCL into
 cuda_cccl (``SYSTEM_INCLUDES ... $(TOP)/$(_TARGET_DIR_)/include/cccl``) and the runtime into
 cuda_cudart. With their package roots known, the CCCL reference points at cuda_cccl's include
-dir and :class:`ProfileExtras` appends ``-I``/``-L`` for the others, as Nixpkgs does with
-``--replace-fail`` and appended ``INCLUDES``/``LIBRARIES`` lines.
+dir and :class:`ProfileExtras` adds ``-I``/``-L`` for the others to NVIDIA's own ``INCLUDES`` and
+``LIBRARIES`` assignments. In those, not in lines after them: ``nvcc -v`` prints every assignment
+as it reads it (``#$ INCLUDES=...``) and CMake's FindCUDAToolkit takes the first one it sees, so
+a second ``INCLUDES +=`` line would be invisible to it (Nixpkgs' cuda_nvcc says the same and
+rewrites those assignments too).
 
-Issue 25: each line naming ``$(TOP)/$(_TARGET_DIR_)`` is also kept as NVIDIA wrote it, relative
+Each line naming ``$(TOP)/$(_TARGET_DIR_)`` is also kept as NVIDIA wrote it, relative
 to nvcc's own directory (``$(_HERE_)/..``; nvcc takes it from the path it was run by, symlinks
 unresolved). In the split output nothing is there and the package roots decide; with nvcc and
 its profile linked into a prefix that has ``targets/`` (a plain symlink join), the prefix's
@@ -106,9 +109,38 @@ def rewrite_nvcc_profile(text: str, roots: Mapping[str, str],
     text = re.sub(r"^(TOP\s*=\s*).*$", lambda m: m[1] + roots["bin"], text, count=1,
                   flags=re.MULTILINE)
     if extras is not None and extras.lines():
-        text = text.rstrip("\n") + "\n\n# Added by cudasplit: split-out packages nvcc needs\n"
-        text += extras.lines()
+        text = _merge_extras(text, extras)
     if last:  # last, as they prepend: a prefix's targets/<dir> goes before the package roots
         text = text.rstrip("\n") + "\n\n# Added by cudasplit: NVIDIA's target-dir lines, " \
             "relative to nvcc\n" + last
+    return text
+
+
+# The first assignment of a variable, whatever it holds: CMake's FindCUDAToolkit reads only the
+# first one ``nvcc -v`` prints (a kept ``=+`` target-dir copy comes first, so it carries them).
+_ASSIGNMENT = r"^({name}[ \t]*(?:\+=|=\+|=)[^\n]*?)([ \t]*\$\(_SPACE_\))?[ \t]*$"
+
+
+def _appender(flags: str) -> Callable[[re.Match[str]], str]:
+    """``NAME += NVIDIA's flags`` -> ``... flags``, a trailing ``$(_SPACE_)`` kept last."""
+    return lambda m: f"{m[1]} {flags}{m[2] or ''}"
+
+
+def _merge_extras(text: str, extras: ProfileExtras) -> str:
+    """The extra flags inside the first ``INCLUDES``/``LIBRARIES`` assignment (after NVIDIA's
+    own flags, before a trailing ``$(_SPACE_)``); a new line only where the profile has none."""
+    missing = []
+    for name, dirs, flag in (("INCLUDES", extras.includes, "-I"),
+                             ("LIBRARIES", extras.libraries, "-L")):
+        if not dirs:
+            continue
+        flags = " ".join(f'"{flag}{d}"' for d in dirs)
+        pattern = re.compile(_ASSIGNMENT.format(name=name), re.MULTILINE)
+        if pattern.search(text) is None:
+            missing.append(ProfileExtras(**{name.lower(): dirs}).lines())
+            continue
+        text = pattern.sub(_appender(flags), text, count=1)
+    if missing:
+        text = text.rstrip("\n") + "\n\n# Added by cudasplit: split-out packages nvcc needs\n"
+        text += "".join(missing)
     return text

@@ -357,7 +357,8 @@ def test_cli_interpreter_per_arch_and_ignore_missing(tmp_path: Path,
     def run(*args: str) -> tuple[int, str]:
         report = tmp_path / "r.json"
         done = runner.invoke(main, ["split", str(archive), "-o", str(tmp_path / "o"),
-                                    "--overwrite", "--dry-run", "--report", str(report), *args])
+                                    "--overwrite", "--dry-run", "--report", str(report),
+                                    "--default-rules", *args])
         return done.exit_code, done.output + (report.read_text() if report.exists() else "")
 
     # A bare path: the loader's own header says x86_64, so the aarch64 file is left alone.

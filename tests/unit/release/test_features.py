@@ -78,14 +78,15 @@ PACKAGES: dict[str, tuple[list[Entry], dict[str, bool]]] = {
         file("nvvm/lib64/libnvvm.so.4.0.0"), link("nvvm/lib64/libnvvm.so", "libnvvm.so.4.0.0"),
         file("LICENSE"),
     ], dict(bin=True, dev=True, doc=False, lib=False, sample=False, static=True)),
-    # cupti: symlink chain counts as lib, samples and doc/ present.
+    # cupti: symlink chain counts as lib, samples present; its top-level doc/ is not a doc
+    # output for NVIDIA (feature_12.2.2.json: doc false; only share/{doc,info,man,...} count).
     "cuda_cupti": ([
         file("include/cupti.h"), file("lib/libcupti.so.12.2.142"),
         link("lib/libcupti.so.12", "libcupti.so.12.2.142"),
         link("lib/libcupti.so", "libcupti.so.12"),
         file("lib/libcupti_static.a"), file("samples/callback_event/Makefile"),
         file("doc/Cupti/index.html"),
-    ], dict(bin=False, dev=True, doc=True, lib=True, sample=True, static=True)),
+    ], dict(bin=False, dev=True, doc=False, lib=True, sample=True, static=True)),
     # nvml_dev: only a stub library, which the original rules count as lib.
     "cuda_nvml_dev": ([
         file("include/nvml.h"), file("lib/stubs/libnvidia-ml.so"),

@@ -177,12 +177,13 @@ def test_profile_keeps_target_dir_relative_to_nvcc_first() -> None:
     extras = ProfileExtras(includes=("/cudart/include",), libraries=("/cudart/lib",))
     lines = [line for line in rewrite_nvcc_profile(text, roots, extras).splitlines()
              if line and not line.startswith("#")]
+    # The package roots' flags join the first assignment of each variable (what CMake reads);
+    # the kept target-dir copies are placed to come first.
     assert lines[1:] == [
-        'INCLUDES        +=  "-I/inc/include" $(_SPACE_)',
-        'LIBRARIES        =+ $(_SPACE_) "-L$(_HERE_)/../$(_TARGET_DIR_)/lib$(_TARGET_SIZE_)"',
+        'INCLUDES        +=  "-I/inc/include" "-I/cudart/include" $(_SPACE_)',
+        'LIBRARIES        =+ $(_SPACE_) "-L$(_HERE_)/../$(_TARGET_DIR_)/lib$(_TARGET_SIZE_)" '
+        '"-L/cudart/lib"',
         'LIBRARIES        =+ $(_SPACE_) "-L/lib/lib"',
-        'INCLUDES        +=  "-I/cudart/include" $(_SPACE_)',
-        'LIBRARIES        =+ $(_SPACE_) "-L/cudart/lib"',
         'INCLUDES        +=  "-I$(_HERE_)/../$(_TARGET_DIR_)/include" $(_SPACE_)']
     assert "$(_HERE_)" not in rewrite_nvcc_profile(text, roots, keep_target_dir=False)
 

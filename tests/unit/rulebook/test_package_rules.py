@@ -46,17 +46,17 @@ def test_package_file_loads_on_top_of_the_default(path: Path) -> None:
 
 def test_cuda_cudart() -> None:
     rs = load_ruleset("cuda_cudart")
-    assert rs.package.outputs == ("out", "dev", "include", "lib", "static", "stubs")
-    # The SONAME link, and Nixpkgs' link of every stub into <stubs>/lib/.
-    assert dict(rs.package.stub_links) == {"lib/stubs/libcuda.so.1": "libcuda.so",
-                                           "lib/libcuda.so": "stubs/libcuda.so"}
+    assert rs.package.outputs == ("out",)  # Nixpkgs: single output (cuda_cudart.nix)
+    # Only the SONAME link, inside lib/stubs (Nixpkgs' postInstall; #293320).
+    assert dict(rs.package.stub_links) == {"lib/stubs/libcuda.so.1": "libcuda.so"}
     assert any(e.driver_rpath and e.drop_cudaroot for e in rs.package.pkgconfig_edits)
     assert [g.pattern for g in rs.package.pkgconfig_stubs_libdir] == ["cuda-*.pc"]
-    assert where(rs, "lib/libcudart.so.12.9.79", Kind.ELF_SHARED) == "lib"
-    assert where(rs, "lib/libcudart_static.a", Kind.STATIC) == "static"
-    assert where(rs, "lib/stubs/libcuda.so", Kind.ELF_SHARED) == "stubs"
-    assert where(rs, "include/cuda_runtime.h") == "include"
-    assert where(rs, "pkg-config/cudart-12.9.pc") == "dev"
+    for path, kind in [("lib/libcudart.so.12.9.79", Kind.ELF_SHARED),
+                       ("lib/libcudart_static.a", Kind.STATIC),
+                       ("lib/stubs/libcuda.so", Kind.ELF_SHARED),
+                       ("include/cuda_runtime.h", Kind.FILE),
+                       ("pkg-config/cudart-12.9.pc", Kind.FILE)]:
+        assert where(rs, path, kind) == "out", path
 
 
 def test_cuda_nvcc_is_one_output() -> None:
@@ -251,7 +251,7 @@ def test_manifest_platform_words_resolve_jetson_builds() -> None:
     manifest = parse_manifest({"release_label": "12.9.1"})
     assert resolve_platforms(["aarch64-linux:8.7"], manifest) == {"linux-aarch64"}
     assert resolve_platforms(["aarch64-linux:9.0"], manifest) == {"linux-sbsa"}
-    manifest13 = parse_manifest({"release_label": "13.0.2"})
+    manifest13 = parse_manifest({"release_label": "13.2.2"})
     assert resolve_platforms(["aarch64-linux:8.7"], manifest13) == {"linux-sbsa"}
 
 
@@ -268,7 +268,7 @@ def test_cudart_13_pc_names_crt_and_cccl(tmp_path: Path) -> None:
         (top / f"pkg-config/cudart-{mm}.pc").write_text(
             pkgconfig_text("cudart", "CUDA Runtime", mm, "x86_64-linux", "-lcudart"))
         split_to_dir(top, tmp_path / mm, SplitOptions(package_roots=roots, patch=False))
-        text = (tmp_path / mm / f"dev/share/pkgconfig/cudart-{mm}.pc").read_text()
+        text = (tmp_path / mm / f"out/share/pkgconfig/cudart-{mm}.pc").read_text()
         cflags = next(line for line in text.splitlines() if line.startswith("Cflags:"))
         added = "-I/nix/store/c-crt/include -I/nix/store/d-cccl/include"
         assert (added in cflags) == (mm == "13.0"), cflags

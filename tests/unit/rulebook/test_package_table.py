@@ -55,7 +55,8 @@ OUT = ("out",)
 NSIGHT_HOST = {"host-*/**": "bin", "target-*/**": "bin"}
 
 EXPECT: dict[str, Expect] = {
-    "cuda_cudart": Expect(SIX, propagated=("include", "lib", "static", "stubs")),
+    # Single output as Nixpkgs (cuda_cudart.nix); split outputs: tests/test_cudart_single.py.
+    "cuda_cudart": Expect(OUT),
     "cuda_nvml_dev": Expect(("out", "dev", "include", "stubs"), propagated=("include", "stubs")),
     "cuda_cupti": Expect(("out", "dev", "include", "lib", "samples", "static"), cuda="12.8"),
     "cuda_nvrtc": Expect(SIX),
@@ -67,8 +68,16 @@ EXPECT: dict[str, Expect] = {
     "libcufile": Expect(FIVE), "libcuobjclient": Expect(FOUR), "cuda_opencl": Expect(FOUR),
     "cuda_nvtx": Expect(FOUR), "libcudla": Expect(("out", "dev", "include", "lib", "stubs")),
     "cuda_gdb": Expect(("out", "bin")),
-    "cuda_nvprof": Expect(("out", "bin", "dev", "include", "lib")),
+    "cuda_nvprof": Expect(("out", "bin", "lib")),  # Nixpkgs cuda_nvprof.nix
+    "cuda_profiler_api": Expect(("out", "dev", "include")),
+    "fabricmanager": Expect(("out", "bin", "dev", "include", "lib")),
+    "libnvidia_nscq": Expect(("out", "lib")),
     "cudnn": Expect(FIVE, runpath_extra=(NVRTC_ROOT + "/lib",)),
+    "cudnn_jit": Expect(FIVE),
+    # CUDA >= 13.3's name of cuda_cccl (Nixpkgs cccl.nix): include/cccl/*
+    # un-nested, all in out (CMake files with the headers they name).
+    # (the stale include/nv/ drop: tests/test_rules_coverage.py)
+    "cccl": Expect(OUT, renames=(("include/cccl/", "include/"),), cuda="13.3"),
     "libcusparse_lt": Expect(FIVE, runpath_extra=(NVRTC_ROOT + "/lib",)),
     "libcutensor": Expect(FIVE, renames=(("lib/12/", "lib/"),), drops=("lib/11/*",)),
     "libcudss": Expect(FIVE), "cuquantum": Expect(FIVE), "nvcomp": Expect(FIVE),
@@ -84,14 +93,18 @@ EXPECT: dict[str, Expect] = {
     "cuda_crt": Expect(OUT, cuda="13.0"),
     "cuda_culibos": Expect(OUT, cuda="13.0"),
     "libnvptxcompiler": Expect(OUT, cuda="13.0"),
+    # Nixpkgs nsight_compute.nix: ncu, ncu-ui, host/, target/ moved into bin/.
     "nsight_compute": Expect(
-        ("out", "doc"), renames=(("nsight-compute/2025.2.1/", ""),),
-        drops=("host/*/Mesa/*", "target/*qnx*/*"), keep={"docs/*": "doc"}),
+        ("out", "doc"), renames=((r"re:^nsight-compute/[^/]+/(host|target)/", r"bin/\1/"),
+                                 (r"re:^nsight-compute/[^/]+/(ncu|ncu-ui)$", r"bin/\1"),
+                                 ("nsight-compute/2025.2.1/", "")),
+        drops=("bin/host/*/Mesa/*", "bin/target/*qnx*/*"), keep={"docs/*": "doc"}),
     "nsight_systems": Expect(OUT, drops=(
         "*/libssl.so*", "*/libcrypto.so*", "*/libssh.so*", "*/libboost_*", "*/libstdc++.so*",
         "*/libarrow*", "*/libjpeg*", "host-*/Mesa/*", "host-*/python/bin/python*",
         "host-*/libexec/*", "nsight-systems/*/host-*/Mesa/*",
-        "nsight-systems/*/host-*/python/bin/python*", "nsight-systems/*/host-*/libexec/*"),
+        "nsight-systems/*/host-*/python/bin/python*", "nsight-systems/*/host-*/libexec/*",
+        "bin/nsys", "bin/nsys-ui", "bin/nsight-exporter", "bin/nsight-sys"),
         renames=((r"re:^nsight-systems/[^/]+/", ""),)),
     "tensorrt": Expect(
         ("out", "bin", "dev", "include", "lib", "samples", "static"),
@@ -107,9 +120,9 @@ EXPECT: dict[str, Expect] = {
 SINGLE_OUT = ("cuda_cccl", "cuda_cuobjdump", "cuda_nvdisasm", "cuda_cuxxfilt", "cuda_nvprune",
               "cuda_sanitizer_api", "cuda_documentation", "cuda_demo_suite", "cuda_nsight",
               "cuda_nvvp", "cuda_sandbox_dev", "cuda_ctadvisor", "cuda_tileiras", "tileiras",
-              "libnvfatbin", "fabricmanager", "imex", "libnvidia_nscq", "libnvsdm",
+              "libnvfatbin", "imex", "libnvsdm",
               "nvidia_fs", "mft_autocomplete", "cuda_compat", "cuda_compat_orin",
-              "cuda_profiler_api", "nvidia_driver", "nsight_vse", "visual_studio_integration")
+              "nvidia_driver", "nsight_vse", "visual_studio_integration")
 EXPECT.update({p: Expect(OUT) for p in SINGLE_OUT})
 EXPECT.update({p: Expect(FOUR) for p in (f"nvpl_{n}" for n in (
     "blas", "common", "fft", "lapack", "rand", "scalapack", "sparse", "tensor"))})
@@ -308,13 +321,16 @@ def _check_pkgconfig(s: Split) -> None:
             assert f"-lnvidia-ml -Wl,-rpath,{DRIVER}" in text, text
             assert (Path(libdir[1]) / "stubs/libnvidia-ml.so").exists()
         elif s.pname == "cuda_cudart" and name.startswith("cuda-"):
-            assert libdir[1] == f"{s.out('stubs')}/lib/stubs", text
+            stubs = "stubs" if "stubs" in s.expect.outputs else "out"
+            assert libdir[1] == f"{s.out(stubs)}/lib/stubs", text
         else:
             assert libdir[1] == f"{lib_root}/lib", text
         if s.pname == "cuda_cudart":
             assert "cudaroot" not in text and f"-Wl,-rpath,{DRIVER}" in text, text
         if s.pname in ("libcublas", "libcufft", "libcurand", "libnvjpeg", "libnpp"):
             assert "Requires: cudart-12.9" in text, text
+        if s.pname == "libcutensor":  # Nixpkgs adds none (it propagates cuda_cudart)
+            assert "Requires: cudart" not in text, text
         if s.pname == "libcuobjclient":
             assert "Requires: cufile-" in text, text
         if s.pname == "cuda_opencl":

@@ -227,8 +227,9 @@ def test_rules_show_prints_the_whole_entry() -> None:
 
 
 @pytest.mark.parametrize(("caps", "cuda", "platform"), [
-    (["8.7"], "12.9", "linux-aarch64"), (["8.7"], "13.0", "linux-sbsa"),
-    (["7.2"], "13.0", "linux-aarch64"), (["10.1"], "12.9", "linux-sbsa"),
+    (["8.7"], "12.9", "linux-aarch64"), (["8.7"], "13.2", "linux-sbsa"),
+    (["8.7"], "13.4.2", "linux-sbsa"), (["8.7"], "13", "linux-sbsa"), (["11.0"], "13.0", "linux-sbsa"),
+    (["10.1"], "12.9", "linux-sbsa"),
     (["9.0"], "12.9", "linux-sbsa"), ([], "12.9", "linux-sbsa"),
     (["9.0", "7.2"], "12.9", "linux-aarch64"),
 ])
@@ -237,6 +238,11 @@ def test_arm_platform_from_capabilities(caps: list[str], cuda: str, platform: st
     assert resolve_platform_word("aarch64-linux:" + ",".join(caps), cuda) == platform
 
 
-def test_no_jetson_build_from_cuda_13_4() -> None:
-    with pytest.raises(CudasplitError, match="no linux-aarch64"):
-        arm_platform(["7.2"], "13.4.1")
+def test_no_jetson_build_on_cuda_13() -> None:
+    """No 13.x manifest has linux-aarch64; Orin is sbsa only from 13.2 (Nixpkgs' sets)."""
+    for cuda in ("13.0.3", "13.3.1", "13.4.1"):
+        with pytest.raises(CudasplitError, match="no linux-aarch64"):
+            arm_platform(["7.2"], cuda)
+    for cuda in ("13.0", "13.1.2"):
+        with pytest.raises(CudasplitError, match=r"Orin from CUDA 13\.2"):
+            arm_platform(["8.7"], cuda)

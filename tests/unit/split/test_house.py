@@ -253,7 +253,7 @@ def test_nix_outputs_plan_and_split_agree(redist_tarballs: dict[str, Path],
 
     names = ("out", "lib", "dev", "stubs")
     env = {"outputs": " ".join(names), **{n: str(tmp_path / "store" / n) for n in names}}
-    options = SplitOptions(runpath=POLICY, jobs=2)
+    options = SplitOptions(runpath=POLICY, jobs=2, default_rules=True)
     real = split_nix(redist_tarballs["xz"], env, options)
     planned = split_nix(redist_tarballs["xz"], env, replace(options, dry_run=True))
     assert canonical(real) == canonical(planned)

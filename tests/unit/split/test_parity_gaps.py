@@ -392,6 +392,8 @@ def test_bad_text_edits_are_refused(table: dict[str, object], message: str) -> N
 # -- the cuda-component setup hook's collector -------------------------------------------------
 
 HOOK_ROOT = "/nix/store/33333333333333333333333333333333-cuda-component-hook"
+# cuda_cudart split the way Nixpkgs' redist-outputs.nix overrides it (its default is out only).
+SIX = ("out", "dev", "include", "lib", "static", "stubs")
 
 
 def _cudart_tree(tmp_path: Path) -> Path:
@@ -407,7 +409,7 @@ def test_component_outputs_source_the_collector_first(tmp_path: Path) -> None:
     """What cudaComponentHook's _cudaPublishComponents writes: ``source <collector>`` then the
     output's own hook (the stubs output keeps its consumer hook after the line)."""
     split_to_dir(_cudart_tree(tmp_path), tmp_path / "o", SplitOptions(
-        nix_markers=True, cuda_component_hook=HOOK_ROOT))
+        nix_markers=True, cuda_component_hook=HOOK_ROOT, outputs=SIX))
     collector = f"source {HOOK_ROOT}/nix-support/setup-hook\n"
     for output in ("out", "dev", "include", "lib", "static"):
         assert (tmp_path / "o" / output / "nix-support/setup-hook").read_text() == collector + "\n"
@@ -421,7 +423,7 @@ def test_sourcing_an_output_hook_runs_the_collector_and_the_stubs_hook(tmp_path:
     (hook_root / "nix-support").mkdir(parents=True)
     (hook_root / "nix-support/setup-hook").write_text("collected+=(yes)\n")
     split_to_dir(_cudart_tree(tmp_path), tmp_path / "o", SplitOptions(
-        nix_markers=True, cuda_component_hook=str(hook_root)))
+        nix_markers=True, cuda_component_hook=str(hook_root), outputs=SIX))
     script = (f"set -eu; postFixupHooks=(); collected=()\n"
               f"source {tmp_path}/o/stubs/nix-support/setup-hook\n"
               f"source {tmp_path}/o/lib/nix-support/setup-hook\n"
@@ -432,7 +434,8 @@ def test_sourcing_an_output_hook_runs_the_collector_and_the_stubs_hook(tmp_path:
 
 
 def test_without_the_hook_no_collector_line(tmp_path: Path) -> None:
-    split_to_dir(_cudart_tree(tmp_path), tmp_path / "o", SplitOptions(nix_markers=True))
+    split_to_dir(_cudart_tree(tmp_path), tmp_path / "o", SplitOptions(nix_markers=True,
+                                                                      outputs=SIX))
     assert not (tmp_path / "o/lib/nix-support/setup-hook").exists()
     assert "source " not in (tmp_path / "o/stubs/nix-support/setup-hook").read_text()
 

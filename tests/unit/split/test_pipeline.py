@@ -128,8 +128,9 @@ def test_fallback_output(output: str, allowed: set[str] | None, expected: str) -
 def test_strict_fails_on_empty_requested_output(tmp_path: Path) -> None:
     entries = [e for e in ENTRIES if e[1] != "dangling"]
     with pytest.raises(ProblemsFound, match="output 'samples' received no files"):
-        run(tmp_path, SplitOptions(patch=False, strict=True, outputs=("lib", "samples")), entries)
-    _, report = run(tmp_path, SplitOptions(patch=False, strict=True), entries)
+        run(tmp_path, SplitOptions(patch=False, strict=True, outputs=("lib", "samples"),
+                                   default_rules=True), entries)
+    _, report = run(tmp_path, SplitOptions(patch=False, strict=True, default_rules=True), entries)
     assert report.problems == []
 
 

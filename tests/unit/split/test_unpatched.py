@@ -55,7 +55,7 @@ def test_nix_fails(archive: Path, tmp_path: Path) -> None:
     names = ("out", "lib")
     env = {"outputs": " ".join(names), **{n: str(tmp_path / "store" / n) for n in names}}
     with pytest.raises(UnpatchedFilesError, match=r"libsmall\.so\.1"):
-        split_nix(archive, env, _options())
+        split_nix(archive, env, _options(default_rules=True))
 
 
 def test_cli_exit_status_and_summary(archive: Path, tmp_path: Path) -> None:

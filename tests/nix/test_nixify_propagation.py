@@ -1,0 +1,41 @@
+"""nixify (per manifest, with tarballs) writes Nixpkgs' library.nix edges as
+propagatedBuildInputs, keeping cudasplit's own nix-support propagation (issue 27)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cudasplit._release.nixify import PROPAGATES, PackagePlan, PlatformPlan, render_package
+
+
+def _plan(propagated: tuple[str, ...]) -> PackagePlan:
+    return PackagePlan(
+        pname="libcublas", version="13.0.2.14", description="CUBLAS", license="CUDA Toolkit",
+        platforms=(PlatformPlan("linux-x86_64", "https://x/libcublas.tar.xz", "0" * 64,
+                                ("out", "dev", "lib")),),
+        build_inputs=(), resolves={}, unresolved=(), dlopened=(), package_roots=(),
+        cuda_version="13.0", propagated=propagated)
+
+
+def test_library_nix_edges() -> None:
+    assert PROPAGATES["libcublas"] == ("cuda_cudart",)
+    assert PROPAGATES["cuda_cudart"] == ("cuda_crt", "cuda_cccl")
+
+
+def test_rendered_propagation_parses_and_keeps_cudasplits_own(tmp_path: Path) -> None:
+    text = render_package(_plan(("cuda_cudart",)), "redistrib_13.0.2.json")
+    assert "  propagatedBuildInputs = [ cuda_cudart ];" in text
+    assert "  cuda_cudart,\n" in text.split("}:")[0]  # a callPackage argument
+    assert "''${!outputDev}/nix-support/propagated-build-inputs" in text
+    assert "propagatedBuildInputs" not in render_package(_plan(()), "r.json")
+    if shutil.which("nix-instantiate") is None:
+        pytest.skip("nix-instantiate not found")
+    path = tmp_path / "libcublas.nix"
+    path.write_text(text)
+    done = subprocess.run(["nix-instantiate", "--parse", str(path)], capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0, done.stderr
