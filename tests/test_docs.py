@@ -22,7 +22,7 @@ ALL_PAGES = [README, *sorted(DOCS.rglob("*.md"))]
 QUICK_START = [
     "python3 -m venv .venv && .venv/bin/pip install -q . && .venv/bin/cudasplit split "
     "fixtures/cuda_sample-linux-x86_64-12.9.79-archive.tar.xz -o /tmp/cudasplit-demo "
-    "--overwrite --report /tmp/cudasplit-demo.json",
+    "--overwrite --default-rules --report /tmp/cudasplit-demo.json",
     "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && "
     ".venv/bin/python -m pytest -q",
 ]
