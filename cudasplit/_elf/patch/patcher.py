@@ -54,7 +54,7 @@ from cudasplit._elf.patch.delta import TAG_BY_NAME, edit_bytes, interp_of
 from cudasplit._elf.patch.liefbudget import FallbackBudget
 from cudasplit._elf.patch.tiers import Before, lief, native
 from cudasplit._elf.plan import EditResult, ElfEdit, UnknownPatcherError
-from cudasplit._elf.read import dyn_names, read_elf_info, read_raw
+from cudasplit._elf.read import ELF_MAGIC, dyn_names, read_elf_info, read_raw
 from cudasplit.errors import ElfError, PatchError
 
 __all__ = ["SPARE_BYTES", "PatchResult", "apply_edit", "rename_needed", "set_runpath"]
@@ -99,7 +99,7 @@ def apply_edit(path: str | os.PathLike[str], edit: ElfEdit, *, patcher: str = "a
             magic = stream.read(4)
     except OSError as exc:
         raise ElfError(f"{name}: cannot read ELF file ({exc.strerror or exc})") from exc
-    if magic != b"\x7fELF":
+    if magic != ELF_MAGIC:
         raise ElfError(f"{name}: not an ELF file")
     method: str | None = None
     before: Before | None = None

@@ -69,6 +69,7 @@ __all__ = [
     "DEFAULT_READ_AHEAD",
     "MAX_DEFAULT_BUDGET",
     "MIN_BUDGET",
+    "BlockPipeline",
     "Codec",
     "PipelineStats",
     "XzBlock",
