@@ -141,7 +141,7 @@ def test_sbsa_target_with_an_x86_64_cudart_root_fails(prefix: dict[str, Path],
     result = CliRunner().invoke(main, [
         "split", str(redist_tarball("cuda_nvcc", WHEELS_13["cuda_nvcc"])),
         "-o", str(tmp_path / "nvcc"), "--target-platform", "linux-sbsa",
-        "--package-root", f"cuda_cudart.lib={x86 / 'lib'}"])
+        "--package-root", f"cuda_cudart={x86 / 'out'}"])  # cudart is one output, as in Nixpkgs
     assert result.exit_code == 2
     assert "libcudart.so.13.0.96 is x86-64, but the target platform linux-sbsa needs " \
         "AArch64" in result.stderr
