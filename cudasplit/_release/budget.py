@@ -44,6 +44,9 @@ _OUTPUT = re.compile(r'\[output\]="([^"]*)"')
 _MAX_NAME = 32 + 1 + 211  # hash, dash, the longest name Nix allows
 
 
+BUDGET_SCHEMA = 1  # the "schema" of as_dict (cudasplit/schemas/budget.json)
+
+
 @dataclass(frozen=True, slots=True)
 class Link:
     """``file`` (inside one path of the closure) names the store path ``names``."""
@@ -95,7 +98,7 @@ class BudgetReport:
     sizes: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"root": self.root, "closure": list(self.closure),
+        return {"schema": BUDGET_SCHEMA, "root": self.root, "closure": list(self.closure),
                 "closure_bytes": self.closure_bytes, "max_bytes": self.max_bytes,
                 "forbidden": list(self.forbidden),
                 "violations": [v.as_dict() for v in self.violations]}

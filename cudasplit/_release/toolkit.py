@@ -39,6 +39,8 @@ ARM_DIRS = ("sbsa-linux", "aarch64-linux")
 _SKIP_TOP = frozenset({"nix-support", "pkg-config"})
 
 
+TOOLKIT_SCHEMA = 1  # the "schema" of as_dict: toolkit --json (cudasplit/schemas/toolkit.json)
+
 @dataclass(frozen=True, slots=True)
 class ToolkitView:
     """What :func:`toolkit_view` laid out (or, with ``dry_run``, would lay out).
@@ -63,7 +65,8 @@ class ToolkitView:
     skipped: tuple[tuple[str, str], ...] = ()  # (source path, why it is not in the prefix)
 
     def as_dict(self) -> dict[str, object]:
-        return {"root": self.root, "host": self.host, "targets": list(self.targets),
+        return {"schema": TOOLKIT_SCHEMA, "root": self.root, "host": self.host,
+                "targets": list(self.targets),
                 "links": [list(pair) for pair in self.links], "written": list(self.written),
                 "skipped": [list(pair) for pair in self.skipped]}
 

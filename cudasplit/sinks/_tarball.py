@@ -129,6 +129,10 @@ class TarballSink(StagedSink):
     def start(self, package: PackageId, layout: Layout) -> None:
         super().start(package, layout)
         self._package = package
+        # Before the first byte: an archive of this package already there is refused now, not
+        # after the whole split was staged (finish() checks again, for a race).
+        for output, _root in layout.roots:
+            self._check_absent(self.archive_path(output))
 
     def finish(self) -> None:
         """Pack every output to a temp file, then rename them all: no partial archive remains."""

@@ -20,7 +20,7 @@ from tests.unit.release.test_manifest import artifact_entry, write_manifest
 jsonschema = pytest.importorskip("jsonschema")
 referencing = pytest.importorskip("referencing")
 
-NAMES = ("report", "batch", "closure", "diff", "verify", "explain", "ldd")
+NAMES = ("report", "batch", "closure", "diff", "verify", "explain", "ldd", "budget", "toolkit")
 
 
 def _schemas() -> dict[str, dict[str, Any]]:
@@ -95,3 +95,24 @@ def test_verify(tmp_path: Path) -> None:
     tarballs.mkdir()
     (tarballs / Path(rel).name).write_bytes(b"abc")
     _check("verify", _run("verify", str(manifest), "--tarballs", str(tarballs), "--json"))
+
+
+def test_consumer_budget(archives: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    """A consumer naming a store path of a forbidden output: the violation and its chain."""
+    store = tmp_path / "store"
+    static = store / ("0" * 32 + "-cuda_demo-12.9.79-static")
+    (static / "lib").mkdir(parents=True)
+    (static / "lib" / "libdemo_static.a").write_bytes(b"!<arch>\n")
+    consumer = store / ("1" * 32 + "-consumer")
+    (consumer / "share").mkdir(parents=True)
+    (consumer / "share" / "ref").write_text(f"{static}/lib\n")
+    data = _run("closure", str(consumer), "--consumer", "--store-dir", str(store), "--json",
+                code=1)
+    _check("budget", data)
+    assert [v["category"] for v in data["violations"]] == ["static"]
+
+
+def test_toolkit_view(archives: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    _old, _new, out = archives
+    _check("toolkit", _run("toolkit", str(out), "-o", str(tmp_path / "prefix"), "--dry-run",
+                           "--json"))

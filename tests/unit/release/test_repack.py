@@ -202,8 +202,18 @@ def test_failure_while_packing_leaves_no_archive(
 def test_existing_archive_is_refused_without_overwrite(tmp_path: Path, tarball: Path) -> None:
     existing = tmp_path / f"{STEM}-lib.tar.zst"
     existing.write_bytes(b"keep me")
-    with pytest.raises(OutputError, match="already exists"):
-        repack_to_dir(tarball, tmp_path, repack=FAST)
+    staged: list[str] = []
+    real_write = TarballSink.write_file
+
+    def spy(self: TarballSink, *args: object, **kw: object) -> object:
+        staged.append(str(args[0]))
+        return real_write(self, *args, **kw)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(TarballSink, "write_file", spy)
+        with pytest.raises(OutputError, match="already exists"):
+            repack_to_dir(tarball, tmp_path, repack=FAST)
+    assert staged == []  # refused before the first byte was staged
     assert existing.read_bytes() == b"keep me"
     assert [p.name for p in tmp_path.iterdir()] == [existing.name]
     repack_to_dir(tarball, tmp_path, SplitOptions(overwrite=True), FAST)
