@@ -81,7 +81,7 @@ def write_nix_support(sink: Sink, info: NixSupport | None = None) -> None:
         if info.component_hook is not None:
             hooks[output] = collector_line(info.component_hook, hooks.get(output, ""))
     if info.consumer_guards:
-        # lib is what out and dev propagate, so every consumer sources it (issue 28).
+        # lib is what out and dev propagate, so every consumer sources it.
         holder = "lib" if "lib" in outputs else "out"
         hooks[holder] = hooks.get(holder, "") + guards_hook_text()
     for output, text in sorted(hooks.items()):

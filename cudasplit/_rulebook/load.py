@@ -107,7 +107,7 @@ def read_rule_file(path: Path) -> dict[str, Any]:
         raise RulesError(f"{path}: cannot read rule file ({exc.strerror})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise RulesError(f"{path}: invalid TOML ({exc})") from exc
-    except UnicodeDecodeError as exc:  # tomllib decodes before parsing (issue 24)
+    except UnicodeDecodeError as exc:  # tomllib decodes before parsing
         raise RulesError(f"{path}: not UTF-8 (byte {exc.object[exc.start]:#04x} at offset "
                          f"{exc.start}); TOML files must be UTF-8") from exc
 

@@ -180,7 +180,7 @@ def _stdin_source(package: PackageId | None, jobs: int, limits: Limits | None,
     try:
         spool = tempfile.TemporaryFile(prefix="cudasplit-stdin-")  # noqa: SIM115 - kept
         _spool_stdin(spool, cap)
-    except OSError as exc:  # issue 24: a full $TMPDIR was a traceback
+    except OSError as exc:  # a full $TMPDIR was a traceback
         reason = "disk full" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
         raise OutputError(f"<stdin>: cannot spool standard input to {tempfile.gettempdir()} "
                           f"({reason}; "

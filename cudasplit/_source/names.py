@@ -81,7 +81,7 @@ def member_parent(path: str) -> str:
         return ""
     if not (path.startswith(("/", "./")) or path.endswith(("/", "/.")) or "//" in path
             or "/./" in path):
-        return path.rpartition("/")[0]  # the common case, without pathlib (issue 24: 25 %
+        return path.rpartition("/")[0]  # the common case, without pathlib (25 %
         # of a 90,000-link archive's time went to PurePosixPath here)
     parent = str(PurePosixPath(path).parent)
     return "" if parent == "." else parent

@@ -23,7 +23,7 @@ __all__ = ["ARCHIVE_NIX_SUPPORT", "AR_MAGIC", "BUILTIN", "PACKAGE_DROP", "Action
 AR_MAGIC = b"!<arch>\n"
 PACKAGE_DROP = "dropped by the package table"
 BUILTIN = "<builtin>"
-# Issue 24: stdenv sources ``<output>/nix-support/setup-hook`` in every dependent's build and
+# stdenv sources ``<output>/nix-support/setup-hook`` in every dependent's build and
 # follows ``propagated-build-inputs``: an archive's own ``nix-support/`` would be build code.
 ARCHIVE_NIX_SUPPORT = f"{BUILTIN}:archive-nix-support"
 NIX_SUPPORT_NOTE = ("the archive's own nix-support/ is data, not build code (stdenv would "

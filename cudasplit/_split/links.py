@@ -256,7 +256,7 @@ def last_of_each_name(symlinks: list[Deferred], revise: Callable[[Deferred, Memb
 
 def following_resolver(placements: Placements, symlinks: list[Deferred]) -> LinkResolver:
     """A resolver that follows only the links that will exist: not those a file, a directory
-    or a symlink above them displaces (issue 24: a link through one was placed dangling)."""
+    or a symlink above them displaces (a link through one was placed dangling)."""
     index = {d.member.path: d.member.link for d in symlinks if d.member.link is not None}
     everything = LinkResolver(placements, index)
     follow = {path: text for path, text in index.items()
@@ -266,7 +266,7 @@ def following_resolver(placements: Placements, symlinks: list[Deferred]) -> Link
 
 def place_hardlinks_to(planner: LinkPlanner, path: str) -> list[LinkOp]:
     """The hard links to ``path``, placed now: a later member of that name is about to
-    replace it, and a link keeps the earlier bytes (GNU tar; issue 24)."""
+    replace it, and a link keeps the earlier bytes (GNU tar)."""
     now = [link for link in planner.hardlinks if link.member.link == path]
     planner.hardlinks = [link for link in planner.hardlinks if link not in now]
     before = len(planner.ops)

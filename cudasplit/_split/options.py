@@ -144,12 +144,12 @@ class SplitOptions:
     cuda_component_hook: str | None = None      # cudaComponentHook's root: source line (nixsupport)
     # write consumer-guards-hook.sh into lib's (else out's) nix-support/setup-hook
     consumer_guards: bool = False
-    # Issue 14: archives without an NVIDIA top directory need an explicit strip count;
+    # Archives without an NVIDIA top directory need an explicit strip count;
     # a --package without rules file needs default_rules; fsync before the final renames.
     strip_components: int | None = None
     default_rules: bool = False
     fsync: bool = True
-    # Issue 24: a member that would leave the output (a symlink whose target is absolute or
+    # A member that would leave the output (a symlink whose target is absolute or
     # climbs out of the package root) fails the run unless asked to skip such members.
     skip_unsafe_members: bool = False
     # Bytes of decoded data the parallel decoder may hold at once (--memory-limit); None:

@@ -208,7 +208,7 @@ class SplitRun:
 
 def _patch_error(exc: BaseException, description: str, sink: Sink | None,
                  patches: PatchStage | None) -> OutputError | None:
-    """Issue 24: a write error while patching (disk full during a RUNPATH write) named the
+    """A write error while patching (disk full during a RUNPATH write) named the
     staged file, i.e. the staging dir that is about to go; name the archive, the member and
     the final path instead. Runs before the abort, while the staged paths still mean something."""
     text = str(exc)
@@ -223,7 +223,7 @@ def _patch_error(exc: BaseException, description: str, sink: Sink | None,
 
 
 def _refuse_escape(member: Member, options: SplitOptions, description: str) -> None:
-    """Issue 24: a symlink out of the package root is a hostile archive (GNU tar and tarfile's
+    """A symlink out of the package root is a hostile archive (GNU tar and tarfile's
     ``data`` filter fail the extraction too), unless ``skip_unsafe_members``: then it is
     skipped at the end with an ``unsafe-symlink`` problem."""
     assert member.link is not None

@@ -37,7 +37,7 @@ class Placements:
 
     def hardlink_root(self, path: str, link: str) -> str:
         """The file a hard link ``path -> link`` names: ``link``'s own file when ``link`` is an
-        earlier hard link (GNU tar links it to the same file; issue 24)."""
+        earlier hard link (GNU tar links it to the same file)."""
         root = self.hardlink_roots[path] = self.hardlink_roots.get(link, link)
         return root
 

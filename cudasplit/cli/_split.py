@@ -54,7 +54,7 @@ class ReportTarget:
         self._created = False
 
     def claim(self) -> None:
-        """Issue 24: check the destination before the split writes its first byte (it used to
+        """Check the destination before the split writes its first byte (it used to
         fail after the outputs were promoted, and the retry then found them "already there").
         An existing file is opened for appending (not truncated), a new one created empty
         (:meth:`discard` removes it if the run fails); a report inside a directory the split

@@ -23,7 +23,7 @@ from cudasplit.errors import OutputError
 log = logging.getLogger("cudasplit")
 
 STAGING_PREFIX = ".cudasplit-staging-"
-# Issue 24: a directory is renamed to this prefix before it is deleted, so a run killed while
+# A directory is renamed to this prefix before it is deleted, so a run killed while
 # deleting never leaves a staging dir without its owner file (which no run would remove);
 # everything with this prefix is garbage, and every later run deletes it.
 TRASH_PREFIX = ".cudasplit-trash-"

@@ -119,7 +119,7 @@ class TarballSink(StagedSink):
                 self._directory.mkdir(parents=True)
             self._made_directory = True
         parent = self._staging_parent or self._directory
-        if not self._cleaned:  # issue 24: what killed repacks left here
+        if not self._cleaned:  # what killed repacks left here
             self._cleaned = True
             remove_stale(parent, self.stage_prefix)
             if self._staging_parent is None:

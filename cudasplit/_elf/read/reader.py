@@ -24,7 +24,7 @@ def read_raw(path: str, fd: int, *, need_dynamic: bool = True, strict: bool = Tr
                  **h)  # type: ignore[arg-type]
     elf.phdrs = read_phdrs(elf)
     if strict:
-        if elf.e_type not in (2, 3):  # LIEF aborts on e_type 7 (issue 15.3); ld.so loads neither
+        if elf.e_type not in (2, 3):  # LIEF aborts on e_type 7; ld.so loads neither
             raise elf.fail(f"e_type {elf.e_type} is neither an executable nor a shared object")
         check_phdrs(elf)
         elf.shdrs = read_shdrs(elf)

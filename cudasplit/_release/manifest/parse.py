@@ -90,7 +90,7 @@ class Manifest:
 
 
 # NVIDIA's manifests are under 1 MB; the cap keeps ``verify /dev/zero`` (or a 20 GB file)
-# from being read whole into memory (issue 24: 24 GB RSS, then the OOM killer).
+# from being read whole into memory (24 GB RSS, then the OOM killer).
 MAX_MANIFEST_BYTES = 16 << 20
 
 

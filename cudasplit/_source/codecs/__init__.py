@@ -92,7 +92,7 @@ MAX_DEFAULT_BUDGET = 4 << 30
 
 # Measured (benchmarks/README.md, bench_scaling.py): single-block xz and zstd decode as fast
 # in-process as with the binaries (zstd, 2 cores: 1.01 s in-process, 1.12 s through the
-# binary's pipe, best of 5). Multi-block xz: since the decoder budgets whole blocks (issue 22)
+# binary's pipe, best of 5). Multi-block xz: since the decoder budgets whole blocks
 # it keeps up with `xz -T16` on 16 cores (reading to the end 3.18 s against `xz -dc -T16`
 # 3.01 s; a split 3.39 s against `tar -I 'xz -T16' -xf` 2.95 s) at 690 MB peak RSS against
 # xz's 1114 MB, and its memory is capped by memory_limit. So in-process is the default.
@@ -155,7 +155,7 @@ def _in_process_reader(fh: IO[bytes], codec: Codec, source: str, jobs: int,
     # block, zstd, gzip): the caller's own work on the tar stream then overlaps with the
     # decoder (which releases the GIL) instead of alternating with it, as `tar -I xz` runs
     # xz beside tar. ``jobs`` counts decoder threads; the reader is the caller's. Measured
-    # on 16 cores (issue 22): single-block xz 2.80 s overlapped against 3.30 s alternating
+    # on 16 cores: single-block xz 2.80 s overlapped against 3.30 s alternating
     # (`tar -xJf` 2.76 s), zstd 1.87 s against 2.18 s (`tar --zstd -xf` 1.61 s).
     threaded = background if background is not None else True
     if codec is Codec.XZ:
