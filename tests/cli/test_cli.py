@@ -174,7 +174,7 @@ def test_no_progress_output_when_stderr_is_not_a_terminal(tmp_path: Path, archiv
 
 
 def test_progress_line_overwrites_itself(capsys: pytest.CaptureFixture[str]) -> None:
-    from cudasplit._split.pipeline import Progress
+    from cudasplit import Progress
     from cudasplit.cli import ProgressLine
 
     line = ProgressLine()

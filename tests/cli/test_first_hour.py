@@ -19,10 +19,8 @@ from click.testing import CliRunner
 
 import cudasplit
 import cudasplit._api.entry as api
-from cudasplit._model import Kind, PackageId
-from cudasplit._rulebook import load_ruleset
+from cudasplit import Kind, PackageId, SplitOptions, load_ruleset
 from cudasplit._split.options import available_cpus
-from cudasplit._split.pipeline import SplitOptions
 from cudasplit.cli import main
 from cudasplit.errors import CudasplitError, OptionsError, OutputError, SourceError
 from cudasplit.sinks import _directory as directory_sink
@@ -423,7 +421,7 @@ def test_report_relative_names_no_store_path(tmp_path: Path, archive: Path) -> N
     env = {"NIX_STORE": "/nix/store"}
     report = api.inspect(archive)
     report.source = store
-    from cudasplit._report import relative_report
+    from cudasplit import relative_report
     data = relative_report(report, env)
     assert data["source"] == "cuda_demo.tar.xz"
     assert all(not f.startswith("/") for f in data["rules_files"])
@@ -565,7 +563,7 @@ def test_errors_name_archive_and_member_not_the_staging_dir(tmp_path: Path) -> N
 
 
 def test_stdin_respects_the_size_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    from cudasplit._source import open_source
+    from cudasplit import open_source
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x" * 5000)))
     from cudasplit._source import Limits
     with pytest.raises(SourceError, match="larger than 4096 bytes"):
@@ -580,7 +578,7 @@ def test_packageid_must_be_a_packageid() -> None:
 
 def test_status_line_is_cleared_before_any_message(capsys: pytest.CaptureFixture[str],
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from cudasplit._split.pipeline import Progress
+    from cudasplit import Progress
     from cudasplit.cli import _terminal as terminal
 
     monkeypatch.setattr(terminal, "_ACTIVE", [None])

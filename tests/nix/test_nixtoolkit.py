@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudasplit._release.manifest import load_manifest
+from cudasplit import load_manifest
 from cudasplit._release.nixify import compiler_packages, nixify
 from cudasplit._split.targets import EM_X86_64, elf_machine
 from cudasplit.cli import main

@@ -229,8 +229,7 @@ def test_cupti_takes_the_append_tier_and_keeps_its_table(
 def test_issue_11_cupti_split_then_strip(tmp_path: Path) -> None:
     """Issue 11 as reported: split cupti 12.8.90 with a long --cuda-compat path, then strip
     every library of the output the way Nix's fixupPhase does; each still loads."""
-    from cudasplit import SplitOptions, split_to_dir
-    from cudasplit._elf.plan import RunpathPolicy
+    from cudasplit import RunpathPolicy, SplitOptions, split_to_dir
 
     if shutil.which("strip") is None:
         pytest.skip("binutils strip not installed")

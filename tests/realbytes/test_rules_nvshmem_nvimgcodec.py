@@ -18,9 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import RunpathPolicy, SplitOptions, ldd, split_to_dir
+from cudasplit import RunpathPolicy, SplitOptions, ldd, load_ruleset, split_to_dir
 from cudasplit._elf.read import read_elf_info
-from cudasplit._rulebook import load_ruleset
 from tests.support.builders import compile_shared, have_compiler
 
 NVSHMEM = ("nvidia-nvshmem-cu12", "3.8.0")

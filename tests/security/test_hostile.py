@@ -24,9 +24,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from cudasplit import SplitOptions, inspect, split_to_dir
+from cudasplit import Report, SplitOptions, inspect, split_to_dir
 from cudasplit._elf.patch import set_runpath
-from cudasplit._report import Report
 from cudasplit.cli import main
 from cudasplit.errors import CudasplitError, ElfError, OutputError, PatchError
 from tests.support.hostile import (

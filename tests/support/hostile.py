@@ -23,7 +23,7 @@ from typing import Any
 
 import zstandard
 
-from cudasplit._report import Report
+from cudasplit import Report
 from cudasplit.errors import (
     CorruptArchiveError,
     CudasplitError,

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cudasplit import Kind
 from cudasplit._elf.read import is_elf, kind_from_head, read_elf_info
-from cudasplit._model import Kind
 from cudasplit.errors import ElfError
 
 LIB_C = "char *getenv(const char *);\nint b_value(void){ return getenv(\"NOPE_X\") ? 3 : 2; }\n"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import SplitOptions, split_to_dir
+from cudasplit import RepackOptions, SplitOptions, repack_to_dir, split_to_dir
 from cudasplit._elf.patch import FailFastBackend
 from cudasplit._elf.plan import (
     EditResult,
@@ -26,7 +26,6 @@ from cudasplit._elf.plan import (
     plan_elf,
 )
 from cudasplit._elf.read import read_elf_info
-from cudasplit._release.repack import RepackOptions, repack_to_dir
 from cudasplit.errors import CudasplitError, OutputError
 from cudasplit.sinks._directory import DirectorySink
 from tests.support.builders import compile_executable, compile_shared, have_compiler

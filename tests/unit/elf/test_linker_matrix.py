@@ -25,9 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import SplitOptions, split_to_dir
+from cudasplit import RunpathPolicy, SplitOptions, split_to_dir
 from cudasplit._elf.patch import set_runpath
-from cudasplit._elf.plan import RunpathPolicy
 from cudasplit._elf.read import read_elf_info
 from tests.support.linkermatrix import (
     ARCHES,

@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import SplitOptions, inspect, split_to_dir
-from cudasplit._elf.plan import RunpathPolicy
-from cudasplit._report import Report
+from cudasplit import Report, RunpathPolicy, SplitOptions, inspect, split_to_dir
 from tests.support.builders import COMPRESSIONS
 from tests.support.tarutil import write_archive
 from tests.unit.split.test_pipeline import ENTRIES

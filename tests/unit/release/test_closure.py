@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudasplit._api.entry import split_to_dir
+from cudasplit import SplitOptions, split_to_dir
 from cudasplit._release.closure import Reference, closure_of_dir, closure_of_roots
-from cudasplit._split.pipeline import SplitOptions
 from cudasplit.cli import main
 from tests.nix.test_nix import (  # noqa: F401  (fixtures)
     OUTPUTS,

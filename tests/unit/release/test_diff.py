@@ -8,11 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudasplit._api.entry import inspect, split_to_dir
+from cudasplit import SplitOptions, inspect, load_ruleset, split_to_dir
 from cudasplit._release.diff import Snapshot, diff_snapshots, snapshot
 from cudasplit._release.sonames import ElfNames
-from cudasplit._rulebook import load_ruleset
-from cudasplit._split.pipeline import SplitOptions
 from cudasplit.cli import main
 from tests.support.releases import release
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from cudasplit import load_manifest
 from cudasplit._release.features import (
     Features,
     FeatureStatus,
@@ -22,7 +23,6 @@ from cudasplit._release.features import (
     features_for_manifest,
     features_of,
 )
-from cudasplit._release.manifest import load_manifest
 from cudasplit.cli import main
 from tests.support.builders import compile_executable, compile_shared, write_tarball
 

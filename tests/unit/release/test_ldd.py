@@ -141,7 +141,7 @@ def test_agrees_with_the_real_loader_on_split_nvidia_files(tmp_path: Path) -> No
 
 
 def _host_libs():  # type: ignore[no-untyped-def]
-    from cudasplit._elf.plan import RunpathPolicy
+    from cudasplit import RunpathPolicy
 
     found = subprocess.run(["gcc", "-print-file-name=libstdc++.so.6"], capture_output=True,
                            text=True).stdout.strip()

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudasplit._api.entry import inspect
-from cudasplit._release.manifest import load_manifest
+from cudasplit import inspect, load_manifest
 from cudasplit._release.nixify import (
     EXTERNAL_PROVIDERS,
     nixify,

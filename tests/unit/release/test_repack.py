@@ -11,8 +11,7 @@ import pytest
 import zstandard
 from click.testing import CliRunner
 
-from cudasplit import SplitOptions, split_to_dir
-from cudasplit._release.repack import RepackOptions, repack_to_dir
+from cudasplit import RepackOptions, SplitOptions, repack_to_dir, split_to_dir
 from cudasplit.cli import main
 from cudasplit.errors import CorruptArchiveError, OutputError
 from cudasplit.sinks._tarball import DEFAULT_MTIME, TarballSink, mtime_from_env

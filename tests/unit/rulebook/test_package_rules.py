@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit._api.entry import inspect
-from cudasplit._model import Kind
+from cudasplit import Kind, inspect
 from cudasplit._rulebook import RuleSet, default_rules_dir, load_ruleset
 from cudasplit._split.pipeline import SplitOptions, fallback_output
 from tests.support.paths import REPO

@@ -21,9 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import SplitOptions, split_to_dir
-from cudasplit._report import Report
-from cudasplit._rulebook import load_ruleset
+from cudasplit import Report, SplitOptions, load_ruleset, split_to_dir
 from tests.support.builders import dynamic_entries, have_compiler, tree_from_reference
 from tests.support.paths import DATA, REPO
 

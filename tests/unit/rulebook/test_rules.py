@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cudasplit._model import OUTPUT_NAMES, Kind
+from cudasplit import OUTPUT_NAMES, Kind
 from cudasplit._release.manifest import arm_platform, resolve_platform_word
 from cudasplit._rulebook import (
     Gate,

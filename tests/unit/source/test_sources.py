@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit._model import MemberType, PackageId
+from cudasplit import MemberType, PackageId
 from cudasplit._source import normalise_member_path, open_source, parse_top_dir
 from cudasplit.errors import CorruptArchiveError, SourceError, UnsafeMemberError
 from tests.support.tarutil import TOP, tar_bytes, write_archive

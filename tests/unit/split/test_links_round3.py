@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import SplitOptions, split_to_dir
-from cudasplit._model import Kind
+from cudasplit import Kind, SplitOptions, split_to_dir
 from cudasplit._split.linkresolve import MAX_HOPS, LinkResolver
 from cudasplit._split.placements import Placed, Placements
 from tests.support.tarutil import TOP, write_archive

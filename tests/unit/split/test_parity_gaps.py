@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import SplitOptions, split_to_dir
-from cudasplit._elf.plan import RunpathPolicy
+from cudasplit import RunpathPolicy, SplitOptions, split_to_dir
 from cudasplit._rulebook import build_ruleset
 from cudasplit.errors import OptionsError, ProblemsFound, RulesError
 from tests.support.builders import (

@@ -14,10 +14,16 @@ from pathlib import Path
 import pytest
 
 import cudasplit._split.patchstage as patchstage
-from cudasplit import SplitOptions, split_to_dir
+from cudasplit import (
+    Layout,
+    MemberRecord,
+    OutputRecord,
+    Problem,
+    Report,
+    SplitOptions,
+    split_to_dir,
+)
 from cudasplit._elf.plan import EditResult, ElfEdit
-from cudasplit._layout import Layout
-from cudasplit._report import MemberRecord, OutputRecord, Problem, Report
 from cudasplit._split.reportwriter import ElfOutcome, MemberFacts, PlaceOutcome, ReportWriter
 from cudasplit.errors import PatchError
 from tests.support.paths import REPO

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import SplitOptions, load_ruleset, split_to_dir
-from cudasplit._report import Report
+from cudasplit import Report, SplitOptions, load_ruleset, split_to_dir
 from tests.support.builders import (
     EXPECTED_DEFAULT,
     build_large_tarball,
@@ -169,9 +168,7 @@ def test_memory_stays_bounded_on_a_300_mb_tarball(tmp_path: Path) -> None:
 
 def test_files_needing_only_their_neighbours_are_patched_while_streaming(
         tmp_path: Path, redist_tarballs) -> None:  # type: ignore[no-untyped-def]
-    from cudasplit import DirectorySink
-    from cudasplit._model import OUTPUT_NAMES
-    from cudasplit._source import open_source
+    from cudasplit import OUTPUT_NAMES, DirectorySink, open_source
     from cudasplit._split.pipeline import SplitRun
 
     sink = DirectorySink.for_output_dir(tmp_path / "o", list(OUTPUT_NAMES))
