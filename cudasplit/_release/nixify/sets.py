@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cudasplit._release.manifest import Artifact, Manifest, Package
-from cudasplit._release.nixify.plan import PROPAGATES
+from cudasplit._release.nixify.plan import PROPAGATES, PlatformPlan
 from cudasplit._release.nixify.setstemplate import MK_REDIST, RELEASE
 from cudasplit._rulebook import Where, default_rules_dir, load_ruleset, name_at, version_tuple
 from cudasplit.errors import ManifestError, OutputError
@@ -63,20 +63,12 @@ CAPABILITIES: Mapping[str, tuple[str, str]] = {
 
 
 @dataclass(frozen=True, slots=True)
-class SetSource:
-    system: str
-    url: str
-    sha256: str
-    outputs: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
 class SetPackage:
     pname: str
     version: str
     description: str
     license: str
-    sources: tuple[SetSource, ...]
+    sources: tuple[PlatformPlan, ...]  # one per NVIDIA platform, as nixify plans them
     propagated: tuple[str, ...]       # packages of the same set
     needs: tuple[str, ...]            # build inputs of the same set (NEEDS)
     outside: tuple[str, ...]          # edges to packages the set lacks (nccl, ...)
@@ -163,8 +155,8 @@ def _plan(package: Package, release: str, base_url: str, present: set[str]) -> S
     for artifact in sorted(_artifacts(package, release), key=lambda a: SYSTEMS[a.platform]):
         where = Where(package.version, release, artifact.platform)
         declared = table.outputs_for(where) if table is not None else None
-        sources.append(SetSource(SYSTEMS[artifact.platform], base_url + artifact.relative_path,
-                                 artifact.sha256, tuple(declared or ("out",))))
+        sources.append(PlatformPlan(artifact.platform, base_url + artifact.relative_path,
+                                    artifact.sha256, tuple(declared or ("out",))))
     edges = [name_at(d, release) for d in PROPAGATES.get(package.pname, ())]
     broken = [BROKEN[package.pname]] if package.pname in BROKEN else []
     if not has_rules:
@@ -205,7 +197,7 @@ def _render_package(package: SetPackage, members: set[str]) -> list[str]:
              f"      description = {_s(package.description)};",
              f"      license = {_s(package.license)};", "      sources = {"]
     for source in package.sources:
-        lines += [f"        {source.system} = {{", f"          url = {_s(source.url)};",
+        lines += [f"        {SYSTEMS[source.platform]} = {{", f"          url = {_s(source.url)};",
                   f"          sha256 = {_s(source.sha256)};",
                   "          outputs = [ " + " ".join(_s(o) for o in source.outputs) + " ];",
                   "        };"]
