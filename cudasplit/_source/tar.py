@@ -198,8 +198,15 @@ class _Guarded:
         self._name = name
 
     def read(self, n: int = -1) -> bytes:
+        return self._guard(self._raw.read, n)  # type: ignore[return-value]
+
+    def read1(self, n: int = -1) -> bytes | memoryview:
+        """As ``read``, at most ``n`` bytes and without a copy where possible."""
+        return self._guard(self._raw.read1, n)  # type: ignore[attr-defined]
+
+    def _guard(self, read: Callable[[int], bytes | memoryview], n: int) -> bytes | memoryview:
         try:
-            return self._raw.read(n)
+            return read(n)
         except CorruptArchiveError as exc:
             raise _in_member(exc, self._source.description, self._name) from exc
         except _MEMBER_ERRORS as exc:
@@ -280,6 +287,12 @@ class _Replay:
             self._head = self._head[n:]
             return out
         return self._raw.read(n)
+
+    def read1(self, n: int = -1) -> bytes | memoryview:
+        """The peeked head first (as ``read``), then the raw stream's ``read1``."""
+        if self._head:
+            return self.read(n)
+        return self._raw.read1(n)  # type: ignore[attr-defined, no-any-return]
 
     def readinto(self, buffer: bytearray | memoryview) -> int:
         data = self.read(len(buffer))

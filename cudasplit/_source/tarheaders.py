@@ -95,6 +95,16 @@ class TarReader:
         self._unread -= n
         return data
 
+    def read_member_data1(self, n: int) -> bytes | memoryview:
+        """At most ``n`` (> 0) bytes of the current member's data, without a copy where the
+        stream can (``read1``); never empty."""
+        read1 = getattr(self._stream, "read1", None)
+        data = read1(n) if read1 is not None else self._stream.read(n)
+        if not data:
+            raise TarFormatError("unexpected end of data")
+        self._unread -= len(data)
+        return data
+
     # -- blocks ------------------------------------------------------------------------------
 
     def _read_block(self) -> bytes | None:
@@ -180,6 +190,15 @@ class MemberData:
             return b""
         data = self._reader.read_member_data(n)
         self._left -= n
+        return data
+
+    def read1(self, n: int = -1) -> bytes | memoryview:
+        """Up to ``n`` bytes (all that is left if ``n < 0``) without a copy where possible."""
+        n = self._left if n < 0 else min(n, self._left)
+        if n <= 0:
+            return b""
+        data = self._reader.read_member_data1(n)
+        self._left -= len(data)
         return data
 
 

@@ -31,6 +31,13 @@ class MeteredStream:
         self._count(len(data))
         return data
 
+    def read1(self, size: int = -1) -> bytes | memoryview:
+        """As ``read``, through the wrapped stream's ``read1`` (no copy) where it has one."""
+        read1 = getattr(self._stream, "read1", None)
+        data: bytes | memoryview = read1(size) if read1 is not None else self._stream.read(size)
+        self._count(len(data))
+        return data
+
     def readinto(self, buffer: Any) -> int:
         count = self._stream.readinto(buffer)  # type: ignore[attr-defined]
         self._count(count or 0)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import errno
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -127,14 +126,14 @@ def _assert_clean(out: Path) -> None:
 
 
 def _fail_after(calls: int, error: int) -> Any:
-    real = shutil.copyfileobj
+    real = directory_sink.write_stream
     count = iter(range(10**9))
 
-    def copy(src: Any, dst: Any, length: int = 0) -> None:
+    def copy(fd: int, src: Any) -> None:
         if next(count) >= calls:
-            dst.write(b"partial")
+            os.write(fd, b"partial")
             raise OSError(error, os.strerror(error))
-        real(src, dst, length)
+        real(fd, src)
     return copy
 
 
@@ -144,7 +143,7 @@ def _fail_after(calls: int, error: int) -> Any:
 def test_write_error_mid_run_cleans_up(small_archive: Path, tmp_path: Path,
                                        monkeypatch: pytest.MonkeyPatch, error: int,
                                        words: str) -> None:
-    monkeypatch.setattr(directory_sink.shutil, "copyfileobj", _fail_after(10, error))
+    monkeypatch.setattr(directory_sink, "write_stream", _fail_after(10, error))
     out = tmp_path / "out"
     with pytest.raises(OutputError, match=words) as info:
         split_to_dir(small_archive, out, SplitOptions(jobs=1, patch=False))
@@ -157,7 +156,7 @@ def test_existing_output_dir_keeps_its_other_files(small_archive: Path, tmp_path
     out = tmp_path / "out"
     out.mkdir()
     (out / "notes.txt").write_text("mine")
-    monkeypatch.setattr(directory_sink.shutil, "copyfileobj", _fail_after(3, errno.ENOSPC))
+    monkeypatch.setattr(directory_sink, "write_stream", _fail_after(3, errno.ENOSPC))
     with pytest.raises(OutputError):
         split_to_dir(small_archive, out, SplitOptions(jobs=1, patch=False))
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]

@@ -152,6 +152,25 @@ class ChunkReader(io.RawIOBase):
             parts.append(self._buf if take == len(self._buf) else self._buf[start:start + take])
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
+    def read1(self, size: int = -1) -> bytes | memoryview:
+        """At most ``size`` bytes from the current chunk, without a copy (a view of it).
+
+        The bulk path of a member's data to its file: a read that straddles two chunks would
+        otherwise cost a slice of each and a join, two copies of every byte on the one
+        thread that feeds the writes. Empty only at the end of the stream.
+        """
+        if self.closed:
+            raise ValueError("read from a closed stream")
+        if not self._fill():
+            return b""
+        start = self._pos
+        take = len(self._buf) - start if size is None or size < 0 else min(size,
+                                                                          len(self._buf) - start)
+        self._pos += take
+        if take == len(self._buf):
+            return self._buf
+        return memoryview(self._buf)[start:start + take]
+
     def readall(self) -> bytes:
         parts = []
         while self._fill():
