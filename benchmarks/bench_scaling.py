@@ -6,7 +6,9 @@ Usage (from the repository root)::
     python benchmarks/bench_scaling.py --from-dir /usr/local/cuda/targets/x86_64-linux/lib
     python benchmarks/bench_scaling.py --tarball some.tar.xz [--zstd some.tar.zst]
     # options: --jobs 1,2,4,8,16 (default: powers of two up to the available cores),
-    #          --repeat N (best of N, default 2), --only xz-multi|xz-single|zstd|decode,
+    #          --repeat N (best of N, default 2),
+    #          --only xz-multi|xz-single|zstd|decode|batch|patch-share (repeatable),
+    #          --prepare (build the tarballs only),
     #          --fsync (cudasplit's default; off here because tar does not fsync),
     #          --memory-limit SIZE (passed to cudasplit), --cache DIR, --markdown FILE
 
@@ -17,7 +19,14 @@ is downloaded once into ``~/.cache/cudasplit``, outside the clone); with ``--fro
 under ``libcublas-linux-x86_64-<version>-archive/lib/``. The tar is compressed three ways and
 cached in ``--cache`` (default ``~/.cache/cudasplit/bench-scaling``): multi-block xz
 (``xz -6 --block-size=24MiB -T0``: the blocks ``xz -T`` writes by default), single-block xz
-(``xz -6 -T1``) and ``zstd -12 -T0`` (one frame).
+(``xz -6 -T1``; ``--single-preset`` to make it quicker to build) and ``zstd -12 -T0`` (one
+frame).
+
+``batch`` (needs ``--from-dir``): one multi-block tarball per library family of DIR
+(``BATCH_FAMILIES``: libcublas, libcufft, libcusparse, ...), named as NVIDIA names them, in one
+directory; ``cudasplit split -jN DIR`` (the batch) against ``tar -I 'xz -TN' -xf`` over them
+one after another, N the largest ``--jobs``. ``patch-share``: the multi-block split at the
+largest N with and without ``--no-patch``; the difference is what the ELF edits cost.
 
 Every command runs as a child; wall time is the best of ``--repeat`` interleaved rounds, peak
 RSS is ``ru_maxrss`` from ``os.wait4`` (the largest single process among the child and its
@@ -41,6 +50,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BLOCK = 24 << 20
+SINGLE_PRESET = 6  # --single-preset: xz -6 -T1 runs at ~2 MB/s; a lower preset builds faster
 
 
 @dataclass
@@ -110,13 +120,14 @@ def tar_from_dir(cache: Path, directory: Path, pattern: str, version: str) -> Pa
     return out
 
 
-def compressed(tar: Path, kind: str) -> Path:
-    out = tar.with_suffix({"xz-multi": ".multi.tar.xz", "xz-single": ".single.tar.xz",
+def compressed(tar: Path, kind: str, single_preset: int = SINGLE_PRESET) -> Path:
+    single = ".single.tar.xz" if single_preset == 6 else f".single{single_preset}.tar.xz"
+    out = tar.with_suffix({"xz-multi": ".multi.tar.xz", "xz-single": single,
                            "zstd": ".tar.zst"}[kind])
     if out.exists():
         return out
     argv = {"xz-multi": ["xz", "-6", f"--block-size={BLOCK}", "-T0", "-c", str(tar)],
-            "xz-single": ["xz", "-6", "-T1", "-c", str(tar)],
+            "xz-single": ["xz", f"-{single_preset}", "-T1", "-c", str(tar)],
             "zstd": ["zstd", "-12", "-T0", "-q", "-c", str(tar)]}[kind]
     print(f"# compressing {tar.name} -> {out.name} ({' '.join(argv[:-2])})", file=sys.stderr,
           flush=True)
@@ -124,6 +135,30 @@ def compressed(tar: Path, kind: str) -> Path:
     with open(tmp, "wb") as fh:
         subprocess.run(argv, stdout=fh, check=True)
     os.replace(tmp, out)
+    return out
+
+
+# Library families of a CUDA toolkit's targets/<arch>/lib, one redist tarball each (batch).
+BATCH_FAMILIES = {"libcublas": "libcublas*", "libcufft": "libcufft*",
+                  "libcusparse": "libcusparse[._]*", "libcusolver": "libcusolver*",
+                  "libnpp": "libnpp*", "libcurand": "libcurand*", "libnvjpeg": "libnvjpeg*"}
+
+
+def batch_dir(cache: Path, directory: Path, version: str) -> Path:
+    """A directory of multi-block ``<pname>-linux-x86_64-<version>-archive.tar.xz``."""
+    out = cache / "batch"
+    out.mkdir(exist_ok=True)
+    for pname, pattern in BATCH_FAMILIES.items():
+        final = out / f"{pname}-linux-x86_64-{version}-archive.tar.xz"
+        names = sorted(os.path.basename(p) for p in glob.glob(str(directory / pattern)))
+        if final.exists() or not names:
+            continue
+        tar = cache / f"batch-{pname}.tar"
+        subprocess.run(["tar", "-cf", str(tar), "-C", str(directory),
+                        f"--transform=s,^,{final.name.removesuffix('.tar.xz')}/lib/,S", *names],
+                       check=True)
+        os.replace(compressed(tar, "xz-multi"), final)
+        tar.unlink()
     return out
 
 
@@ -160,10 +195,10 @@ class Bench:
             argv[1:1] = ["-I", program]
         return run(argv)
 
-    def cudasplit(self, path: Path, jobs: int) -> Sample:
+    def cudasplit(self, path: Path, jobs: int, *extra: str) -> Sample:
         out = self._fresh() / "split"
-        argv = [sys.executable, "-m", "cudasplit", "split", "-q", f"-j{jobs}", "-o", str(out),
-                str(path)]
+        argv = [sys.executable, "-m", "cudasplit", "split", "-q", f"-j{jobs}", *extra, "-o",
+                str(out), str(path)]
         if not self.args.fsync:
             argv.insert(4, "--no-fsync")
         if self.args.memory_limit:
@@ -180,12 +215,22 @@ class Bench:
     def xz_dc(self, path: Path, jobs: int) -> Sample:
         return run(["xz", "-dc", f"-T{jobs}", str(path)])
 
+    def tar_each(self, directory: Path, jobs: int) -> Sample:
+        """``tar -I 'xz -TN' -xf`` over every tarball of ``directory``, one after another."""
+        out = self._fresh()
+        script = ('for f in "$1"/*.tar.xz; do d="$2/$(basename "$f" .tar.xz)"; mkdir "$d" && '
+                  'tar -I "xz -T$3" -xf "$f" -C "$d" || exit 1; done')
+        return run(["sh", "-c", script, "sh", str(directory), str(out), str(jobs)])
+
 
 def table(title: str, header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
     lines = [f"### {title}", "", "| " + " | ".join(header) + " |",
              "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
+
+
+SECTIONS = ("xz-multi", "xz-single", "zstd", "decode")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,8 +245,11 @@ def main(argv: list[str] | None = None) -> int:
         "CUDASPLIT_CACHE", Path.home() / ".cache" / "cudasplit")) / "bench-scaling")
     parser.add_argument("--jobs", help="comma-separated N (default 1,2,4,... up to the cores)")
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--only", action="append", choices=["xz-multi", "xz-single", "zstd",
-                                                            "decode"])
+    parser.add_argument("--only", action="append", choices=[*SECTIONS, "batch", "patch-share"])
+    parser.add_argument("--single-preset", type=int, default=SINGLE_PRESET,
+                        help="xz preset of the single-block tarball (default 6)")
+    parser.add_argument("--prepare", action="store_true",
+                        help="only build (and cache) the tarballs, time nothing")
     parser.add_argument("--fsync", action="store_true")
     parser.add_argument("--memory-limit")
     parser.add_argument("--markdown", type=Path)
@@ -210,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     cores = available_cores()
     jobs = ([int(j) for j in args.jobs.split(",")] if args.jobs
             else [n for n in (1, 2, 4, 8, 16, 32, 64, 128) if n <= cores])
-    only = set(args.only or ["xz-multi", "xz-single", "zstd", "decode"])
+    only = set(args.only or SECTIONS)
     args.cache.mkdir(parents=True, exist_ok=True)
     files: dict[str, Path] = {}
     if args.tarball:
@@ -223,9 +271,16 @@ def main(argv: list[str] | None = None) -> int:
         tar = (tar_from_dir(args.cache, args.from_dir, args.glob, args.version)
                if args.from_dir else tar_from_wheel(args.cache))
         for kind in ("xz-multi", "xz-single", "zstd"):
-            if kind in only or (kind == "xz-multi" and "decode" in only):
-                files[kind] = compressed(tar, kind)
+            if kind in only or (kind == "xz-multi" and only & {"decode", "patch-share"}):
+                files[kind] = compressed(tar, kind, args.single_preset)
+        if "batch" in only:
+            if not args.from_dir:
+                parser.error("--only batch needs --from-dir (library families of a toolkit)")
+            files["batch"] = batch_dir(args.cache, args.from_dir, args.version)
 
+    if args.prepare:
+        print("\n".join(f"{kind}: {path}" for kind, path in files.items()))
+        return 0
     scratch = Path(tempfile.mkdtemp(prefix="bench-scaling-", dir=args.cache))
     bench = Bench(args, scratch)
     cpu = next((line.split(":", 1)[1].strip() for line in
@@ -297,10 +352,41 @@ def run_sections(bench: Bench, files: dict[str, Path], jobs: list[int], only: se
         rows = [(str(n), f"{best[f'split-j{n}'].wall:.2f}", f"{t.wall:.2f}",
                  f"{best[f'split-j{n}'].wall / t.wall:.2f}", f"{best[f'split-j{n}'].rss_mb:.0f}",
                  f"{t.rss_mb:.0f}") for n in ends]
-        what = "single-block xz" if kind == "xz-single" else "zstd (one frame)"
+        what = ("single-block xz" if kind == "xz-single" else "zstd (one frame)")
         out.append(table(f"{what} ({_mb(path)}): `cudasplit split -jN` vs {label}",
                          ("N", "split s", "tar s", "ratio", "split RSS MB", "tar RSS MB"),
                          rows))
+    out += _batch_and_patch_share(bench, files, jobs[-1], only, repeat)
+    return out
+
+
+def _batch_and_patch_share(bench: Bench, files: dict[str, Path], top: int, only: set[str],
+                           repeat: int) -> list[str]:
+    out: list[str] = []
+    batch = files.get("batch")
+    if batch is not None and "batch" in only:
+        tarballs = sorted(batch.glob("*.tar.xz"))
+        best = _interleaved([("split", lambda: bench.cudasplit(batch, top)),
+                             ("tar", lambda: bench.tar_each(batch, top))], repeat)
+        s, t = best["split"], best["tar"]
+        size = sum(p.stat().st_size for p in tarballs) / 1e6
+        out.append(table(f"A release at once: {len(tarballs)} multi-block tarballs "
+                         f"({size:.0f} MB: {', '.join(p.name.split('-')[0] for p in tarballs)}):"
+                         f" `cudasplit split -j{top} DIR` vs `tar -I 'xz -T{top}' -xf` over "
+                         "them one after another",
+                         ("N", "split s", "tar s", "ratio", "split RSS MB", "tar RSS MB"),
+                         [(str(top), f"{s.wall:.2f}", f"{t.wall:.2f}", f"{s.wall / t.wall:.2f}",
+                           f"{s.rss_mb:.0f}", f"{t.rss_mb:.0f}")]))
+    multi = files.get("xz-multi")
+    if multi is not None and "patch-share" in only:
+        best = _interleaved([("patch", lambda: bench.cudasplit(multi, top)),
+                             ("no-patch", lambda: bench.cudasplit(multi, top, "--no-patch"))],
+                            repeat)
+        p, n = best["patch"], best["no-patch"]
+        out.append(table(f"ELF edits' share of a split (multi-block xz, {_mb(multi)}, -j{top})",
+                         ("split s", "--no-patch s", "ELF edits s", "share"),
+                         [(f"{p.wall:.2f}", f"{n.wall:.2f}", f"{p.wall - n.wall:.2f}",
+                           f"{(p.wall - n.wall) / p.wall:.1%}")]))
     return out
 
 
