@@ -197,7 +197,8 @@ def parse_link_into(value: Any, filename: str) -> tuple[LinkInto, ...]:
 def parse_text_edits(value: Any, filename: str) -> tuple[TextEdit, ...]:
     entries = []
     for where, table in _tables(value, filename, "text_edits"):
-        _check(table, frozenset({"files", "replace", "regex", "description"}), where)
+        _check(table, frozenset({"files", "replace", "regex", "description", "quiet", "forbid"}),
+               where)
         replace, regex = _pairs(table, "replace", where), _pairs(table, "regex", where)
         if not replace and not regex:
             raise RulesError(f"{where}: needs 'replace' or 'regex' pairs")
@@ -206,8 +207,14 @@ def parse_text_edits(value: Any, filename: str) -> tuple[TextEdit, ...]:
                 re.compile(pattern)
             except re.error as exc:
                 raise RulesError(f"{where}: bad regex {pattern!r} ({exc})") from exc
+        quiet = table.get("quiet", False)
+        if not isinstance(quiet, bool):
+            raise RulesError(f"{where}: 'quiet' must be true or false")
+        forbid = table.get("forbid", [])
+        if not isinstance(forbid, list) or not all(isinstance(f, str) and f for f in forbid):
+            raise RulesError(f"{where}: 'forbid' must be a list of non-empty strings")
         entries.append(TextEdit(glob_list(table.get("files"), where, "files"), replace, regex,
-                                parse_gate(table, where)))
+                                parse_gate(table, where), quiet, tuple(forbid)))
     return tuple(entries)
 
 

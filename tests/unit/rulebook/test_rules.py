@@ -216,6 +216,10 @@ def test_package_table_entries_are_validated() -> None:
         load('pkgconfig_edits = [{ files = ["*.pc"], libdir_output = "nowhere" }]')
     with pytest.raises(RulesError, match="output"):
         load('output_when = [{ output = "statics" }]')
+    with pytest.raises(RulesError, match="'quiet' must be true or false"):
+        load('text_edits = [{ files = ["a"], replace = [["x", "y"]], quiet = "yes" }]')
+    with pytest.raises(RulesError, match="'forbid' must be a list"):
+        load('text_edits = [{ files = ["a"], replace = [["x", "y"]], forbid = "x" }]')
 
 
 def test_rules_show_prints_the_whole_entry() -> None:
