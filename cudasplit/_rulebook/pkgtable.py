@@ -33,6 +33,7 @@ __all__ = [
     "PcEdit",
     "RunpathPackage",
     "TextEdit",
+    "TextEditsFrom",
     "Where",
     "added_needed",
     "declared_outputs",
@@ -179,6 +180,16 @@ class TextEdit:
 
     def matches(self, path: str, where: Where) -> bool:
         return any(g.matches(path) for g in self.files) and self.gate.applies(where)
+
+
+@dataclass(frozen=True, slots=True)
+class TextEditsFrom:
+    """``[package] text_edits_from = [{ package = "cuda_crt", cuda_before = "13.0" }]``: that
+    package's ``text_edits`` apply here too, where this gate and each edit's own apply (CUDA
+    12's nvcc carries the crt headers Nixpkgs edits in cuda_crt)."""
+
+    package: str
+    gate: Gate = UNGATED
 
 
 def declared_outputs(outputs: Sequence[str], when: Sequence[OutputWhen],
