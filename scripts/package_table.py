@@ -42,7 +42,8 @@ def _fixups(ruleset: RuleSet) -> list[str]:
               + (f" ({a.gate.describe()})" if a.gate.describe() else "") for a in p.add_needed]
     notes += [f"links {e.directory}/ -> {', '.join(g.pattern for g in e.files)}"
               for e in p.link_into]
-    notes += [f"text edits in {', '.join(g.pattern for g in e.files)}" for e in p.text_edits]
+    edited = dict.fromkeys(g.pattern for e in p.text_edits for g in e.files)
+    notes += [f"text edits in {', '.join(edited)}"] if edited else []
     notes += [f"drop {', '.join(g.pattern for g in r.globs)}" for r in ruleset.rules
               if r.action == "drop" and r.ref.file != "default.toml"]
     notes += [f"{', '.join(g.pattern for g in r.globs)} -> {r.output}" for r in ruleset.rules

@@ -8,6 +8,9 @@ Nixpkgs' package files gate fixups on two different versions: the package's own
 
 An unknown version or platform never silently disables a fixup that exists today: ``since``
 gates count as met (the newest layout is the default), ``before`` gates as not met.
+``glibc_since`` is the exception: it compares the glibc the files will be used with
+(``--glibc-version``), and an unknown glibc fails it -- cuda_crt's ``noexcept`` edits for
+glibc >= 2.42 break compilation against an older glibc.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from dataclasses import dataclass
 
 __all__ = ["GATE_KEYS", "UNGATED", "Gate", "Where", "version_at_least", "version_tuple"]
 
-GATE_KEYS = frozenset({"since", "before", "cuda_since", "cuda_before", "platforms"})
+GATE_KEYS = frozenset({"since", "before", "cuda_since", "cuda_before", "platforms",
+                       "glibc_since"})
 
 
 def version_tuple(text: str) -> tuple[int, ...]:
@@ -43,6 +47,7 @@ class Where:
     cuda_version: str | None = None
     platform: str | None = None
     python_version: str | None = None  # X.Y of the build's Python (cuda_gdb's TUI wrappers)
+    glibc_version: str | None = None   # X.Y of the glibc the files will meet (cuda_crt)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,18 +57,46 @@ class Gate:
     cuda_since: str | None = None
     cuda_before: str | None = None
     platforms: tuple[str, ...] = ()
+    glibc_since: str | None = None
 
     def applies(self, where: Where) -> bool:
         if self.platforms and where.platform is not None and where.platform not in self.platforms:
+            return False
+        if self.glibc_since is not None and (
+                where.glibc_version is None
+                or not version_at_least(where.glibc_version, self.glibc_since)):
             return False
         return (_since(where.version, self.since) and _before(where.version, self.before)
                 and _since(where.cuda_version, self.cuda_since)
                 and _before(where.cuda_version, self.cuda_before))
 
+    def both(self, other: Gate) -> Gate:
+        """The gate that applies where both apply (the later floors, the earlier ceilings)."""
+        def floor(a: str | None, b: str | None) -> str | None:
+            return b if a is None or (b is not None and version_tuple(b) > version_tuple(a)) else a
+
+        def ceiling(a: str | None, b: str | None) -> str | None:
+            return b if a is None or (b is not None and version_tuple(b) < version_tuple(a)) else a
+
+        platforms = (tuple(p for p in self.platforms if p in other.platforms)
+                     if self.platforms and other.platforms else self.platforms or other.platforms)
+        return Gate(floor(self.since, other.since), ceiling(self.before, other.before),
+                    floor(self.cuda_since, other.cuda_since),
+                    ceiling(self.cuda_before, other.cuda_before), platforms,
+                    floor(self.glibc_since, other.glibc_since))
+
+    def never(self) -> bool:
+        """No version passes (a floor at or above its ceiling), e.g. after :meth:`both`."""
+        return any(low is not None and high is not None
+                   and version_tuple(low) >= version_tuple(high)
+                   for low, high in ((self.since, self.before),
+                                     (self.cuda_since, self.cuda_before)))
+
     def describe(self) -> str:
         parts = [f"{k} {v}" for k, v in (("version >=", self.since), ("version <", self.before),
                                           ("CUDA >=", self.cuda_since),
-                                          ("CUDA <", self.cuda_before)) if v]
+                                          ("CUDA <", self.cuda_before),
+                                          ("glibc >=", self.glibc_since)) if v]
         if self.platforms:
             parts.append("on " + "/".join(self.platforms))
         return ", ".join(parts)

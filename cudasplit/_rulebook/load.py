@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -25,9 +26,11 @@ from cudasplit._rulebook.pkgload import load_package
 from cudasplit._rulebook.pkgparse import (
     check_keys,
     glob_list,
+    parse_text_edits,
     string_list,
     table_of,
 )
+from cudasplit._rulebook.pkgtable import TextEdit, TextEditsFrom
 from cudasplit._rulebook.ruleset import (
     KIND_NAMES,
     Rename,
@@ -96,7 +99,22 @@ def load_ruleset(
         if pkg_file.is_file():
             files.append(pkg_file)
     files.append(base / "default.toml")
-    return build_ruleset([(str(f), read_rule_file(f)) for f in files])
+    return build_ruleset([(str(f), read_rule_file(f)) for f in files], base)
+
+
+def _edits_from(base: Path, sources: Iterable[TextEditsFrom]) -> Iterable[TextEdit]:
+    """The other packages' text_edits, each under its own gate and the importing entry's."""
+    for source in sources:
+        path = base / "packages" / f"{source.package}.toml"
+        if not path.is_file():
+            raise RulesError(f"text_edits_from: no package file {path}")
+        table = read_rule_file(path).get("package", {})
+        if "text_edits_from" in table:
+            raise RulesError(f"{path}: text_edits_from does not chain (it is imported)")
+        for edit in parse_text_edits(table.get("text_edits", []), str(path)):
+            gate = edit.gate.both(source.gate)
+            if not gate.never():
+                yield replace(edit, gate=gate)
 
 
 def read_rule_file(path: Path) -> dict[str, Any]:
@@ -112,7 +130,10 @@ def read_rule_file(path: Path) -> dict[str, Any]:
                          f"{exc.start}); TOML files must be UTF-8") from exc
 
 
-def build_ruleset(documents: Iterable[tuple[str, Mapping[str, Any]]]) -> RuleSet:
+def build_ruleset(documents: Iterable[tuple[str, Mapping[str, Any]]],
+                  rules_dir: Path | None = None) -> RuleSet:
+    """The rules of ``documents`` (highest precedence first); ``text_edits_from`` names
+    packages of ``rules_dir`` (default: the shipped rules)."""
     rules: list[Rule] = []
     renames: list[Rename] = []
     package_tables: list[tuple[str, Mapping[str, Any]]] = []
@@ -130,7 +151,11 @@ def build_ruleset(documents: Iterable[tuple[str, Mapping[str, Any]]]) -> RuleSet
         if "package" in doc:
             package_tables.append((filename, table_of(doc["package"], filename, "package")))
         names.append(filename)
-    return RuleSet(tuple(rules), tuple(renames), load_package(package_tables), tuple(names))
+    package = load_package(package_tables)
+    if package.text_edits_from:
+        package = replace(package, text_edits=package.text_edits + tuple(
+            _edits_from(rules_dir or default_rules_dir(), package.text_edits_from)))
+    return RuleSet(tuple(rules), tuple(renames), package, tuple(names))
 
 
 def _load_rules(entries: Any, filename: str, label: str) -> list[Rule]:

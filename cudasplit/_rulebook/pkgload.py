@@ -22,6 +22,7 @@ from cudasplit._rulebook.pkgparse import (
     parse_package_refs,
     parse_pc_edits,
     parse_text_edits,
+    parse_text_edits_from,
     string_list,
     table_of,
 )
@@ -36,7 +37,7 @@ PACKAGE_KEYS = frozenset(
      "replace_needed", "dlopen", "propagated_outputs", "pkgconfig_edits",
      "allow_fhs_references", "output_when", "drop", "compiler", "redist",
      "nvcc_includes", "nvcc_libraries", "copy_packages", "add_needed",
-     "link_into", "text_edits"}
+     "link_into", "text_edits", "text_edits_from"}
 )
 
 
@@ -133,7 +134,8 @@ def _load_table_entries(merged: Mapping[str, tuple[str, Any]]) -> dict[str, Any]
     parsers = {"copy_packages": parse_package_refs,
                "pkgconfig_edits": parse_pc_edits, "output_when": parse_output_when,
                "drop": parse_drops, "add_needed": parse_add_needed,
-               "link_into": parse_link_into, "text_edits": parse_text_edits}
+               "link_into": parse_link_into, "text_edits": parse_text_edits,
+               "text_edits_from": parse_text_edits_from}
     for key, parse in parsers.items():
         filename, value = get(key)
         if value is not None:

@@ -22,6 +22,7 @@ from cudasplit._rulebook.pkgtable import (
     PcEdit,
     RunpathPackage,
     TextEdit,
+    TextEditsFrom,
     version_key,
 )
 from cudasplit.errors import RulesError
@@ -38,6 +39,7 @@ __all__ = [
     "parse_package_refs",
     "parse_pc_edits",
     "parse_text_edits",
+    "parse_text_edits_from",
     "string_list",
     "table_of",
 ]
@@ -93,13 +95,13 @@ def _check(table: Mapping[str, Any], allowed: frozenset[str], where: str) -> Non
 
 def parse_gate(table: Mapping[str, Any], where: str) -> Gate:
     values: dict[str, str | None] = {}
-    for key in ("since", "before", "cuda_since", "cuda_before"):
+    for key in ("since", "before", "cuda_since", "cuda_before", "glibc_since"):
         value = table.get(key)
         if value is not None and (not isinstance(value, str) or not _VERSION.match(value)):
             raise RulesError(f"{where}: '{key}' must be a version string like \"12.8\"")
         values[key] = value
     return Gate(values["since"], values["before"], values["cuda_since"], values["cuda_before"],
-                string_list(table.get("platforms"), where, "platforms"))
+                string_list(table.get("platforms"), where, "platforms"), values["glibc_since"])
 
 
 def glob_list(value: Any, where: str, key: str) -> tuple[Glob, ...]:
@@ -197,7 +199,8 @@ def parse_link_into(value: Any, filename: str) -> tuple[LinkInto, ...]:
 def parse_text_edits(value: Any, filename: str) -> tuple[TextEdit, ...]:
     entries = []
     for where, table in _tables(value, filename, "text_edits"):
-        _check(table, frozenset({"files", "replace", "regex", "description"}), where)
+        _check(table, frozenset({"files", "replace", "regex", "description", "quiet", "forbid"}),
+               where)
         replace, regex = _pairs(table, "replace", where), _pairs(table, "regex", where)
         if not replace and not regex:
             raise RulesError(f"{where}: needs 'replace' or 'regex' pairs")
@@ -206,8 +209,25 @@ def parse_text_edits(value: Any, filename: str) -> tuple[TextEdit, ...]:
                 re.compile(pattern)
             except re.error as exc:
                 raise RulesError(f"{where}: bad regex {pattern!r} ({exc})") from exc
+        quiet = table.get("quiet", False)
+        if not isinstance(quiet, bool):
+            raise RulesError(f"{where}: 'quiet' must be true or false")
+        forbid = table.get("forbid", [])
+        if not isinstance(forbid, list) or not all(isinstance(f, str) and f for f in forbid):
+            raise RulesError(f"{where}: 'forbid' must be a list of non-empty strings")
         entries.append(TextEdit(glob_list(table.get("files"), where, "files"), replace, regex,
-                                parse_gate(table, where)))
+                                parse_gate(table, where), quiet, tuple(forbid)))
+    return tuple(entries)
+
+
+def parse_text_edits_from(value: Any, filename: str) -> tuple[TextEditsFrom, ...]:
+    entries = []
+    for where, table in _tables(value, filename, "text_edits_from"):
+        _check(table, frozenset({"package"}), where)
+        package = table.get("package")
+        if not isinstance(package, str) or not re.fullmatch(r"[A-Za-z0-9_.+-]+", package):
+            raise RulesError(f"{where}: 'package' (a pname) is required")
+        entries.append(TextEditsFrom(package, parse_gate(table, where)))
     return tuple(entries)
 
 

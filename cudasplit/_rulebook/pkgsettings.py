@@ -19,6 +19,7 @@ from cudasplit._rulebook.pkgtable import (
     PcEdit,
     RunpathPackage,
     TextEdit,
+    TextEditsFrom,
     Where,
     declared_outputs,
 )
@@ -73,6 +74,9 @@ class PackageSettings:
     link_into: tuple[LinkInto, ...] = ()
     # Text replacements in package files (libcudss's CMake configs; _textedits.py).
     text_edits: tuple[TextEdit, ...] = ()
+    # Packages whose text_edits apply here too, gated (cuda_nvcc < 13: cuda_crt's); load_ruleset
+    # appends them to text_edits.
+    text_edits_from: tuple[TextEditsFrom, ...] = ()
 
     def outputs_for(self, where: Where) -> tuple[str, ...] | None:
         """Declared outputs on this platform/version (gated ones left out where they fail)."""

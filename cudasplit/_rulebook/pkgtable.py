@@ -33,6 +33,7 @@ __all__ = [
     "PcEdit",
     "RunpathPackage",
     "TextEdit",
+    "TextEditsFrom",
     "Where",
     "added_needed",
     "declared_outputs",
@@ -166,15 +167,29 @@ class LinkInto:
 class TextEdit:
     """Replacements in the text files whose path in their output matches ``files`` (libcudss's
     CMake configs; see _textedits.py): ``replace`` literal ``(old, new)`` pairs, ``regex``
-    ``(pattern, new)`` pairs (Python ``re``, one line at a time like ``sed -E``)."""
+    ``(pattern, new)`` pairs (Python ``re``, one line at a time like ``sed -E``). ``quiet``:
+    a text not found is no problem (Nixpkgs' ``--replace-quiet``, ``sed``); ``forbid``: texts
+    that must not remain once the pairs are done (tensorrt's ``${_IMPORT_PREFIX}/``)."""
 
     files: tuple[Glob, ...]
     replace: tuple[tuple[str, str], ...] = ()
     regex: tuple[tuple[str, str], ...] = ()
     gate: Gate = UNGATED
+    quiet: bool = False
+    forbid: tuple[str, ...] = ()
 
     def matches(self, path: str, where: Where) -> bool:
         return any(g.matches(path) for g in self.files) and self.gate.applies(where)
+
+
+@dataclass(frozen=True, slots=True)
+class TextEditsFrom:
+    """``[package] text_edits_from = [{ package = "cuda_crt", cuda_before = "13.0" }]``: that
+    package's ``text_edits`` apply here too, where this gate and each edit's own apply (CUDA
+    12's nvcc carries the crt headers Nixpkgs edits in cuda_crt)."""
+
+    package: str
+    gate: Gate = UNGATED
 
 
 def declared_outputs(outputs: Sequence[str], when: Sequence[OutputWhen],

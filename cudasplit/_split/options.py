@@ -94,6 +94,8 @@ class SplitOptions:
         check_fhs_refs: fail on ``/usr/`` references (checkCudaFhsRefs).
         platform: the platform for gates (default: the tarball's).
         python_version: ``X.Y``: cuda_gdb keeps that Python's TUI only.
+        glibc_version: ``X.Y``: the glibc the files will be used with (cuda_crt's
+            ``noexcept`` edits need >= 2.42; unknown: left out).
         consumer_guards: write the consumer-guards hook into the ``lib`` output's (else
             ``out``'s) ``nix-support/setup-hook``.
         cuda_component_hook: the root of cudaComponentHook's source line.
@@ -141,6 +143,7 @@ class SplitOptions:
     check_fhs_refs: bool = False                # fail on /usr/ references (checkCudaFhsRefs)
     platform: str | None = None                 # for gates; default: the tarball's platform
     python_version: str | None = None           # X.Y: cuda_gdb keeps that Python's TUI only
+    glibc_version: str | None = None            # X.Y: glibc_since gates (cuda_crt's noexcept)
     cuda_component_hook: str | None = None      # cudaComponentHook's root: source line (nixsupport)
     # write consumer-guards-hook.sh into lib's (else out's) nix-support/setup-hook
     consumer_guards: bool = False
@@ -215,7 +218,7 @@ def check_options(options: SplitOptions) -> None:
 def _check_words(options: SplitOptions) -> None:
     """The string fields that must be one of a few forms."""
     for name in ("cuda_major", "cuda_version", "platform", "python_version",
-                 "cuda_component_hook"):
+                 "glibc_version", "cuda_component_hook"):
         value = getattr(options, name)
         if value is not None:
             _check_type(name, value, str, "a str")
@@ -240,6 +243,9 @@ def _check_words(options: SplitOptions) -> None:
     python = options.python_version
     if python is not None and not re.fullmatch(r"\d+\.\d+", python):
         raise OptionsError(f"python_version must be X.Y such as '3.12', not {python!r}")
+    glibc = options.glibc_version
+    if glibc is not None and not re.fullmatch(r"\d+\.\d+", glibc):
+        raise OptionsError(f"glibc_version must be X.Y such as '2.42', not {glibc!r}")
 
 
 def unknown_platform(word: str, name: str) -> str:

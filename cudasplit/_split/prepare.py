@@ -42,7 +42,8 @@ def prepare(package: PackageId, options: SplitOptions, layout: LayoutSpec,
             description: str = "") -> RunPlan:
     ruleset = load_ruleset(package.name, options.rules_files, options.rules_dir)
     where = Where(package.version, cuda_version(options, package),
-                  options.platform or package.platform, options.python_version)
+                  options.platform or package.platform, options.python_version,
+                  options.glibc_version)
     warnings = [*platform_warnings(options.platform, package),
                 *_rules_file_problems(package, options, description)]
     _check_compiler_target(ruleset, options, where.platform)

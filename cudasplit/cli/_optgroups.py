@@ -133,6 +133,7 @@ def _classification(v: Mapping[str, Any]) -> dict[str, Any]:
         "cuda_version": v["cuda_version"],
         "platform": _platform(v["split_platform"], v["cuda_version"]),
         "python_version": v["python_version"],
+        "glibc_version": v["glibc_version"],
         "skip_unsafe_members": v["skip_unsafe_members"],
     }
     # Guards left unset keep SplitOptions' defaults (the documented 64G, 200, ...).
@@ -174,6 +175,9 @@ COMMON = OptionGroup("common", [
                  "aarch64-linux:CAP (Jetson capabilities pick linux-aarch64)."),
     click.option("--python-version", metavar="X.Y", help="The build's Python: cuda_gdb "
                  "keeps only its cuda-gdb-pythonX.Y-tui (as Nixpkgs)."),
+    click.option("--glibc-version", metavar="X.Y", help="The glibc the files will be used "
+                 "with: cuda_crt's noexcept edits for glibc >= 2.42 (as Nixpkgs) are made only "
+                 "when it is given and new enough."),
     click.option("--skip-unsafe-members", is_flag=True, help="Skip (with a problem) a "
                  "symlink whose target is absolute or leaves the package root, instead of "
                  "failing the run (exit 2): such an archive is hostile."),

@@ -35,6 +35,9 @@
 #                        cudaPublishComponent is unset (when set, the hook writes it itself)
 #   cudasplitPythonVersion the build's Python X.Y (cuda_gdb keeps only that Python's
 #                        cuda-gdb-pythonX.Y-tui); -> --python-version
+#   cudasplitGlibcVersion  the glibc X.Y the headers will meet (cuda_crt's noexcept edits
+#                        need >= 2.42, e.g. lib.versions.majorMinor stdenv.cc.libc.version);
+#                        -> --glibc-version
 #   cudasplitConsumerGuardsHook  non-empty: --consumer-guards (lib's setup hook then checks
 #                        every consumer: ambiguous RUNPATHs, dlopen entries, closure budgets)
 #   cudasplitNoPatch     non-empty: --no-patch (RUNPATHs left alone; stripping stays on)
@@ -54,6 +57,7 @@ cudasplitInstallPhase() {
     [[ -n "$cudaVersion" ]] && flags+=(--cuda-version "$cudaVersion")
     [[ -n "${cudasplitCheckFhsRefs:-}" ]] && flags+=(--check-fhs-refs)
     [[ -n "${cudasplitPythonVersion:-}" ]] && flags+=(--python-version "$cudasplitPythonVersion")
+    [[ -n "${cudasplitGlibcVersion:-}" ]] && flags+=(--glibc-version "$cudasplitGlibcVersion")
     local componentHook="${cudasplitCudaComponentHook:-}"
     if [[ -z "$componentHook" && -z "${cudaPublishComponent:-}" ]]; then
         componentHook="${_cudaComponentHookPath:-}"

@@ -93,6 +93,8 @@ OPTION_CASES: list[tuple[dict[str, Any], type[Exception], str]] = [
     ({"platform": ""}, VALUE, "platform"),
     ({"python_version": "3"}, VALUE, "python_version"),
     ({"python_version": 3.12}, TYPE, "python_version"),
+    ({"glibc_version": "2"}, VALUE, "glibc_version"),
+    ({"glibc_version": 2.42}, TYPE, "glibc_version"),
     ({"cuda_component_hook": "relative/hook"}, VALUE, "cuda_component_hook"),
     ({"progress": "print"}, TYPE, "progress"),
     ({"package_roots": (("cuda_nvrtc",),)}, TYPE, "package_roots"),

@@ -193,6 +193,9 @@ def rewrite_text_edits(ctx: RewriteContext, path: str, output: str, dest: str,
     problems += [Problem("package-root-missing", path, f"a text edit names @{name}@: pass "
                          f"--package-root {name.split('.')[0]}=DIR; edit left undone")
                  for name in done.missing]
+    problems += [Problem("text-edit-leftover", path, f"{text!r} is still there after the "
+                         "package table's text_edits (an unexpected use; Nixpkgs fails here)")
+                 for text in done.leftover]
     return Rewritten(done.text, problems=tuple(problems))
 
 

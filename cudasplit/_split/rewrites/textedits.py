@@ -11,8 +11,10 @@ streams. Replacement texts may name roots:
   ``.OUTPUT`` form is tried first, then the package's plain root).
 
 Like ``--replace-fail``, an edit whose text is not found is reported (problem
-``text-edit-unmatched``); a root that was not given leaves that edit undone (problem
-``package-root-missing``) rather than writing a path that does not exist.
+``text-edit-unmatched``) unless the entry is ``quiet`` (``--replace-quiet``); a text the entry
+``forbid``s that is still there afterwards is problem ``text-edit-leftover`` (tensorrt's check
+that no ``${_IMPORT_PREFIX}/`` survived). A root that was not given leaves that edit undone
+(problem ``package-root-missing``) rather than writing a path that does not exist.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class EditOutcome:
     text: str
     unmatched: tuple[str, ...] = ()   # the search texts not found
     missing: tuple[str, ...] = ()     # package roots that were not given
+    leftover: tuple[str, ...] = ()    # forbidden texts still present after an entry's edits
 
 
 def fill_roots(text: str, output_root: Callable[[str], str],
@@ -58,6 +61,7 @@ def apply_text_edits(text: str, edits: Sequence[TextEdit], output_root: Callable
     """Apply every literal and regex replacement of ``edits`` in order."""
     unmatched: list[str] = []
     missing: list[str] = []
+    leftover: list[str] = []
     for edit in edits:
         for regex, (old, new) in [(False, pair) for pair in edit.replace] + [
                 (True, pair) for pair in edit.regex]:
@@ -66,9 +70,10 @@ def apply_text_edits(text: str, edits: Sequence[TextEdit], output_root: Callable
                 missing.extend(absent)
                 continue
             text, found = _replace(text, old, filled, regex)
-            if not found:
+            if not found and not edit.quiet:
                 unmatched.append(old)
-    return EditOutcome(text, tuple(unmatched), tuple(dict.fromkeys(missing)))
+        leftover += [text_ for text_ in edit.forbid if text_ in text]
+    return EditOutcome(text, tuple(unmatched), tuple(dict.fromkeys(missing)), tuple(leftover))
 
 
 def _replace(text: str, old: str, new: str, regex: bool) -> tuple[str, bool]:

@@ -216,6 +216,10 @@ def test_package_table_entries_are_validated() -> None:
         load('pkgconfig_edits = [{ files = ["*.pc"], libdir_output = "nowhere" }]')
     with pytest.raises(RulesError, match="output"):
         load('output_when = [{ output = "statics" }]')
+    with pytest.raises(RulesError, match="'quiet' must be true or false"):
+        load('text_edits = [{ files = ["a"], replace = [["x", "y"]], quiet = "yes" }]')
+    with pytest.raises(RulesError, match="'forbid' must be a list"):
+        load('text_edits = [{ files = ["a"], replace = [["x", "y"]], forbid = "x" }]')
 
 
 def test_rules_show_prints_the_whole_entry() -> None:
@@ -246,3 +250,30 @@ def test_no_jetson_build_on_cuda_13() -> None:
     for cuda in ("13.0", "13.1.2"):
         with pytest.raises(CudasplitError, match=r"Orin from CUDA 13\.2"):
             arm_platform(["8.7"], cuda)
+
+
+def test_text_edits_from_takes_the_other_packages_edits_under_both_gates(tmp_path: Path) -> None:
+    (tmp_path / "packages").mkdir()
+    (tmp_path / "packages/other.toml").write_text(
+        '[package]\ntext_edits = [\n'
+        '  { files = ["a.h"], replace = [["x", "y"]], cuda_before = "13.2" },\n'
+        '  { files = ["b.h"], replace = [["x", "y"]], cuda_since = "13.3" },\n'
+        '  { files = ["c.h"], replace = [["x", "y"]], since = "2.0", platforms = ["linux-sbsa"] },\n'
+        ']\n')
+    doc = tomllib.loads('[package]\ntext_edits = [{ files = ["own.h"], replace = [["p", "q"]] }]\n'
+                        'text_edits_from = [{ package = "other", cuda_before = "13.0", '
+                        'platforms = ["linux-x86_64", "linux-sbsa"] }]\n')
+    edits = build_ruleset([("p.toml", doc)], tmp_path).package.text_edits
+    assert [(e.files[0].pattern, e.gate.describe()) for e in edits] == [
+        ("own.h", ""),
+        ("a.h", "CUDA < 13.0, on linux-x86_64/linux-sbsa"),  # b.h: 13.3 <= CUDA < 13.0, never
+        ("c.h", "version >= 2.0, CUDA < 13.0, on linux-sbsa")]
+    (tmp_path / "packages/other.toml").write_text(
+        '[package]\ntext_edits_from = [{ package = "third" }]\n')
+    with pytest.raises(RulesError, match="does not chain"):
+        build_ruleset([("p.toml", doc)], tmp_path)
+    with pytest.raises(RulesError, match="no package file"):
+        build_ruleset([("p.toml", tomllib.loads(
+            '[package]\ntext_edits_from = [{ package = "nothing" }]\n'))], tmp_path)
+    with pytest.raises(RulesError, match="'package'"):
+        build_ruleset([("p.toml", tomllib.loads('[package]\ntext_edits_from = [{ since = "1" }]\n'))])

@@ -447,6 +447,7 @@ def test_component_hook_must_be_absolute() -> None:
 @pytest.mark.parametrize(("env", "expected"), [
     ("cudasplitCudaComponentHook=/nix/store/h-hook\ncudasplitPythonVersion=3.12",
      ["--cuda-component-hook /nix/store/h-hook", "--python-version 3.12"]),
+    ("cudasplitGlibcVersion=2.42", ["--glibc-version 2.42"]),
     ("_cudaComponentHookPath=/nix/store/g-hook", ["--cuda-component-hook /nix/store/g-hook"]),
     # cudaComponentHook publishes itself: no second source line from cudasplit.
     ("_cudaComponentHookPath=/nix/store/g-hook\ncudaPublishComponent=1", []),
