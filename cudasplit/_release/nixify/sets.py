@@ -2,8 +2,13 @@
 
 Given NVIDIA's ``redistrib_*.json`` of several CUDA releases and the manifests of other redists
 (cuDNN, ...), each CUDA manifest becomes one set: its packages plus, from every other product,
-the newest manifest's packages in the ``cuda<major>`` variant of that release (Nixpkgs'
-``selectManifests``, without its per-set pins: the newest one here). Per package and Nix system:
+its packages in the ``cuda<major>`` variant of that release (Nixpkgs' ``selectManifests``): for
+cuDNN, cuSPARSELt and TensorRT the version Nixpkgs pins for that set, per build (Jetson, other
+``aarch64-linux``, ``x86_64-linux``: :data:`cudasplit._release.nixify.pins.PINS`), chosen when
+the set is evaluated from ``cudaCapabilities`` and the system; a pinned version whose manifest
+was not given is a broken package there and a warning of the set; other redists take the newest
+manifest given. Per package and NVIDIA platform (``linux-aarch64`` for Jetsons below Nixpkgs'
+sbsa threshold, as ``_cuda.lib.getRedistSystem`` decides):
 the archive (URL, sha256) and the outputs the package table declares for that version and
 platform; between packages the ``propagatedBuildInputs`` edges of Nixpkgs' ``library.nix`` and
 package files (:data:`PROPAGATES`); ``meta`` (license, platforms, ``broken`` with reasons for
@@ -20,20 +25,32 @@ expressions with a soname graph are :mod:`cudasplit._release.nixify`'s.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudasplit._release.manifest import Artifact, Manifest, Package
+from cudasplit._release.manifest import (
+    JETSON_CAPABILITIES,
+    JETSON_SBSA_THRESHOLD,
+    Artifact,
+    Manifest,
+    Package,
+)
+from cudasplit._release.nixify.pins import PINS, PINS_SOURCE, Pin, pin_for
 from cudasplit._release.nixify.plan import PROPAGATES, PlatformPlan
 from cudasplit._release.nixify.setstemplate import MK_REDIST, RELEASE
 from cudasplit._rulebook import Where, default_rules_dir, load_ruleset, name_at, version_tuple
 from cudasplit.errors import ManifestError, OutputError
 
 __all__ = ["BROKEN", "PROPAGATES", "SYSTEMS", "PackageSet", "SetPackage", "SetsResult",
-           "plan_sets", "render_set", "write_sets"]
+           "plan_sets", "redist_url", "render_set", "write_sets"]
 
-SYSTEMS = {"linux-x86_64": "x86_64-linux", "linux-sbsa": "aarch64-linux"}
+# NVIDIA platform -> Nix system; a set picks one per build (Nixpkgs' getRedistSystem).
+SYSTEMS = {"linux-x86_64": "x86_64-linux", "linux-sbsa": "aarch64-linux",
+           "linux-aarch64": "aarch64-linux"}
+NVIDIA_URL = "https://developer.download.nvidia.com/compute/"
+_BUILD_WORDS = {"jetson": "Jetson", "aarch64": "other aarch64-linux", "x86_64": "x86_64-linux"}
 # Libraries a package's DT_NEEDED names (Nixpkgs' buildInputs, for autoPatchelf); without the
 # tarballs there is no soname graph, so these and the toolchain's libstdc++ are all the split
 # can resolve against (the strict split fails on anything else: add it here or use nixify).
@@ -75,6 +92,9 @@ class SetPackage:
     broken: tuple[str, ...]
     capability: tuple[str, str] | None
     has_rules: bool
+    product: str = "cuda"             # the manifest's release_product
+    redist_version: str = ""          # the manifest's release_label (what a pin names)
+    builds: tuple[str, ...] = ()      # pinned: the builds (pins.PIN_CLASSES) taking this one
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,11 +102,14 @@ class PackageSet:
     name: str                  # cudaPackages_13_4
     cuda_version: str          # 13.4
     manifests: tuple[str, ...]
-    packages: tuple[SetPackage, ...]
+    packages: tuple[SetPackage, ...]  # a pinned package once per version its builds take
+    pins: tuple[tuple[str, Pin], ...] = ()  # product -> the versions this set takes
+    warnings: tuple[str, ...] = ()          # pinned versions whose manifest was not given
 
-    def package(self, pname: str) -> SetPackage:
+    def package(self, pname: str, build: str = "x86_64") -> SetPackage:
+        """``pname`` as ``build`` (a pin class: jetson, aarch64, x86_64) takes it."""
         for package in self.packages:
-            if package.pname == pname:
+            if package.pname == pname and (not package.builds or build in package.builds):
                 return package
         raise KeyError(pname)
 
@@ -104,34 +127,94 @@ def _product(manifest: Manifest) -> str:
     return "cuda" if any(p.pname == "cuda_cudart" for p in manifest.packages) else "unknown"
 
 
-def plan_sets(manifests: Sequence[Manifest], base_url: str) -> list[PackageSet]:
-    """One set per CUDA manifest (by release ``major.minor``), with the newest manifest of
-    every other product; a ``ManifestError`` when there is no CUDA manifest."""
+def _label(manifest: Manifest) -> str:
+    """The manifest's version: ``release_label``, else the file name's ``redistrib_<label>``
+    (Nixpkgs' selectManifests fills release_label from the version it was asked for)."""
+    if manifest.release_label:
+        return manifest.release_label
+    match = re.search(r"redistrib_(.+)\.json$", Path(manifest.source).name)
+    return match[1] if match else "0"
+
+
+def redist_url(product: str) -> str:
+    """Where NVIDIA serves a redist's ``relative_path``s (Nixpkgs' ``mkRedistUrl``):
+    ``compute/<redist>/redist/``, TensorRT ``compute/machine-learning/``."""
+    return NVIDIA_URL + ("machine-learning/" if product == "tensorrt" else f"{product}/redist/")
+
+
+def plan_sets(manifests: Sequence[Manifest], base_url: str | None = None) -> list[PackageSet]:
+    """One set per CUDA manifest (by release ``major.minor``); of every other product the
+    version :data:`PINS` names for that set and build (cuDNN, cuSPARSELt, TensorRT), else the
+    newest manifest given. ``base_url`` replaces NVIDIA's URL of every redist (a mirror).
+    A ``ManifestError`` when there is no CUDA manifest or two of one release."""
     cuda = [m for m in manifests if _product(m) == "cuda"]
     if not cuda:
         raise ManifestError("nixify-sets needs at least one CUDA redistrib manifest")
-    others: dict[str, Manifest] = {}
+    products: dict[str, dict[str, Manifest]] = {}
     for manifest in manifests:
         product = _product(manifest)
-        if product != "cuda" and (product not in others or version_tuple(
-                manifest.release_label or "0") > version_tuple(others[product].release_label
-                                                                or "0")):
-            others[product] = manifest
+        if product != "cuda":
+            products.setdefault(product, {})[_label(manifest)] = manifest
     sets: list[PackageSet] = []
-    for manifest in sorted(cuda, key=lambda m: version_tuple(m.release_label or "0")):
+    for manifest in sorted(cuda, key=lambda m: version_tuple(_label(m))):
         release = ".".join((manifest.release_label or "").split(".")[:2])
         if not release or release in {s.cuda_version for s in sets}:
             raise ManifestError(f"{manifest.source}: no release_label, or a second manifest "
                                 f"for CUDA {release}")
-        used = [manifest, *others.values()]
-        packages = [p for m in used for p in m.packages]
-        present = {p.pname for p in packages if _artifacts(p, release)}
-        planned = [_plan(p, release, base_url, present) for p in packages
-                   if _artifacts(p, release)]
-        sets.append(PackageSet(f"cudaPackages_{release.replace('.', '_')}", release,
-                               tuple(Path(m.source).name for m in used),
-                               tuple(sorted(planned, key=lambda p: p.pname))))
+        sets.append(_plan_set(manifest, release, products, base_url))
     return sets
+
+
+def _plan_set(cuda: Manifest, release: str, products: Mapping[str, Mapping[str, Manifest]],
+              base_url: str | None) -> PackageSet:
+    name = f"cudaPackages_{release.replace('.', '_')}"
+    # (manifest or None when not given, the pin's builds taking it; () when not pinned)
+    chosen: list[tuple[str, str, Manifest | None, tuple[str, ...]]] = [
+        ("cuda", _label(cuda), cuda, ())]
+    pins: list[tuple[str, Pin]] = []
+    warnings: list[str] = []
+    for product, given in sorted(products.items()):
+        pin = pin_for(product, release)
+        if pin is None:
+            newest = max(given, key=version_tuple)
+            if product in PINS:
+                warnings.append(f"{name}: Nixpkgs pins no {product} for CUDA {release}; "
+                                f"took the newest given, {newest}")
+            chosen.append((product, newest, given[newest], ()))
+            continue
+        pins.append((product, pin))
+        for version in dict.fromkeys(pin.version(b) for b in ("jetson", "aarch64", "x86_64")):
+            chosen.append((product, version, given.get(version), pin.builds(version)))
+    packages: list[SetPackage] = []
+    present = {p.pname for _, _, m, _ in chosen if m is not None for p in m.packages
+               if _artifacts(p, release)}
+    for product, version, manifest, builds in chosen:
+        url = base_url or redist_url(product)
+        if manifest is not None:
+            packages += [_plan(p, release, url, present, product, version, builds)
+                         for p in manifest.packages if _artifacts(p, release)]
+    for product, version, manifest, builds in chosen:
+        if not builds:
+            continue
+        # Every build of a pinned product gets each of its packages: broken where missing.
+        pnames = sorted({p.pname for p in packages if p.product == product}
+                        or {p.pname for m in products[product].values() for p in m.packages})
+        lacking = [n for n in pnames if not any(
+            p.pname == n and p.redist_version == version for p in packages)]
+        where = " and ".join(_BUILD_WORDS[b] for b in builds)
+        if manifest is None:
+            why = (f"{name} takes {product} {version} for {where} builds (Nixpkgs' pin); "
+                   "its manifest was not given")
+            warnings.append(f"{why}: {', '.join(lacking)} broken there")
+        else:
+            why = f"{product} {version} (taken for {where} builds) has no such package"
+        packages += [SetPackage(n, version, "", "", (), (), (), (), (why,), None, False,
+                                product, version, builds) for n in lacking]
+    return PackageSet(name, release,
+                      tuple(Path(m.source).name for _, _, m, _ in chosen if m is not None),
+                      tuple(sorted(packages, key=lambda p: (p.pname,
+                                                            version_tuple(p.redist_version)))),
+                      tuple(pins), tuple(warnings))
 
 
 def _artifacts(package: Package, release: str) -> list[Artifact]:
@@ -148,11 +231,12 @@ def _artifacts(package: Package, release: str) -> list[Artifact]:
     return list(best.values())
 
 
-def _plan(package: Package, release: str, base_url: str, present: set[str]) -> SetPackage:
+def _plan(package: Package, release: str, base_url: str, present: set[str], product: str,
+          redist_version: str, builds: tuple[str, ...]) -> SetPackage:
     has_rules = (default_rules_dir() / "packages" / f"{package.pname}.toml").is_file()
     table = load_ruleset(package.pname).package if has_rules else None
     sources = []
-    for artifact in sorted(_artifacts(package, release), key=lambda a: SYSTEMS[a.platform]):
+    for artifact in sorted(_artifacts(package, release), key=lambda a: a.platform):
         where = Where(package.version, release, artifact.platform)
         declared = table.outputs_for(where) if table is not None else None
         sources.append(PlatformPlan(artifact.platform, base_url + artifact.relative_path,
@@ -165,7 +249,8 @@ def _plan(package: Package, release: str, base_url: str, present: set[str]) -> S
                       tuple(sources), tuple(e for e in edges if e in present),
                       tuple(n for n in NEEDS.get(package.pname, ()) if n in present),
                       tuple(e for e in edges if e not in present), tuple(broken),
-                      CAPABILITIES.get(package.pname), has_rules)
+                      CAPABILITIES.get(package.pname), has_rules, product, redist_version,
+                      builds)
 
 
 def _s(text: str) -> str:
@@ -175,6 +260,8 @@ def _s(text: str) -> str:
 
 def render_set(pset: PackageSet) -> str:
     """The set's Nix file: a function of the Nixpkgs attributes it uses, returning the set."""
+    jetson = " ".join(_s(c) for c in sorted(JETSON_CAPABILITIES, key=version_tuple))
+    threshold = JETSON_SBSA_THRESHOLD.get(pset.cuda_version.split(".")[0], "8.7")
     lines = [f"# Generated by `cudasplit nixify-sets` from {', '.join(pset.manifests)}; "
              "do not edit.",
              "{ lib, stdenv, fetchurl, runCommand, cudasplit, config ? { },",
@@ -182,22 +269,57 @@ def render_set(pset: PackageSet) -> str:
              f"  cudaMajorMinorVersion = {_s(pset.cuda_version)};",
              "  # Nixpkgs: cuda_compat only with config.enableCudaDriverCompat.",
              "  compatEnabled = config.enableCudaDriverCompat or false;",
+             "  system = stdenv.hostPlatform.system;",
+             f"  jetsonCapabilities = [ {jetson} ];",
+             "  requestedJetsonCudaCapabilities =",
+             "    builtins.filter (c: builtins.elem c jetsonCapabilities) cudaCapabilities;",
+             "  hasJetsonCudaCapability = requestedJetsonCudaCapabilities != [ ];",
+             "  # Nixpkgs' _cuda.lib.getRedistSystem: Jetsons below the threshold take L4T builds.",
+             '  redistSystem = if system == "x86_64-linux" then "linux-x86_64"',
+             '    else if system != "aarch64-linux" then "unsupported"',
+             f"    else if builtins.all (c: builtins.compareVersions c {_s(threshold)} >= 0)",
+             '      requestedJetsonCudaCapabilities then "linux-sbsa" else "linux-aarch64";',
+             f"  # The version of a pinned redist this build takes: Nixpkgs' {PINS_SOURCE}.",
+             '  pinBuild = if system == "aarch64-linux"',
+             '    then (if hasJetsonCudaCapability then "jetson" else "aarch64") else "x86_64";',
+             "  pick = pins: versions: versions.${pins.${pinBuild}};",
              "  mkRedist = import ./mk-redist.nix {",
-             "    inherit lib stdenv fetchurl runCommand cudasplit cudaMajorMinorVersion;",
+             "    inherit lib stdenv fetchurl runCommand cudasplit cudaMajorMinorVersion "
+             "redistSystem;",
              "  };", "  self = {"]
+    members = {p.pname for p in pset.packages}
+    pins = dict(pset.pins)
+    groups: dict[str, list[SetPackage]] = {}
     for package in pset.packages:
-        lines += _render_package(package, {p.pname for p in pset.packages})
+        groups.setdefault(package.pname, []).append(package)
+    for pname, versions in groups.items():
+        pin = pins.get(versions[0].product) if versions[0].builds else None
+        if pin is None:
+            lines += [f"    {pname} = mkRedist {{", *_render_package(versions[0], members),
+                      "    };"]
+            continue
+        lines.append(f"    {pname} = pick {{ jetson = {_s(pin.jetson)}; aarch64 = "
+                     f"{_s(pin.aarch64)}; x86_64 = {_s(pin.x86_64)}; }} {{")
+        for package in versions:
+            lines += [f"      {_s(package.redist_version)} = mkRedist {{",
+                      *("  " + line for line in _render_package(package, members)),
+                      "      };"]
+        lines.append("    };")
     lines += ["  };", "in", "self", ""]
     return "\n".join(lines)
 
 
 def _render_package(package: SetPackage, members: set[str]) -> list[str]:
-    lines = [f"    {package.pname} = mkRedist {{",
-             f"      pname = {_s(package.pname)};", f"      version = {_s(package.version)};",
+    """The attributes of one ``mkRedist { ... }`` call."""
+    platforms = sorted({SYSTEMS[s.platform] for s in package.sources})
+    lines = [f"      pname = {_s(package.pname)};", f"      version = {_s(package.version)};",
              f"      description = {_s(package.description)};",
-             f"      license = {_s(package.license)};", "      sources = {"]
+             f"      license = {_s(package.license)};",
+             ("      platforms = [ " + " ".join(_s(p) for p in platforms) + " ];"
+              ).replace("[  ]", "[ ]"),
+             "      sources = {"]
     for source in package.sources:
-        lines += [f"        {SYSTEMS[source.platform]} = {{", f"          url = {_s(source.url)};",
+        lines += [f"        {source.platform} = {{", f"          url = {_s(source.url)};",
                   f"          sha256 = {_s(source.sha256)};",
                   "          outputs = [ " + " ".join(_s(o) for o in source.outputs) + " ];",
                   "        };"]
@@ -227,10 +349,7 @@ def _render_package(package: SetPackage, members: set[str]) -> list[str]:
                   '        no-compiler = runCommand "cuda_cudart-no-compiler" {',
                   "          disallowedRequisites = [ self.cuda_nvcc ];",
                   '        } "echo ${drv} > $out";', "      };"]
-    lines.append("    };")
     return lines
-
-
 
 
 def write_sets(sets: Sequence[PackageSet], output_dir: str | os.PathLike[str]) -> SetsResult:
