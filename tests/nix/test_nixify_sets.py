@@ -119,6 +119,14 @@ def test_cli(tmp_path: Path) -> None:
                                      str(tmp_path / "sets")])
     assert done.exit_code == 0, done.output
     assert "cudaPackages_13_4" in done.output and "broken: " in done.output
+    pinned = CliRunner().invoke(main, ["nixify-sets", *map(str, [*MANIFESTS, *EXTRA]), "-o",
+                                       str(tmp_path / "pinned")])
+    assert pinned.exit_code == 0, pinned.output
+    assert ("pins: cudnn 9.27.0 (other aarch64-linux 9.27.0, Jetson 9.20.0); cusparselt 0.8.1; "
+            "tensorrt 11.3.0 (other aarch64-linux 10.13.0, Jetson 10.7.0)") in pinned.output
+    assert "warning: cudaPackages_12_9 takes tensorrt 10.13.0" in pinned.output
+    assert "note: no set takes " in pinned.output and "cudnn_redistrib_9.8.0.json" in \
+        pinned.output
     bad = CliRunner().invoke(main, ["nixify-sets", str(MANIFESTS[-1]), "-o", str(tmp_path)])
     assert bad.exit_code == 2 and "at least one CUDA" in bad.output
 
@@ -206,3 +214,34 @@ def test_pins_warn_about_missing_manifests() -> None:
     alone = plan_sets([cuda122, load_manifest(EXTRA[0]), load_manifest(MANIFESTS[-1])])
     assert alone[0].warnings == ("cudaPackages_12_2: Nixpkgs pins no cudnn for CUDA 12.2; "
                                  "took the newest given, 9.27.0",)
+
+
+def test_tensorrt_capability_assertions_and_vulnerabilities(sets_dir: Path) -> None:
+    """Nixpkgs' tensorrt.nix platformAssertions (>= 7.0 from 10.0.0, >= 7.5 from 10.5.0, pre-Thor
+    Jetson only 8.7 and CUDA >= 12.4, no Jetson from 11.2.1) and knownVulnerabilities."""
+    old = _eval(sets_dir, "cudaPackages_12_9", caps=("6.1",))["tensorrt"]
+    assert old["broken"] and len(old["problems"]) == 2  # 11.3.0: below 7.0 and below 7.5
+    assert old["problems"][0] == ("tensorrt releases since 10.0.0 support CUDA compute "
+                                  'capabilities 7.0 and newer (found ["6.1"])')
+    turing_less = _eval(sets_dir, "cudaPackages_12_9", caps=("7.0",))["tensorrt"]
+    assert turing_less["problems"] == ["tensorrt releases since 10.5.0 support CUDA compute "
+                                       'capabilities 7.5 and newer (found ["7.0"])']
+    ada = _eval(sets_dir, "cudaPackages_12_9", caps=("8.9",))["tensorrt"]
+    assert not ada["broken"] and ada["knownVulnerabilities"] == []
+    orin = _eval(sets_dir, "cudaPackages_12_9", "aarch64-linux", caps=("8.7",))["tensorrt"]
+    assert orin["version"] == "10.7.0.23" and not orin["broken"]
+    assert orin["knownVulnerabilities"] == ["CVE-2026-24188: OOB write"]  # below 10.16.1
+    xavier = _eval(sets_dir, "cudaPackages_12_9", "aarch64-linux", caps=("7.2",))["tensorrt"]
+    assert xavier["broken"] and any("only CUDA compute capability 8.7" in p
+                                    for p in xavier["problems"])
+    both = _eval(sets_dir, "cudaPackages_12_9", "aarch64-linux", caps=("7.2", "8.7"))
+    assert both["tensorrt"]["broken"]
+    thor = _eval(sets_dir, "cudaPackages_13_0", "aarch64-linux", caps=("11.0",))["tensorrt"]
+    assert thor["version"] == "10.16.1.11" and not thor["broken"]
+    assert thor["knownVulnerabilities"] == []
+    # The 11.2.1 assertion is on 11.3.0 (never a Jetson pin) and not on 11.1.0.
+    s134 = plan_sets([load_manifest(m) for m in [*MANIFESTS, *EXTRA]])[-1]
+    since = {p.version: [a.since for a in p.capabilities] for p in s134.packages
+             if p.pname == "tensorrt"}
+    assert since == {"11.1.0.106": ["10.0.0", "10.0.0", "10.0.0", "10.5.0"],
+                     "11.3.0.99": ["10.0.0", "10.0.0", "10.0.0", "10.5.0", "11.2.1"]}

@@ -12,7 +12,8 @@ sbsa threshold, as ``_cuda.lib.getRedistSystem`` decides):
 the archive (URL, sha256) and the outputs the package table declares for that version and
 platform; between packages the ``propagatedBuildInputs`` edges of Nixpkgs' ``library.nix`` and
 package files (:data:`PROPAGATES`); ``meta`` (license, platforms, ``broken`` with reasons for
-the packages Nixpkgs marks broken, capability assertions); cuda_compat behind
+the packages Nixpkgs marks broken, capability assertions per package version
+(:data:`CAPABILITIES`), ``knownVulnerabilities`` (:data:`VULNERABILITIES`)); cuda_compat behind
 ``config.enableCudaDriverCompat``; and ``passthru.tests`` per package: every output exists,
 every propagated package is named in ``nix-support/propagated-build-inputs``, and every shared
 library's ``DT_NEEDED`` names resolve (``cudasplit ldd``).
@@ -40,11 +41,31 @@ from cudasplit._release.manifest import (
 from cudasplit._release.nixify.pins import PINS, PINS_SOURCE, Pin, pin_for
 from cudasplit._release.nixify.plan import PROPAGATES, PlatformPlan
 from cudasplit._release.nixify.setstemplate import MK_REDIST, RELEASE
-from cudasplit._rulebook import Where, default_rules_dir, load_ruleset, name_at, version_tuple
+from cudasplit._rulebook import (
+    Where,
+    default_rules_dir,
+    load_ruleset,
+    name_at,
+    version_at_least,
+    version_tuple,
+)
 from cudasplit.errors import ManifestError, OutputError
 
-__all__ = ["BROKEN", "PROPAGATES", "SYSTEMS", "PackageSet", "SetPackage", "SetsResult",
-           "plan_sets", "redist_url", "render_set", "write_sets"]
+__all__ = [
+    "BROKEN",
+    "CAPABILITIES",
+    "PROPAGATES",
+    "SYSTEMS",
+    "VULNERABILITIES",
+    "Assertion",
+    "PackageSet",
+    "SetPackage",
+    "SetsResult",
+    "plan_sets",
+    "redist_url",
+    "render_set",
+    "write_sets",
+]
 
 # NVIDIA platform -> Nix system; a set picks one per build (Nixpkgs' getRedistSystem).
 SYSTEMS = {"linux-x86_64": "x86_64-linux", "linux-sbsa": "aarch64-linux",
@@ -70,12 +91,50 @@ BROKEN: Mapping[str, str] = {
     "collectx_bringup": "needs libssl.so.1.1 and libcrypto.so.1.1",
     "cudnn_samples": "needs FreeImage",
 }
-# Capability assertions (Nix expressions over cudaCapabilities), Nixpkgs' package files.
-CAPABILITIES: Mapping[str, tuple[str, str]] = {
-    "libcudla": ('builtins.all (c: c == "7.2" || c == "8.7") cudaCapabilities',
-                 "libcudla supports only capabilities 7.2 and 8.7"),
-    "libcudss": ('builtins.all (c: builtins.compareVersions c "6.0" >= 0) cudaCapabilities',
-                 "libcudss needs capability 6.0 or newer"),
+@dataclass(frozen=True, slots=True)
+class Assertion:
+    """One of Nixpkgs' capability assertions (``platformAssertions``) of a package, for the
+    package versions from ``since`` (``""``: every one). ``test`` is a Nix expression over the
+    set's ``cudaCapabilities``, ``redistSystem``, ``hasJetsonCudaCapability`` and
+    ``cudaMajorMinorVersion``; ``why`` the problem when it is false, followed by what was found
+    (``found``, a Nix expression: the requested capabilities unless said otherwise)."""
+
+    since: str
+    test: str
+    why: str
+    found: str = "builtins.toJSON cudaCapabilities"
+
+
+def _all_at_least(capability: str) -> str:
+    return f'builtins.all (c: builtins.compareVersions c "{capability}" >= 0) cudaCapabilities'
+
+
+_L4T = 'redistSystem != "linux-aarch64"'
+# Capability assertions, from Nixpkgs' package files: libcudla.nix @1dbbce6, libcudss.nix, and
+# tensorrt.nix (nixos-cuda/nixpkgs @2268c4f, the state that packages TensorRT 11.3.0).
+CAPABILITIES: Mapping[str, tuple[Assertion, ...]] = {
+    "libcudla": (Assertion("", 'builtins.all (c: c == "7.2" || c == "8.7") cudaCapabilities',
+                           "libcudla supports only capabilities 7.2 and 8.7"),),
+    "libcudss": (Assertion("", _all_at_least("6.0"), "libcudss needs capability 6.0 or newer"),),
+    "tensorrt": (
+        Assertion("10.0.0", _all_at_least("7.0"), "tensorrt releases since 10.0.0 support CUDA "
+                  "compute capabilities 7.0 and newer"),
+        Assertion("10.0.0", f'{_L4T} || cudaCapabilities == [ "8.7" ]',
+                  "tensorrt releases since 10.0.0 support only CUDA compute capability 8.7 "
+                  "(Jetson Orin) for pre-Thor Jetson devices"),
+        Assertion("10.0.0", f'{_L4T} || builtins.compareVersions cudaMajorMinorVersion "12.4" '
+                  ">= 0", "tensorrt releases since 10.0.0 support CUDA 12.4 and newer for "
+                  "pre-Thor Jetson devices", "cudaMajorMinorVersion"),
+        Assertion("10.5.0", _all_at_least("7.5"), "tensorrt releases since 10.5.0 support CUDA "
+                  "compute capabilities 7.5 and newer"),
+        Assertion("11.2.1", "!hasJetsonCudaCapability",
+                  "tensorrt releases since 11.2.1 do not support Jetson devices"),
+    ),
+}
+# meta.knownVulnerabilities below a package version (Nixpkgs' package files: tensorrt.nix as
+# above, nixpkgs#522570, NVIDIA security bulletin 5836).
+VULNERABILITIES: Mapping[str, tuple[tuple[str, str], ...]] = {
+    "tensorrt": (("10.16.1", "CVE-2026-24188: OOB write"),),
 }
 
 
@@ -90,11 +149,12 @@ class SetPackage:
     needs: tuple[str, ...]            # build inputs of the same set (NEEDS)
     outside: tuple[str, ...]          # edges to packages the set lacks (nccl, ...)
     broken: tuple[str, ...]
-    capability: tuple[str, str] | None
+    capabilities: tuple[Assertion, ...]  # those of CAPABILITIES for this version
     has_rules: bool
     product: str = "cuda"             # the manifest's release_product
     redist_version: str = ""          # the manifest's release_label (what a pin names)
     builds: tuple[str, ...] = ()      # pinned: the builds (pins.PIN_CLASSES) taking this one
+    vulnerabilities: tuple[str, ...] = ()  # meta.knownVulnerabilities (VULNERABILITIES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +268,7 @@ def _plan_set(cuda: Manifest, release: str, products: Mapping[str, Mapping[str, 
             warnings.append(f"{why}: {', '.join(lacking)} broken there")
         else:
             why = f"{product} {version} (taken for {where} builds) has no such package"
-        packages += [SetPackage(n, version, "", "", (), (), (), (), (why,), None, False,
+        packages += [SetPackage(n, version, "", "", (), (), (), (), (why,), (), False,
                                 product, version, builds) for n in lacking]
     return PackageSet(name, release,
                       tuple(Path(m.source).name for _, _, m, _ in chosen if m is not None),
@@ -249,8 +309,11 @@ def _plan(package: Package, release: str, base_url: str, present: set[str], prod
                       tuple(sources), tuple(e for e in edges if e in present),
                       tuple(n for n in NEEDS.get(package.pname, ()) if n in present),
                       tuple(e for e in edges if e not in present), tuple(broken),
-                      CAPABILITIES.get(package.pname), has_rules, product, redist_version,
-                      builds)
+                      tuple(a for a in CAPABILITIES.get(package.pname, ())
+                            if version_at_least(package.version, a.since or "0")),
+                      has_rules, product, redist_version, builds,
+                      tuple(text for below, text in VULNERABILITIES.get(package.pname, ())
+                            if not version_at_least(package.version, below)))
 
 
 def _s(text: str) -> str:
@@ -339,10 +402,13 @@ def _render_package(package: SetPackage, members: set[str]) -> list[str]:
     if package.pname == "cuda_compat":
         extra = (' ++ (if compatEnabled then [ ] else [ "cuda-compat-disabled: set '
                  'config.enableCudaDriverCompat" ])')
-    if package.capability is not None:
-        test, why = package.capability
-        extra += f" ++ (if {test} then [ ] else [ {_s(why)} ])"
+    for assertion in package.capabilities:
+        extra += (f"\n        ++ (if {assertion.test} then [ ] else [ ({_s(assertion.why)}"
+                  f' + " (found ${{{assertion.found}}})") ])')
     lines.append(f"      problems = [ {' '.join(problems)} ]{extra};".replace("[  ]", "[ ]"))
+    if package.vulnerabilities:
+        lines.append("      knownVulnerabilities = [ "
+                     + " ".join(_s(v) for v in package.vulnerabilities) + " ];")
     if package.pname == "cuda_cudart" and "cuda_nvcc" in members:
         # Nixpkgs' passthru.tests.no-compiler (#457424): nothing of cudart keeps nvcc alive.
         lines += ["      extraTests = drv: {",
