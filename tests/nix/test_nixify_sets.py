@@ -108,6 +108,11 @@ def test_meta_broken_compat_opt_in_and_capabilities(sets_dir: Path) -> None:
     on = _eval(sets_dir, "cudaPackages_13_3", compat=True)
     assert not on["cuda_compat"]["broken"]
     assert on["cuda_cudart"]["propagated"] == ["cuda_crt", "cccl", "cuda_compat"]
+    # 12.9's cuda_compat is the L4T one (linux-aarch64): not propagated where it is absent.
+    l4t = _eval(sets_dir, "cudaPackages_12_9", compat=True)
+    assert l4t["cuda_compat"]["broken"] and l4t["cuda_cudart"]["propagated"] == ["cuda_cccl"]
+    orin = _eval(sets_dir, "cudaPackages_12_9", "aarch64-linux", compat=True, caps=("8.7",))
+    assert orin["cuda_cudart"]["propagated"] == ["cuda_cccl", "cuda_compat"]
     orin = _eval(sets_dir, "cudaPackages_13_4", "aarch64-linux", caps=("8.7",))
     assert orin["libcudla"]["broken"] is False
     server = _eval(sets_dir, "cudaPackages_13_4", "aarch64-linux", caps=("9.0",))

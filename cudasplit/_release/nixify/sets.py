@@ -388,7 +388,9 @@ def _render_package(package: SetPackage, members: set[str]) -> list[str]:
                   "        };"]
     lines.append("      };")
     deps = " ".join(f"self.{d}" for d in package.propagated)
-    compat = (" ++ (if compatEnabled then [ self.cuda_compat ] else [ ])"
+    # Nixpkgs propagates cuda_compat when it is available (12.9's is L4T only).
+    compat = (" ++ (if compatEnabled && !self.cuda_compat.meta.broken"
+              " then [ self.cuda_compat ] else [ ])"
               if package.pname == "cuda_cudart" and "cuda_compat" in members else "")
     if package.outside:
         lines.append(f"      # Nixpkgs also propagates (not in this set): "
