@@ -219,6 +219,16 @@ def test_pins_warn_about_missing_manifests() -> None:
     alone = plan_sets([cuda122, load_manifest(EXTRA[0]), load_manifest(MANIFESTS[-1])])
     assert alone[0].warnings == ("cudaPackages_12_2: Nixpkgs pins no cudnn for CUDA 12.2; "
                                  "took the newest given, 9.27.0",)
+    # A pinned manifest without a build for the set's CUDA major: broken, no warning.
+    cuda12_only = parse_manifest({"release_label": "9.27.0", "release_product": "cudnn",
+                                  "cudnn": {"version": "9.27.0.1", "cuda_variant": ["12"],
+                                            "linux-x86_64": {"cuda12": {
+                                                "relative_path": "cudnn/x.tar.xz",
+                                                "sha256": "0" * 64, "size": "1"}}}})
+    (s134,) = plan_sets([load_manifest(MANIFESTS[3]), cuda12_only])
+    assert s134.warnings == ()
+    assert s134.package("cudnn").broken == (
+        "cudnn 9.27.0 (taken for all builds) has no cudnn for CUDA 13.4",)
 
 
 def test_tensorrt_capability_assertions_and_vulnerabilities(sets_dir: Path) -> None:

@@ -261,14 +261,15 @@ def _plan_set(cuda: Manifest, release: str, products: Mapping[str, Mapping[str, 
                         or {p.pname for m in products[product].values() for p in m.packages})
         lacking = [n for n in pnames if not any(
             p.pname == n and p.redist_version == version for p in packages)]
-        where = " and ".join(_BUILD_WORDS[b] for b in builds)
-        if manifest is None:
-            why = (f"{name} takes {product} {version} for {where} builds (Nixpkgs' pin); "
-                   "its manifest was not given")
-            warnings.append(f"{why}: {', '.join(lacking)} broken there")
-        else:
-            why = f"{product} {version} (taken for {where} builds) has no such package"
-        packages += [SetPackage(n, version, "", "", (), (), (), (), (why,), (), False,
+        where = ("all" if len(builds) == len(_BUILD_WORDS)
+                 else " and ".join(_BUILD_WORDS[b] for b in builds))
+        why = {n: (f"{name} takes {product} {version} for {where} builds (Nixpkgs' pin); "
+                   "its manifest was not given") if manifest is None else
+               (f"{product} {version} (taken for {where} builds) has no {n} for CUDA "
+                f"{release}") for n in lacking}
+        if manifest is None and lacking:
+            warnings.append(f"{why[lacking[0]]}: {', '.join(lacking)} broken there")
+        packages += [SetPackage(n, version, "", "", (), (), (), (), (why[n],), (), False,
                                 product, version, builds) for n in lacking]
     return PackageSet(name, release,
                       tuple(Path(m.source).name for _, _, m, _ in chosen if m is not None),
