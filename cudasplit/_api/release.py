@@ -126,20 +126,26 @@ def nixify_sets(manifests: Sequence[PathLike], output_dir: PathLike, *,
     Nixpkgs' ``cudaPackages_X_Y`` with propagation edges, meta and per-package tests, plus a
     ``release.nix`` with one job per set, package and system.
 
+    Several manifests of one redist may be given: cuDNN, cuSPARSELt and TensorRT take, per set,
+    the version Nixpkgs pins for it (by Jetson, other aarch64-linux, x86_64-linux); other
+    redists their newest. A pinned version not given is a broken package and a warning.
+
     Args:
-        manifests: NVIDIA's redistrib JSON files of CUDA and of other redists (e.g. cuDNN).
+        manifests: NVIDIA's redistrib JSON files of CUDA and of other redists (cuDNN,
+            cuSPARSELt, TensorRT, ...), several versions each if wanted.
         output_dir: where the ``.nix`` files go (created).
-        base_url: prefix of the manifests' relative paths (default: NVIDIA's redist URL).
+        base_url: prefix of every manifest's relative paths, a mirror (default: NVIDIA's URL
+            of each redist, ``compute/<redist>/redist/``, TensorRT ``compute/machine-learning/``).
 
     Returns:
-        What was written: the sets and the file names.
+        What was written: the sets (each with its ``pins`` and ``warnings``) and the file names.
 
     Raises:
         ManifestError: a manifest cannot be read.
         OutputError: ``output_dir`` cannot be written.
     """
     loaded = [load_manifest(m) for m in manifests]
-    return write_sets(plan_sets(loaded, base_url or DEFAULT_BASE_URL), output_dir)
+    return write_sets(plan_sets(loaded, base_url), output_dir)
 
 
 def diff_releases(old: PathLike, new: PathLike, *, tarball_dir: PathLike | None = None,

@@ -158,11 +158,15 @@ def nixify_command(manifest: str, tarball_dir: str, output_dir: str,
 @click.option("-o", "--output-dir", required=True, type=click.Path(file_okay=False),
               help="Write <set>.nix per CUDA release, mk-redist.nix and default.nix here.")
 @click.option("--base-url", default=None, metavar="URL",
-              help="Prefix of the manifests' relative paths (default: NVIDIA's redist URL).")
+              help="Prefix of every manifest's relative paths, a mirror (default: NVIDIA's URL "
+              "of each redist).")
 def nixify_sets_command(manifests: tuple[str, ...], output_dir: str,
                         base_url: str | None) -> None:
     """One package set per CUDA release (cudaPackages_X_Y) from MANIFESTS alone: CUDA
-    redistrib manifests plus other redists' (cuDNN ...), no tarballs needed."""
+    redistrib manifests plus other redists' (cuDNN, cuSPARSELt, TensorRT ...), no tarballs
+    needed. Give several versions of a redist: cuDNN, cuSPARSELt and TensorRT take, per set,
+    the version Nixpkgs pins (Jetson, other aarch64-linux, x86_64-linux); a pinned version
+    not given is warned about and broken in that set."""
     # A lazy public name (``cudasplit._LAZY``): loaded only when this command runs.
     from .. import nixify_sets
 
@@ -171,10 +175,23 @@ def nixify_sets_command(manifests: tuple[str, ...], output_dir: str,
     except CudasplitError as exc:
         fail(exc)
     for pset in result.sets:
-        broken = [p.pname for p in pset.packages if p.broken]
-        click.echo(f"{pset.name:18} {len(pset.packages):3} packages from "
+        # Pinned versions not given are the warnings below, not "broken" here.
+        broken = list(dict.fromkeys(p.pname for p in pset.packages
+                                    if p.broken and (p.sources or not p.builds)))
+        click.echo(f"{pset.name:18} {len({p.pname for p in pset.packages}):3} packages from "
                    f"{', '.join(pset.manifests)}" + (f"; broken: {', '.join(broken)}"
                                                      if broken else ""))
+        if pset.pins:
+            click.echo("  pins: " + "; ".join(
+                f"{product} {pin.x86_64}" if pin.jetson == pin.aarch64 == pin.x86_64 else
+                f"{product} {pin.x86_64} (other aarch64-linux {pin.aarch64}, Jetson "
+                f"{pin.jetson})" for product, pin in pset.pins))
+        for warning in pset.warnings:
+            click.echo(f"warning: {warning}", err=True)
+    used = {name for pset in result.sets for name in pset.manifests}
+    for manifest in manifests:
+        if Path(manifest).name not in used:
+            click.echo(f"note: no set takes {manifest}", err=True)
     click.echo(f"wrote {len(result.files)} files to {Path(result.output_dir)}", err=True)
 
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudasplit._release.manifest import Manifest
+from cudasplit._release.nixify.pins import PINS, Pin
 from cudasplit._release.nixify.plan import (
     DEFAULT_BASE_URL,
     EXTERNAL_PROVIDERS,
@@ -48,7 +49,7 @@ from cudasplit._release.nixify.plan import (
     table_needs,
 )
 from cudasplit._release.nixify.render import render_default, render_package
-from cudasplit._release.nixify.sets import SetsResult, plan_sets, write_sets
+from cudasplit._release.nixify.sets import SetsResult, plan_sets, render_set, write_sets
 from cudasplit._release.nixify.toolkit import TOOLKIT_ATTR, compiler_packages, render_toolkit
 from cudasplit._split.progress import ProgressCallback
 from cudasplit.errors import ManifestError, OutputError
@@ -57,9 +58,11 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "EXTERNAL_PROVIDERS",
     "NIX_SYSTEMS",
+    "PINS",
     "PROPAGATES",
     "NixifyResult",
     "PackagePlan",
+    "Pin",
     "PlatformPlan",
     "SetsResult",
     "compiler_packages",
@@ -70,6 +73,7 @@ __all__ = [
     "plan_sets",
     "render_default",
     "render_package",
+    "render_set",
     "table_needs",
     "write_sets",
 ]

@@ -1,5 +1,5 @@
 # A small stand-in for the Nixpkgs attributes `cudasplit nixify-sets` output uses, for
-# `nix-instantiate --eval --strict` in tests/test_nixify_sets.py (no nixpkgs needed).
+# `nix-instantiate --eval --strict` in tests/nix/test_nixify_sets.py (no nixpkgs needed).
 { dir, system, setName, enableCompat ? false, caps ? [ ] }:
 let
   lib = {
@@ -37,6 +37,8 @@ builtins.mapAttrs (n: d: {
   broken = d.meta.broken;
   problems = d.meta.cudasplitProblems;
   platforms = d.meta.platforms;
+  knownVulnerabilities = d.meta.knownVulnerabilities;
+  url = if d.src == null then null else d.src.url;
   license = d.meta.license.fullName;
   tests = builtins.mapAttrs (t: v: v.script) d.passthru.tests;
 }) set
