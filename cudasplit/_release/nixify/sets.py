@@ -6,11 +6,13 @@ the newest manifest's packages in the ``cuda<major>`` variant of that release (N
 ``selectManifests``, without its per-set pins: the newest one here). Per package and Nix system:
 the archive (URL, sha256) and the outputs the package table declares for that version and
 platform; between packages the ``propagatedBuildInputs`` edges of Nixpkgs' ``library.nix`` and
-package files (:data:`PROPAGATES`); ``meta`` (license, platforms, ``broken`` with reasons for
-the packages Nixpkgs marks broken, capability assertions); cuda_compat behind
-``config.enableCudaDriverCompat``; and ``passthru.tests`` per package: every output exists,
-every propagated package is named in ``nix-support/propagated-build-inputs``, and every shared
-library's ``DT_NEEDED`` names resolve (``cudasplit ldd``).
+package files (:data:`PROPAGATES`) and the ``cudasplitPackageRoots`` the package table names
+(nixify's :func:`package_roots`, over the set's attributes); ``meta`` (license, platforms,
+``broken`` with reasons for the packages Nixpkgs marks broken, capability assertions);
+cuda_compat behind ``config.enableCudaDriverCompat``; and ``passthru.tests`` per package:
+every output exists,
+every propagated package's dev output is named in ``nix-support/propagated-build-inputs``, and
+every shared library's ``DT_NEEDED`` names resolve (``cudasplit ldd --needed-only``).
 
 No tarball is read, so outputs are the declared ones (a tarball that leaves one empty fails the
 strict split at build time, as Nixpkgs' ``checkCudaNonEmptyOutputs`` does). The per-tarball
