@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from cudasplit import nixify_sets
+from cudasplit._elf.read import read_elf_info
 from tests.nix import test_nix
 from tests.nix.test_nix import CHECKOUT, STORE_PATH, Nix
 from tests.support.paths import DATA
@@ -82,6 +83,12 @@ def _zlib() -> str:
     pytest.skip("no host libz.so.1")
 
 
+def _loader() -> dict[str, str]:
+    info = read_elf_info(Path(sys.executable).resolve())
+    assert info is not None and info.interp is not None
+    return {Path(info.interp).name: str(Path(info.interp).resolve())}
+
+
 @pytest.fixture(scope="module")
 def params(nix: Nix, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The generated sets, the local tarballs their URLs map to, and the host pieces."""
@@ -102,7 +109,7 @@ def params(nix: Nix, tmp_path_factory: pytest.TempPathFactory) -> Path:
     data = {"dir": str(root / "sets"), "srcs": srcs, "nonce": nix.nonce,
             "checkout": str(CHECKOUT), "python": sys.executable,
             "gccLibs": {n: _host_library(n) for n in ("libstdc++.so.6", "libgcc_s.so.1")},
-            "zlibLibs": {"libz.so.1": _zlib()}}
+            "zlibLibs": {"libz.so.1": _zlib()}, "loader": _loader()}
     path = root / "params.json"
     path.write_text(json.dumps(data))
     return path
@@ -144,6 +151,24 @@ def test_package_and_its_tests_build(nix: Nix, params: Path, set_name: str,
     done = _build(nix, params, set_name,
                   [f"{pname}.all"] + [f"{pname}.passthru.tests.{t}" for t in tests])
     assert done.returncode == 0, done.stderr[-4000:]
+
+
+@pytest.mark.parametrize("set_name", list(BUILT))
+def test_nvcc_of_the_set_runs(nix: Nix, params: Path, set_name: str) -> None:
+    """Its executables carry the loader stdenv's compiler names (``$NIX_CC``), and run
+    (nvcc itself in 13.0; the 12.9 wheel has only ptxas)."""
+    done = _build(nix, params, set_name, ["cuda_nvcc"])
+    assert done.returncode == 0, done.stderr[-3000:]
+    release = set_name.removeprefix("cudaPackages_").replace("_", ".")
+    for name in ("ptxas", "nvcc") if release == "13.0" else ("ptxas",):
+        program = Path(done.stdout.split()[0]) / "bin" / name
+        info = read_elf_info(program)
+        assert info is not None and info.interp is not None
+        assert info.interp.startswith("/nix/store/") and "loader-host-copy" in info.interp
+        version = subprocess.run([str(program), "--version"], capture_output=True, text=True,
+                                 timeout=60, check=False)
+        assert version.returncode == 0, version.stderr
+        assert f"release {release}" in version.stdout, version.stdout
 
 
 def test_a_package_that_does_not_propagate_fails_its_propagation_test(

@@ -22,7 +22,9 @@
 #     Nix 2.8 on the test machine then sometimes reports it killed by signal 9; each ends in `:`;
 #   * no sandbox and no real toolchain: the builder is the host's /bin/bash with PATH
 #     /usr/bin:/bin; stdenv.cc.cc.lib and zlib are derivations holding *copies* of the host's
-#     libstdc++.so.6/libgcc_s.so.1 and libz.so.1; executables keep the FHS interpreter;
+#     libstdc++.so.6/libgcc_s.so.1 and libz.so.1; NIX_CC (stdenv.cc) holds only
+#     nix-support/dynamic-linker, naming a copy of the host's loader (which still searches the
+#     host's /lib for glibc);
 #   * cudasplit is the checkout run by the venv's python (a wrapper in bin/ plus the shipped
 #     setup hook in nix-support/), not a buildPythonApplication;
 #   * fetchurl does not download and does not check sha256: it maps the URL's file name to a
@@ -34,6 +36,9 @@
 #   * every derivation carries `nonce` so a test session really builds it;
 #   * `overrides.<pname>` is merged into that package's mkDerivation arguments (a test's way
 #     to break one package on purpose; overrideAttrs without the fixed point).
+#
+# paramsFile (JSON): dir (the generated sets), srcs (archive file name -> local tarball),
+# nonce, checkout and python (cudasplit), gccLibs, zlibLibs, loader (soname -> host file).
 { paramsFile, setName, overrides ? { }, config ? { }, cudaCapabilities ? [ ] }:
 let
   params = builtins.fromJSON (builtins.readFile paramsFile);
@@ -58,6 +63,8 @@ let
       read -ra _outputNames <<< "''${outputs:-out}"
     fi
     export PATH=/usr/bin:/bin HOME=/homeless-shelter
+    # stdenv exports the compiler wrapper; cudasplit --nix reads its nix-support/dynamic-linker.
+    if [[ -n "''${NIX_CC:-}" ]]; then export NIX_CC; fi
 
     # A variable's words: a bash array (structured attrs) or a whitespace-separated string.
     _words() {
@@ -190,6 +197,7 @@ let
         nativeBuildInputs = map lib.getDev (args.nativeBuildInputs or [ ]);
         buildInputs = map lib.getDev (args.buildInputs or [ ]);
         propagatedBuildInputs = map lib.getDev (args.propagatedBuildInputs or [ ]);
+        NIX_CC = ccWrapper;
         nonce = params.nonce;
       } // (if structured && given != [ ] then {
         outputChecks.out = builtins.listToAttrs
@@ -212,10 +220,27 @@ let
     nonce = params.nonce;
   };
 
+  # A compiler wrapper's nix-support/dynamic-linker, naming a copy of the host's loader.
+  loader = hostCopy "loader-host-copy" params.loader;
+  ccWrapper = builtins.derivation {
+    name = "cc-wrapper-standin";
+    inherit system;
+    builder = "/bin/bash";
+    args = [ "-c" ''
+      /bin/mkdir -p $out/nix-support
+      echo ${loader}/lib/${builtins.head (builtins.attrNames params.loader)} \
+        > $out/nix-support/dynamic-linker
+    '' ];
+    nonce = params.nonce;
+  };
+
   stdenv = {
     hostPlatform.system = system;
     buildPlatform.system = system;
-    cc.cc.lib = hostCopy "gcc-lib-host-copy" params.gccLibs;
+    cc = ccWrapper // {
+      cc.lib = hostCopy "gcc-lib-host-copy" params.gccLibs;
+      bintools.dynamicLinker = "${loader}/lib/${builtins.head (builtins.attrNames params.loader)}";
+    };
     inherit mkDerivation;
   };
   zlib = hostCopy "zlib-host-copy" params.zlibLibs;
