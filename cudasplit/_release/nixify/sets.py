@@ -10,9 +10,9 @@ package files (:data:`PROPAGATES`) and the ``cudasplitPackageRoots`` the package
 (nixify's :func:`package_roots`, over the set's attributes); ``meta`` (license, platforms,
 ``broken`` with reasons for the packages Nixpkgs marks broken, capability assertions);
 cuda_compat behind ``config.enableCudaDriverCompat``; and ``passthru.tests`` per package:
-every output exists,
-every propagated package's dev output is named in ``nix-support/propagated-build-inputs``, and
-every shared library's ``DT_NEEDED`` names resolve (``cudasplit ldd --needed-only``).
+every output exists, every propagated package's dev output is named in
+``nix-support/propagated-build-inputs``, and every shared library's ``DT_NEEDED`` names
+resolve (``cudasplit ldd --needed-only``).
 
 No tarball is read, so outputs are the declared ones (a tarball that leaves one empty fails the
 strict split at build time, as Nixpkgs' ``checkCudaNonEmptyOutputs`` does). The per-tarball
