@@ -35,16 +35,21 @@ _BAD = {"not-found", "stub-shadows-driver", "stub-reachable"}
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--strict", is_flag=True, help="An ambiguous RUNPATH (two directories holding "
               "different libraries of one name) is an error (exit 1), not a warning.")
+@click.option("--needed-only", is_flag=True, help="Exit 1 only for DT_NEEDED names that load "
+              "nothing (and stubs): dlopen targets are listed, not judged (optional, or the "
+              "consumer's to provide).")
 @click.option("--inputs", "inputs", multiple=True, metavar="DIRS",
               help="The consumer's library directories (colon-separated, repeatable): for "
               "each CUDA library a file dlopens that would load nothing, say which of them "
               "the consumer-guards hook would append to its RUNPATH.")
 def ldd_command(path: str, driver_link: str | None, cuda_compat: str | None,
                 maps: tuple[str, ...], interpreter: str | None, ld_library_path: str | None,
-                no_system: bool, as_json: bool, strict: bool, inputs: tuple[str, ...]) -> None:
+                no_system: bool, as_json: bool, strict: bool, needed_only: bool,
+                inputs: tuple[str, ...]) -> None:
     """For every ELF file in PATH (a file or a split directory): which file each DT_NEEDED
     and each detected dlopen target would load. Exit 1 when a name loads nothing or a stub
-    would shadow the driver (a missing driver library alone is not an error).
+    would shadow the driver (a missing driver library alone is not an error; with
+    --needed-only only DT_NEEDED names count).
 
     Also, for any ELF file (a consumer's too): ambiguous RUNPATHs (warnings; errors with
     --strict) and the CUDA libraries each file dlopens by name, with what the consumer-guards
@@ -72,8 +77,17 @@ def ldd_command(path: str, driver_link: str | None, cuda_compat: str | None,
         for one in views:
             _print(one)
         _print_guards(ambiguous, audit, strict)
-    flagged = any(set(v.flags) & _BAD or v.error for v in views)
+    flagged = any(set(_judged(v, needed_only)) & _BAD or v.error for v in views)
     sys.exit(EXIT_FLAGGED if flagged or (strict and ambiguous) else EXIT_OK)
+
+
+def _judged(one: LoadView, needed_only: bool) -> tuple[str, ...]:
+    """The flags that decide the exit status: all, or (``--needed-only``) those of the
+    DT_NEEDED names and the stub flags."""
+    if not needed_only:
+        return one.flags
+    return tuple({r.flag for r in one.needed if r.flag}
+                 | (set(one.flags) & {"stub-shadows-driver", "stub-reachable"}))
 
 
 def _guarded(view: dict[str, Any], ambiguous: list[Ambiguity], audit: list[DlopenAudit]

@@ -436,3 +436,43 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+# -- a package set's archives: real bytes plus what the redist archive has and the wheel lacks --
+
+SET_LAYOUT = 2  # bump when set_archive lays archives out differently (a new cache directory)
+
+def set_archive(pname: str, wheel: Wheel, top: str, outputs: Iterable[str]) -> Path:
+    """Uncompressed ``<top>.tar`` for a generated package set (``nixify-sets``): the wheel's
+    real bytes in the redist layout (:func:`redist_tarball`'s), plus :func:`implied_extras`
+    for ``outputs`` (small real ``*_static.a`` and stubs, samples, NVIDIA's ``.pc``) so that
+    no declared output is empty. ``top`` is the manifest's archive name
+    (``cudnn-linux-x86_64-9.27.0.42_cuda13-archive``). Built once into the cache."""
+    from tests.support.builders import tree_from_reference
+
+    outs = sorted(set(outputs))
+    out_dir = cache_dir() / "redist" / f"{top}-set{SET_LAYOUT}-{'-'.join(outs)}"
+    tarball = out_dir / f"{top}.tar"
+    if tarball.exists():
+        return tarball
+    staging = out_dir / "staging"
+    shutil.rmtree(staging, ignore_errors=True)
+    platform = "linux-sbsa" if "-linux-sbsa-" in top else PLATFORM
+    _lay_out(pname, wheel, staging / top, None, WHEEL_ARCH[platform])
+    shared = sorted({p.name.partition(".so")[0] for p in (staging / top / "lib").glob("*.so.*")})
+    plain = top_name(pname, wheel.version)
+    # The archive's stubs (cudart's libcuda.so) whatever the outputs are.
+    stubs = ["stubs"] if pname in STUBS else []
+    extras = [_strip_comment(line).replace(f" {plain}/", f" {top}/", 1) for line in
+              implied_extras(pname, wheel.version, wheel.cuda, shared, [*outs, *stubs])]
+    extras = [e for e in extras if not (staging / e.split(" ", 1)[1]).exists()]
+    if extras:
+        listing = out_dir / "extras.txt"
+        listing.write_text("\n".join(extras) + "\n")
+        tree_from_reference(listing, staging)
+    tmp = tarball.with_suffix(".tmp")
+    with tarfile.open(tmp, "w") as tar:
+        tar.add(staging / top, arcname=top)
+    os.replace(tmp, tarball)
+    shutil.rmtree(staging, ignore_errors=True)
+    return tarball

@@ -11,12 +11,14 @@ manifest given. Per package and NVIDIA platform (``linux-aarch64`` for Jetsons b
 sbsa threshold, as ``_cuda.lib.getRedistSystem`` decides):
 the archive (URL, sha256) and the outputs the package table declares for that version and
 platform; between packages the ``propagatedBuildInputs`` edges of Nixpkgs' ``library.nix`` and
-package files (:data:`PROPAGATES`); ``meta`` (license, platforms, ``broken`` with reasons for
-the packages Nixpkgs marks broken, capability assertions per package version
-(:data:`CAPABILITIES`), ``knownVulnerabilities`` (:data:`VULNERABILITIES`)); cuda_compat behind
-``config.enableCudaDriverCompat``; and ``passthru.tests`` per package: every output exists,
-every propagated package is named in ``nix-support/propagated-build-inputs``, and every shared
-library's ``DT_NEEDED`` names resolve (``cudasplit ldd``).
+package files (:data:`PROPAGATES`) and the ``cudasplitPackageRoots`` the package table names
+(nixify's :func:`package_roots`, over the set's attributes); ``meta`` (license, platforms,
+``broken`` with reasons for the packages Nixpkgs marks broken, capability assertions per package
+version (:data:`CAPABILITIES`), ``knownVulnerabilities`` (:data:`VULNERABILITIES`)); cuda_compat
+behind ``config.enableCudaDriverCompat``; and ``passthru.tests`` per package: every output
+exists, every propagated package's dev output is named in
+``nix-support/propagated-build-inputs``, and every shared library's ``DT_NEEDED`` names resolve
+(``cudasplit ldd --needed-only``).
 
 No tarball is read, so outputs are the declared ones (a tarball that leaves one empty fails the
 strict split at build time, as Nixpkgs' ``checkCudaNonEmptyOutputs`` does). The per-tarball
@@ -39,7 +41,7 @@ from cudasplit._release.manifest import (
     Package,
 )
 from cudasplit._release.nixify.pins import PINS, PINS_SOURCE, Pin, pin_for
-from cudasplit._release.nixify.plan import PROPAGATES, PlatformPlan
+from cudasplit._release.nixify.plan import PROPAGATES, PlatformPlan, package_roots, table_needs
 from cudasplit._release.nixify.setstemplate import MK_REDIST, RELEASE
 from cudasplit._rulebook import (
     Where,
@@ -82,6 +84,12 @@ NEEDS: Mapping[str, tuple[str, ...]] = {
     "libcublasmp": ("libcublas",),
     "libcuobjclient": ("libcufile",),
     "cuda_nvprof": ("cuda_cupti",),
+}
+# Build inputs from outside the set (set-file arguments), for DT_NEEDED names no CUDA package
+# provides: Nixpkgs' cudnn and fabricmanager take zlib (cuDNN 9's libraries NEED libz.so.1).
+NEEDS_OUTSIDE: Mapping[str, tuple[str, ...]] = {
+    "cudnn": ("zlib",),
+    "fabricmanager": ("zlib",),
 }
 # Packages Nixpkgs builds but marks broken, and why (its package files).
 BROKEN: Mapping[str, str] = {
@@ -146,7 +154,7 @@ class SetPackage:
     license: str
     sources: tuple[PlatformPlan, ...]  # one per NVIDIA platform, as nixify plans them
     propagated: tuple[str, ...]       # packages of the same set
-    needs: tuple[str, ...]            # build inputs of the same set (NEEDS)
+    needs: tuple[str, ...]            # build inputs: of the same set (NEEDS), or NEEDS_OUTSIDE
     outside: tuple[str, ...]          # edges to packages the set lacks (nccl, ...)
     broken: tuple[str, ...]
     capabilities: tuple[Assertion, ...]  # those of CAPABILITIES for this version
@@ -155,6 +163,10 @@ class SetPackage:
     redist_version: str = ""          # the manifest's release_label (what a pin names)
     builds: tuple[str, ...] = ()      # pinned: the builds (pins.PIN_CLASSES) taking this one
     vulnerabilities: tuple[str, ...] = ()  # meta.knownVulnerabilities (VULNERABILITIES)
+    # --package-root KEY=${EXPR} for the packages the table names (nixify's package_roots:
+    # cudart's .pc Cflags -> crt, cccl; nvcc -> cudart, crt, cccl; cublas, cudnn -> nvrtc),
+    # EXPR over the set's attributes (rendered under `with self;`).
+    roots: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,15 +318,22 @@ def _plan(package: Package, release: str, base_url: str, present: set[str], prod
     broken = [BROKEN[package.pname]] if package.pname in BROKEN else []
     if not has_rules:
         broken.append(f"no cudasplit rules for {package.pname}")
+    roots: tuple[tuple[str, str], ...] = ()
+    if table is not None:
+        wanted = table_needs(table, Where(package.version, release))
+        roots = package_roots(table, {k: v for k, v in wanted.items()
+                                      if k in present and k != package.pname}, release)
     return SetPackage(package.pname, package.version, package.name, package.license or "",
                       tuple(sources), tuple(e for e in edges if e in present),
-                      tuple(n for n in NEEDS.get(package.pname, ()) if n in present),
+                      tuple(n for n in NEEDS.get(package.pname, ()) if n in present)
+                      + NEEDS_OUTSIDE.get(package.pname, ()),
                       tuple(e for e in edges if e not in present), tuple(broken),
                       tuple(a for a in CAPABILITIES.get(package.pname, ())
                             if version_at_least(package.version, a.since or "0")),
                       has_rules, product, redist_version, builds,
                       tuple(text for below, text in VULNERABILITIES.get(package.pname, ())
-                            if not version_at_least(package.version, below)))
+                            if not version_at_least(package.version, below)),
+                      roots)
 
 
 def _s(text: str) -> str:
@@ -328,7 +347,7 @@ def render_set(pset: PackageSet) -> str:
     threshold = JETSON_SBSA_THRESHOLD.get(pset.cuda_version.split(".")[0], "8.7")
     lines = [f"# Generated by `cudasplit nixify-sets` from {', '.join(pset.manifests)}; "
              "do not edit.",
-             "{ lib, stdenv, fetchurl, runCommand, cudasplit, config ? { },",
+             "{ lib, stdenv, fetchurl, runCommand, cudasplit, zlib, config ? { },",
              "  cudaCapabilities ? [ ] }:", "let",
              f"  cudaMajorMinorVersion = {_s(pset.cuda_version)};",
              "  # Nixpkgs: cuda_compat only with config.enableCudaDriverCompat.",
@@ -398,8 +417,12 @@ def _render_package(package: SetPackage, members: set[str]) -> list[str]:
                      f"{', '.join(package.outside)}")
     lines.append(f"      propagatedBuildInputs = [ {deps} ]{compat};".replace("[  ]", "[ ]"))
     if package.needs:
-        lines.append("      buildInputs = [ " + " ".join(f"self.{n}" for n in package.needs)
-                     + " ];")
+        lines.append("      buildInputs = [ " + " ".join(
+            n if n in NEEDS_OUTSIDE.get(package.pname, ()) else f"self.{n}"
+            for n in package.needs) + " ];")
+    if package.roots:
+        lines.append("      packageRoots = with self; [ " + " ".join(
+            f'"{key}=${{{expr}}}"' for key, expr in package.roots) + " ];")
     problems = [_s(b) for b in package.broken]
     extra = ""
     if package.pname == "cuda_compat":

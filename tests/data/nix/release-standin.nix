@@ -4,7 +4,9 @@
 let
   lib = {
     licenses.unfree = { shortName = "unfree"; free = false; };
+    getOutput = o: p: p.${o} or p.out or p;
     getLib = p: p.lib or p.out or p;
+    getDev = p: p.dev or p.out or p;
     concatMapStrings = f: l: builtins.concatStringsSep "" (map f l);
     makeLibraryPath = ps: builtins.concatStringsSep ":" (map (p: "${lib.getLib p}/lib") ps);
   };
@@ -21,9 +23,11 @@ let
   };
   fetchurl = a: a // { outPath = "/nix/store/11111111111111111111111111111111-src"; };
   runCommand = name: env: script: { inherit name script; };
+  zlib = { outPath = "/nix/store/44444444444444444444444444444444-zlib"; };
   pkgs = {
-    inherit lib stdenv fetchurl runCommand config;
-    callPackage = f: args: import f ({ inherit lib stdenv fetchurl runCommand config; } // args);
+    inherit lib stdenv fetchurl runCommand config zlib;
+    callPackage = f: args: import f ({ inherit lib stdenv fetchurl runCommand config zlib; }
+      // args);
   };
 in
 pkgs

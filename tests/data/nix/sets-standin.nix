@@ -4,7 +4,9 @@
 let
   lib = {
     licenses.unfree = { shortName = "unfree"; free = false; };
+    getOutput = o: p: p.${o} or p.out or p;
     getLib = p: p.lib or p.out or p;
+    getDev = p: p.dev or p.out or p;
     concatMapStrings = f: l: builtins.concatStringsSep "" (map f l);
     makeLibraryPath = ps: builtins.concatStringsSep ":" (map (p: "${lib.getLib p}/lib") ps);
   };
@@ -21,10 +23,11 @@ let
   };
   fetchurl = a: a // { outPath = "/nix/store/11111111111111111111111111111111-src"; };
   runCommand = name: env: script: { inherit name script; };
+  zlib = { pname = "zlib"; outPath = "/nix/store/44444444444444444444444444444444-zlib"; };
   cudasplit = { pname = "cudasplit"; outPath = "/nix/store/22222222222222222222222222222222-cudasplit"; };
   sets = import (dir + "/default.nix");
   set = import sets.${setName} {
-    inherit lib stdenv fetchurl runCommand cudasplit;
+    inherit lib stdenv fetchurl runCommand cudasplit zlib;
     config.enableCudaDriverCompat = enableCompat;
     cudaCapabilities = caps;
   };

@@ -146,3 +146,17 @@ def _host_libs():  # type: ignore[no-untyped-def]
     found = subprocess.run(["gcc", "-print-file-name=libstdc++.so.6"], capture_output=True,
                            text=True).stdout.strip()
     return RunpathPolicy(library_paths=(os.path.dirname(os.path.realpath(found)),))
+
+
+def test_needed_only_judges_dt_needed_and_not_dlopen_targets(tmp_path: Path) -> None:
+    """A dlopen target that loads nothing (optional, or the consumer's) fails ``ldd`` but not
+    ``ldd --needed-only``; an unresolved DT_NEEDED name fails both."""
+    opener = compile_shared(tmp_path / "a", "libopener.so.1",
+                            'const char *name(void) { return "libcudart.so.13"; }\n',
+                            soname="libopener.so.1")
+    lonely = compile_shared(tmp_path / "b", "liblonely.so.1", "int f(void){return 0;}",
+                            soname="liblonely.so.1", needed_libs=["libnowhere.so.7"])
+    for path, plain, needed_only in ((opener, 1, 0), (lonely, 1, 1)):
+        codes = [CliRunner().invoke(main, ["ldd", "--no-system", *flag, str(path)]).exit_code
+                 for flag in ([], ["--needed-only"])]
+        assert codes == [plain, needed_only], path
