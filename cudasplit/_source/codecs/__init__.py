@@ -70,6 +70,7 @@ __all__ = [
     "MAX_DEFAULT_BUDGET",
     "MIN_BUDGET",
     "BlockPipeline",
+    "ChunkReader",
     "Codec",
     "PipelineStats",
     "XzBlock",

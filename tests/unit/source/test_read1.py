@@ -9,8 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cudasplit._source.codecs import CHUNK
-from cudasplit._source.codecs.chunks import ChunkReader
+from cudasplit._source.codecs import CHUNK, ChunkReader
 from cudasplit.sinks._directory import write_stream
 
 
