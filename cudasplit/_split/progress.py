@@ -46,7 +46,9 @@ class MeteredStream:
     def _count(self, count: int) -> None:
         self.read_so_far += count
         if self.read_so_far >= self._next:
-            self._next = self.read_so_far + STEP
+            # On a fixed grid of STEP, not STEP after the last report: reads of any size
+            # (``read1`` stops at the decoder's chunk edges) then report as often.
+            self._next += STEP * ((self.read_so_far - self._next) // STEP + 1)
             self._on_bytes(self.read_so_far)
 
     def __getattr__(self, name: str) -> Any:
