@@ -75,6 +75,7 @@ __all__ = [
     "PipelineStats",
     "XzBlock",
     "XzStream",
+    "decode_threads",
     "default_decode_budget",
     "detect_codec",
     "external_command",
@@ -117,6 +118,23 @@ def default_decode_budget(jobs: int, largest_block: int) -> int:
     RAM / 4)] (a quarter of the RAM is also ``xz -T``'s default limit)."""
     ceiling = max(MIN_BUDGET, min(MAX_DEFAULT_BUDGET, _physical_memory() // 4))
     return max(MIN_BUDGET, min(ceiling, (jobs + 1) * largest_block))
+
+
+def decode_threads(path: Path) -> int:
+    """How many threads can decode ``path`` at once: its xz blocks, else one.
+
+    A scheduling hint (a batch gives each tarball the cores it can use), so it never raises:
+    a file that cannot be read or parsed says 1, and its split reports the error.
+    """
+    try:
+        with open(path, "rb") as fh:
+            if detect_codec(fh.read(512)) is not Codec.XZ:
+                return 1
+            fd = fh.fileno()
+            streams = read_xz_layout(fd, os.fstat(fd).st_size)
+    except (OSError, SourceError):  # CorruptArchiveError is a SourceError
+        return 1
+    return max(1, sum(len(s.blocks) for s in streams))
 
 
 def _use_external(codec: Codec, external: bool | None) -> bool:
