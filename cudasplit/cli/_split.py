@@ -149,8 +149,9 @@ class ReportTarget:
 @click.option("-j", "--jobs", type=int, default=None, help="Parallelism (default: available CPUs; "
               "NIX_BUILD_CORES in a Nix builder).")
 @click.option("--memory-limit", metavar="SIZE", help="Decoded bytes the parallel decoder may "
-              "hold at once (K/M/G; default: jobs+1 xz blocks, 64 MiB to 4 GiB). Lower is "
-              "slower, never wrong; peak RSS is about 60 MB + SIZE + jobs x 10 MB.")
+              "hold at once (K/M/G; default: jobs+1 xz blocks, 64 MiB to 4 GiB; from -j8 without "
+              "it, xz goes through `xz -TN`, ~70 MB a thread). Lower is slower, never wrong; "
+              "peak RSS is about 60 MB + SIZE + jobs x 10 MB.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what happens.")
 @click.option("--closure", is_flag=True, help="Then print the closure report of the outputs "

@@ -12,8 +12,9 @@
 * ``.zst``: ``zstandard`` decompression objects, frame by frame (the streaming reader of
   ``zstandard`` silently accepts truncated input, so it is not used).
 * ``.gz``: the stdlib ``gzip`` reader; ``.bz2``: ``bz2`` decompressors, stream by stream.
-* ``external=True`` (or the measured default, see ``_EXTERNAL_BY_DEFAULT``) pipes the file
-  through the system ``xz``/``zstd`` binary instead.
+* ``external=True`` (or the measured default: xz from ``EXTERNAL_XZ_FROM_JOBS`` = 8 jobs
+  without a ``memory_limit``) pipes the file through the system ``xz``/``zstd`` binary
+  instead.
 
 Memory (the parallel xz decoder, ``_codecthreads.BlockPipeline``): every block that a
 thread starts reserves its whole decoded size from the budget, so each thread decodes its
@@ -92,13 +93,15 @@ DEFAULT_READ_AHEAD = 64 << 20
 MIN_BUDGET = 64 << 20
 MAX_DEFAULT_BUDGET = 4 << 30
 
-# Measured (benchmarks/README.md, bench_scaling.py): single-block xz and zstd decode as fast
-# in-process as with the binaries (zstd, 2 cores: 1.01 s in-process, 1.12 s through the
-# binary's pipe, best of 5). Multi-block xz: since the decoder budgets whole blocks
-# it keeps up with `xz -T16` on 16 cores (reading to the end 3.18 s against `xz -dc -T16`
-# 3.01 s; a split 3.39 s against `tar -I 'xz -T16' -xf` 2.95 s) at 690 MB peak RSS against
-# xz's 1114 MB, and its memory is capped by memory_limit. So in-process is the default.
+# Measured (benchmarks/README.md §12, bench_scaling.py): single-block xz and zstd decode as fast
+# in-process as through the binaries, and in-process is what a memory cap can bound. Multi-block
+# xz on many cores is not: on the 16-core H100 host, a split of 839 MB of libcublas blocks took
+# 1.22x / 1.25x `tar -I 'xz -TN' -xf` at N = 8 / 16 in-process, where liblzma's 1 MiB calls
+# from N Python threads contend for the interpreter, and 1.06-1.12x / 1.11x through `xz -TN`.
+# So from EXTERNAL_XZ_FROM_JOBS decoder threads, xz goes through the binary unless a
+# memory_limit asks for the in-process decoder's budget (xz's own memory is ~70 MB a thread).
 _EXTERNAL_BY_DEFAULT: dict[Codec, bool] = {Codec.XZ: False, Codec.ZSTD: False}
+EXTERNAL_XZ_FROM_JOBS = 8
 
 
 def _normalise_jobs(jobs: int) -> int:
@@ -137,10 +140,13 @@ def decode_threads(path: Path) -> int:
     return max(1, sum(len(s.blocks) for s in streams))
 
 
-def _use_external(codec: Codec, external: bool | None) -> bool:
-    if external is None:
-        return _EXTERNAL_BY_DEFAULT.get(codec, False)
-    return external
+def _use_external(codec: Codec, external: bool | None, jobs: int,
+                  memory_limit: int | None) -> bool:
+    if external is not None:
+        return external
+    if codec is Codec.XZ and jobs >= EXTERNAL_XZ_FROM_JOBS and memory_limit is None:
+        return True
+    return _EXTERNAL_BY_DEFAULT.get(codec, False)
 
 
 def _threaded_reader(tasks: Sequence[Callable[[], Iterator[bytes]]], source: str, jobs: int,
@@ -236,9 +242,11 @@ def open_decompressed(
     ``jobs``: decoder threads for multi-block .xz (``xz -T`` for the external path);
     ``< 1`` means one per CPU.  ``external``: True pipes through the system ``xz``/``zstd``
     (falling back to in-process when the binary is absent), False never does, None picks
-    what measured fastest.  ``memory_limit``: bytes of decoded output the threaded decoder
-    may hold at once (the budget of the module docstring; None: ``default_decode_budget``);
-    ``read_ahead`` is its older name.  ``background``: decode in worker threads (a
+    what measured fastest: ``xz -TN`` for xz from ``EXTERNAL_XZ_FROM_JOBS`` jobs when no
+    ``memory_limit`` is given and the decoding is in the background, in-process otherwise.
+    ``memory_limit``: bytes of decoded output the threaded decoder may hold at once (the
+    budget of the module docstring; None: ``default_decode_budget``); ``read_ahead`` is its
+    older name.  ``background``: decode in worker threads (a
     read-ahead thread for codecs that cannot be split), overlapped with the caller (True or
     None, the default) or in the caller's thread (False).
     """
@@ -257,7 +265,9 @@ def open_decompressed(
             raise SourceError(f"cannot read ({exc.strerror})", source=source) from exc
         fh.seek(0)
         reader = None
-        if codec is not Codec.NONE and _use_external(codec, external):
+        if codec is not Codec.NONE and _use_external(
+                codec, external if background is not False else (external or False), jobs,
+                memory_limit):
             reader = _external_reader(fh, codec, path, source, jobs)
         if reader is None:
             reader = _in_process_reader(fh, codec, source, jobs, memory_limit, background)
