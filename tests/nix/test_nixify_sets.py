@@ -99,6 +99,8 @@ def test_propagation_edges_as_library_nix(sets_dir: Path) -> None:
     assert set(s134["cuda_cudart"]["tests"]) == {"outputs", "propagation", "libraries",
                                                  "no-compiler"}
     assert s134["libcublas"]["libraryPath"].startswith("/nix/store/3333")  # libstdc++
+    # cuda_crt's noexcept edits are gated on the glibc the headers meet: stdenv's, as X.Y.
+    assert s134["cuda_crt"]["glibc"] == "2.42"
 
 
 def test_meta_broken_compat_opt_in_and_capabilities(sets_dir: Path) -> None:

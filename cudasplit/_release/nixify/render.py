@@ -12,6 +12,11 @@ from cudasplit._release.nixify.plan import NIX_SYSTEMS, PackagePlan, nix_ident
 __all__ = ["render_default", "render_package"]
 
 
+
+# Packages whose header edits are gated on the glibc they will meet (cuda_crt's noexcept edits;
+# cuda_nvcc before 13.0 carries cuda_crt's headers and edits).
+GLIBC_GATED = frozenset({"cuda_crt", "cuda_nvcc"})
+
 def _s(text: str) -> str:
     """A Nix string literal (``${`` must not start an interpolation)."""
     escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("${", "\\${")
@@ -61,6 +66,11 @@ def render_package(plan: PackagePlan, manifest_name: str) -> str:
                         in sorted(NIX_SYSTEMS.items(), key=lambda i: i[1])), "      ")
         lines += ["    }", "    .${stdenv.targetPlatform.system or stdenv.hostPlatform.system}"
                   " or redistPlatform;"]
+    if plan.pname in GLIBC_GATED:
+        # The glibc the headers will meet (the table's glibc_since edits: noexcept, >= 2.42).
+        lines += ["  cudasplitGlibcVersion =", "    let libc = stdenv.cc.libc or null; in",
+                  '    if libc != null && (libc.pname or "") == "glibc"',
+                  '    then lib.versions.majorMinor libc.version else "";']
     if plan.package_roots:
         lines.append("  cudasplitPackageRoots = [")
         lines += [f'    "{key}=${{{expr}}}"' for key, expr in plan.package_roots]

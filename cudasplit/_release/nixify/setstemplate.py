@@ -33,6 +33,11 @@ let
       ([ stdenv.cc.cc.lib ] ++ buildInputs ++ propagatedBuildInputs);
     # Other packages' roots the package table names (.pc Cflags, dlopen'ed NVRTC, nvcc's).
     cudasplitPackageRoots = packageRoots;
+    # The glibc the headers will meet (cuda_crt's noexcept edits need 2.42 or newer).
+    cudasplitGlibcVersion =
+      let libc = stdenv.cc.libc or null; in
+      if libc != null && (libc.pname or "") == "glibc"
+      then lib.versions.majorMinor libc.version else "";
     preFixup = ''
       ownPropagation="$(cat "''${!outputDev}/nix-support/propagated-build-inputs" \
         2>/dev/null || true)"

@@ -3,6 +3,8 @@
 { dir, system, setName, enableCompat ? false, caps ? [ ] }:
 let
   lib = {
+    versions.majorMinor = v: builtins.concatStringsSep "." (builtins.genList
+      (i: builtins.elemAt (builtins.splitVersion v) i) 2);
     licenses.unfree = { shortName = "unfree"; free = false; };
     getOutput = o: p: p.${o} or p.out or p;
     getLib = p: p.lib or p.out or p;
@@ -13,6 +15,7 @@ let
   stdenv = {
     hostPlatform.system = system;
     cc.cc.lib = { pname = "gcc-lib"; outPath = "/nix/store/33333333333333333333333333333333-gcc-lib"; };
+    cc.libc = { pname = "glibc"; version = "2.42"; };
     mkDerivation = a:
       let
         outs = builtins.listToAttrs (map (o: {
@@ -37,6 +40,7 @@ builtins.mapAttrs (n: d: {
   propagated = map (p: p.pname) d.propagatedBuildInputs;
   buildInputs = map (p: p.pname) d.buildInputs;
   libraryPath = d.cudasplitLibraryPath;
+  glibc = d.cudasplitGlibcVersion;
   broken = d.meta.broken;
   problems = d.meta.cudasplitProblems;
   platforms = d.meta.platforms;

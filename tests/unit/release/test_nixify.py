@@ -265,6 +265,8 @@ def test_two_platforms_and_a_missing_one(tmp_path: Path) -> None:
     text = (tmp_path / "nix" / "cuda_crt.nix").read_text()
     assert 'aarch64-linux = "linux-sbsa";' in text and 'x86_64-linux = "linux-x86_64";' in text
     assert 'platforms = [ "aarch64-linux" "x86_64-linux" ];' in text
+    # Its noexcept edits are gated on the glibc the headers meet: stdenv's, as X.Y.
+    assert "cudasplitGlibcVersion =" in text and "lib.versions.majorMinor libc.version" in text
     for system in ("x86_64-linux", "aarch64-linux"):
         stub = tmp_path / "stub.nix"
         stub.write_text(STUB)
