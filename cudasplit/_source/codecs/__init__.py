@@ -51,7 +51,11 @@ from typing import IO, BinaryIO, cast
 
 from cudasplit._source.codecs.chunks import CHUNK, CODEC_ERRORS, ChunkReader
 from cudasplit._source.codecs.detect import Codec, detect_codec
-from cudasplit._source.codecs.external import ExternalDecompressor, external_command
+from cudasplit._source.codecs.external import (
+    ExternalDecompressor,
+    external_command,
+    xz_decodes_in_parallel,
+)
 from cudasplit._source.codecs.stdlib import bz2_chunks, gzip_chunks, plain_chunks
 from cudasplit._source.codecs.threads import BlockPipeline, PipelineStats
 from cudasplit._source.codecs.xz import (
@@ -99,7 +103,8 @@ MAX_DEFAULT_BUDGET = 4 << 30
 # 1.22x / 1.25x `tar -I 'xz -TN' -xf` at N = 8 / 16 in-process, where liblzma's 1 MiB calls
 # from N Python threads contend for the interpreter, and 1.06-1.12x / 1.11x through `xz -TN`.
 # So from EXTERNAL_XZ_FROM_JOBS decoder threads, xz goes through the binary unless a
-# memory_limit asks for the in-process decoder's budget (xz's own memory is ~70 MB a thread).
+# memory_limit asks for the in-process decoder's budget (xz's own memory is ~70 MB a thread),
+# or the xz on PATH is older than 5.4 (it would decode on one thread).
 _EXTERNAL_BY_DEFAULT: dict[Codec, bool] = {Codec.XZ: False, Codec.ZSTD: False}
 EXTERNAL_XZ_FROM_JOBS = 8
 
@@ -144,7 +149,8 @@ def _use_external(codec: Codec, external: bool | None, jobs: int,
                   memory_limit: int | None) -> bool:
     if external is not None:
         return external
-    if codec is Codec.XZ and jobs >= EXTERNAL_XZ_FROM_JOBS and memory_limit is None:
+    if (codec is Codec.XZ and jobs >= EXTERNAL_XZ_FROM_JOBS and memory_limit is None
+            and xz_decodes_in_parallel()):
         return True
     return _EXTERNAL_BY_DEFAULT.get(codec, False)
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import logging
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -16,7 +18,7 @@ from cudasplit._source.codecs.chunks import CHUNK
 from cudasplit._source.codecs.detect import Codec
 from cudasplit.errors import CorruptArchiveError
 
-__all__ = ["ExternalDecompressor", "external_command"]
+__all__ = ["ExternalDecompressor", "external_command", "xz_decodes_in_parallel"]
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +30,26 @@ def external_command(codec: Codec, path: Path, jobs: int) -> list[str] | None:
     if codec is Codec.ZSTD and (exe := shutil.which("zstd")):
         return [exe, "-dcq", "--", str(path)]
     return None
+
+
+# xz decodes multi-block files on several threads only from 5.4.0 (older ones take -T and
+# decode on one); a builder with such an xz keeps the in-process decoder.
+XZ_PARALLEL_DECODE = (5, 4)
+
+
+@functools.cache
+def xz_decodes_in_parallel() -> bool:
+    """Whether the ``xz`` on PATH decodes multi-block files with several threads (>= 5.4)."""
+    exe = shutil.which("xz")
+    if exe is None:
+        return False
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10,
+                             check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    found = re.search(r"^xz \(XZ Utils\) (\d+)\.(\d+)", out, re.MULTILINE)
+    return found is not None and (int(found[1]), int(found[2])) >= XZ_PARALLEL_DECODE
 
 
 class ExternalDecompressor:
