@@ -352,7 +352,7 @@ def run_sections(bench: Bench, files: dict[str, Path], jobs: list[int], only: se
         rows = [(str(n), f"{best[f'split-j{n}'].wall:.2f}", f"{t.wall:.2f}",
                  f"{best[f'split-j{n}'].wall / t.wall:.2f}", f"{best[f'split-j{n}'].rss_mb:.0f}",
                  f"{t.rss_mb:.0f}") for n in ends]
-        what = ("single-block xz" if kind == "xz-single" else "zstd (one frame)")
+        what = "single-block xz" if kind == "xz-single" else "zstd (one frame)"
         out.append(table(f"{what} ({_mb(path)}): `cudasplit split -jN` vs {label}",
                          ("N", "split s", "tar s", "ratio", "split RSS MB", "tar RSS MB"),
                          rows))

@@ -271,9 +271,9 @@ def open_decompressed(
             raise SourceError(f"cannot read ({exc.strerror})", source=source) from exc
         fh.seek(0)
         reader = None
-        if codec is not Codec.NONE and _use_external(
-                codec, external if background is not False else (external or False), jobs,
-                memory_limit):
+        if background is False and external is None:
+            external = False  # decoding in the caller's thread: never a subprocess by default
+        if codec is not Codec.NONE and _use_external(codec, external, jobs, memory_limit):
             reader = _external_reader(fh, codec, path, source, jobs)
         if reader is None:
             reader = _in_process_reader(fh, codec, source, jobs, memory_limit, background)
