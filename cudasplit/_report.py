@@ -36,6 +36,11 @@ class MemberRecord:
         interpreter_before: the PT_INTERP found (executables).
         interpreter_after: the PT_INTERP written or planned.
         dlopen: names it may dlopen, with the package that provides each.
+        gpu: the GPU code an ELF file or static archive carries, one row per kind (``sass``,
+            ``ptx``, ``ltoir``) and architecture (``sm_90a``): entries, bytes stored, bytes
+            unpacked, entries compressed; ``None``: none, or not read.
+        glibc: the highest ``GLIBC``, ``GLIBCXX``, ``CXXABI`` and ``GCC`` version the file
+            needs, each with the library and the first symbol needing it; ``None``: none.
 
     Raises:
         Nothing: a value.
@@ -57,9 +62,14 @@ class MemberRecord:
     interpreter_before: str | None = None  # PT_INTERP found (executables only)
     interpreter_after: str | None = None   # PT_INTERP written or planned
     dlopen: list[dict[str, str | None]] | None = None  # names it may dlopen, with provider
+    gpu: list[dict[str, Any]] | None = None       # GPU code per kind and architecture
+    glibc: list[dict[str, str | None]] | None = None  # highest GLIBC_/GLIBCXX_/... needed
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        for key in ("gpu", "glibc"):   # only files that carry them have the keys
+            if data[key] is None:
+                data.pop(key)
         if self.kind not in ("elf-shared", "elf-exec", "elf-other"):
             for key in ("runpath_before", "runpath_after", "runpath_tag", "patch",
                         "needed_unresolved", "interpreter_before", "interpreter_after",
@@ -156,7 +166,37 @@ class Report:
         data = self._as_dict()
         if self.copies:  # only compiler packages copy; other reports keep their keys
             data["copies"] = [asdict(c) for c in self.copies]
+        gpu, glibc = self.gpu_code(), self.glibc_floor()
+        if gpu or glibc:   # only packages with ELF files or static archives
+            data["inside"] = {"gpu": gpu, "glibc": glibc}
         return data
+
+    def gpu_code(self) -> list[dict[str, Any]]:
+        """The package's GPU code added up per kind and architecture over every placed
+        member (entries, bytes stored, bytes unpacked, compressed entries, files)."""
+        rows: dict[tuple[str, str], dict[str, Any]] = {}
+        for m in self.members:
+            for code in (m.gpu or []) if m.output is not None else []:
+                row = rows.setdefault((code["kind"], code["arch"]), {
+                    "kind": code["kind"], "arch": code["arch"], "entries": 0, "stored": 0,
+                    "size": 0, "compressed": 0, "files": 0})
+                for key in ("entries", "stored", "size", "compressed"):
+                    row[key] += code[key]
+                row["files"] += 1
+        return sorted(rows.values(), key=lambda r: (_KIND_ORDER.get(r["kind"], 9),
+                                                    arch_order(r["arch"])))
+
+    def glibc_floor(self) -> list[dict[str, str | None]]:
+        """The package's floor: per prefix, the highest version a placed member needs, with
+        that member's path, library and symbol."""
+        best: dict[str, dict[str, str | None]] = {}
+        for m in self.members:
+            for need in (m.glibc or []) if m.output is not None else []:
+                prefix = str(need["prefix"])
+                held = best.get(prefix)
+                if held is None or _numbers(need["version"]) > _numbers(held["version"]):
+                    best[prefix] = {**need, "path": m.path}
+        return [best[p] for p in ("GLIBC", "GLIBCXX", "CXXABI", "GCC") if p in best]
 
     def _as_dict(self) -> dict[str, Any]:
         return {
@@ -223,6 +263,17 @@ class Report:
 
 
 _MASK = "e" * 32
+_KIND_ORDER = {"sass": 0, "ptx": 1, "ltoir": 2}
+
+
+def arch_order(arch: str) -> tuple[int, str]:
+    """``sm_90a`` -> ``(90, "a")``: architectures sort by number, then suffix."""
+    match = re.fullmatch(r"sm_(\d+)([a-z]*)", arch)
+    return (int(match[1]), match[2]) if match else (1 << 31, arch)
+
+
+def _numbers(version: str | None) -> tuple[int, ...]:
+    return tuple(int(p) for p in (version or "0").split(".") if p.isdigit())
 
 
 def relative_report(report: Report, env: Mapping[str, str] | None = None) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from cudasplit._elf.plan import unresolved_error
 from cudasplit._layout import Layout
 from cudasplit._model import Kind, PackageId
 from cudasplit._nix import NixSupport, write_nix_support
-from cudasplit._report import CopyRecord, plural
+from cudasplit._report import CopyRecord, Report, plural
 from cudasplit._rulebook import RuleSet, Where
 from cudasplit._split.checks import (
     declared_output_problems,
@@ -26,6 +26,7 @@ from cudasplit._split.checks import (
 )
 from cudasplit._split.classify import BUILTIN
 from cudasplit._split.copies import CopiedEntry, plan_copies
+from cudasplit._split.inside import glibc_ceiling_problems
 from cudasplit._split.links import LinkPlanner, SymlinkOp
 from cudasplit._split.options import Progress, SplitOptions
 from cudasplit._split.patchstage import ElfJob, PatchStage
@@ -189,6 +190,18 @@ class EndOfRun:
             raise ProblemsFound(
                 f"{state.description}: {plural(len(failing), 'problem')} under "
                 f"--strict; first: {failing[0]}", report)
+        self._check_glibc(report)
+
+    def _check_glibc(self, report: Report) -> None:
+        """``max_glibc``: a file needing a newer ``GLIBC_`` fails the run, naming the file and
+        the symbol (conda-forge's check-glibc, before anything is moved into place)."""
+        state, ceiling = self.state, self.state.options.max_glibc
+        too_new = glibc_ceiling_problems(report, ceiling) if ceiling is not None else []
+        if too_new:
+            state.writer.problems(too_new)
+            more = f" (and {plural(len(too_new) - 1, 'more file')})" if len(too_new) > 1 else ""
+            raise ProblemsFound(f"{state.description}: {too_new[0]}{more}",
+                                state.writer.assemble())
 
     def complete(self, members_seen: int, bytes_seen: int) -> None:
         """The last progress call, every output's record, then the sink's finish()."""

@@ -113,6 +113,10 @@ class SplitOptions:
             is xz's, ~70 MB a thread); a limit keeps the in-process decoder, within it.
         skip_unsafe_members: skip (with a problem) a member that would leave the output, such
             as a symlink to ``/etc``, instead of refusing the archive.
+        inside: read what ELF files and static archives carry (GPU code per architecture,
+            glibc floor) into the report; a dry run spools those members to read them.
+        max_glibc: ``X.Y``: fail the run (:class:`ProblemsFound`) when a file needs a newer
+            ``GLIBC_`` version, naming the file and the symbol (needs ``inside``).
 
     Raises:
         OptionsError: a value out of range or contradicting another (naming the field).
@@ -167,6 +171,10 @@ class SplitOptions:
     # Inside a Nix builder (split_nix): what only warns elsewhere -- a package without rules,
     # a missing nvcc.profile package root -- would build a wrong derivation: an error there.
     nix_build: bool = False
+    # What ELF files and static archives carry (GPU code, glibc floor), read in the same pass;
+    # max_glibc fails the run on a file that needs a newer GLIBC_ version.
+    inside: bool = True
+    max_glibc: str | None = None
 
     def __post_init__(self) -> None:
         check_options(self)
@@ -179,7 +187,7 @@ class SplitOptions:
 # The smallest decoder budget accepted: one decoded chunk (below it nothing could be held).
 MIN_MEMORY_LIMIT = 1 << 20
 _FLAGS = ("patch", "strict", "dry_run", "overwrite", "nix_markers", "check_fhs_refs",
-          "default_rules", "fsync", "skip_unsafe_members", "nix_build")
+          "default_rules", "fsync", "skip_unsafe_members", "nix_build", "inside")
 _CUDA_VERSION = re.compile(r"\d+\.\d+(\.\d+)?")
 
 
@@ -220,7 +228,7 @@ def check_options(options: SplitOptions) -> None:
 def _check_words(options: SplitOptions) -> None:
     """The string fields that must be one of a few forms."""
     for name in ("cuda_major", "cuda_version", "platform", "python_version",
-                 "glibc_version", "cuda_component_hook"):
+                 "glibc_version", "cuda_component_hook", "max_glibc"):
         value = getattr(options, name)
         if value is not None:
             _check_type(name, value, str, "a str")
@@ -248,6 +256,11 @@ def _check_words(options: SplitOptions) -> None:
     glibc = options.glibc_version
     if glibc is not None and not re.fullmatch(r"\d+\.\d+", glibc):
         raise OptionsError(f"glibc_version must be X.Y such as '2.42', not {glibc!r}")
+    ceiling = options.max_glibc
+    if ceiling is not None and not re.fullmatch(r"\d+\.\d+", ceiling):
+        raise OptionsError(f"max_glibc must be X.Y such as '2.28', not {ceiling!r}")
+    if ceiling is not None and not options.inside:
+        raise OptionsError("max_glibc needs inside=True (the glibc floor is read with it)")
 
 
 def unknown_platform(word: str, name: str) -> str:

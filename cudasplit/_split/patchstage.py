@@ -106,16 +106,21 @@ class PatchStage:
         with tempfile.NamedTemporaryFile(prefix="cudasplit-elf-") as spool:
             shutil.copyfileobj(stream, spool, 1 << 20)
             spool.flush()
-            try:
-                info = read_elf_info(spool.name)
-            except ElfError as exc:
-                # The real run cannot patch it either: report what that run reports (a
-                # patch-failed problem), naming the final path rather than the spool.
-                self._spooled[path] = ElfRead(error=str(exc).replace(spool.name, shown or path))
-                return None
-            dlopen = scan_quietly(spool.name, info) if info is not None else ()
-            self._spooled[path] = ElfRead(info, dlopen)
-            return info
+            return self.read_spool(path, spool.name, shown)
+
+    def read_spool(self, path: str, spool: str, shown: str | None = None) -> ElfInfo | None:
+        """Dry run: the facts of member ``path`` from its spooled copy ``spool`` (which the
+        caller made, and removes)."""
+        try:
+            info = read_elf_info(spool)
+        except ElfError as exc:
+            # The real run cannot patch it either: report what that run reports (a
+            # patch-failed problem), naming the final path rather than the spool.
+            self._spooled[path] = ElfRead(error=str(exc).replace(spool, shown or path))
+            return None
+        dlopen = scan_quietly(spool, info) if info is not None else ()
+        self._spooled[path] = ElfRead(info, dlopen)
+        return info
 
     def wait_early(self) -> None:
         """Collect the early patches' results (on the calling thread, in job order). The

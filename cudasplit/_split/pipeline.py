@@ -31,6 +31,7 @@ from cudasplit._split.classify import (
     member_kind,
 )
 from cudasplit._split.endrun import EndOfRun, RunState
+from cudasplit._split.inside import InsideStage
 from cudasplit._split.libmajor import LibMajor
 from cudasplit._split.linkresolve import escapes
 from cudasplit._split.links import LinkPlanner
@@ -75,6 +76,7 @@ class SplitRun:
         self.placer: Placer | None = None           # the place stage, with the rules
         self.lib_major = LibMajor()  # D9, set up with the rules (_libmajor.py)
         self.patches: PatchStage | None = None  # created with the rules (first member)
+        self.inside: InsideStage | None = None  # GPU code, glibc floors (options.inside)
         self.members_seen = 0
         self.bytes_seen = 0
 
@@ -97,6 +99,7 @@ class SplitRun:
                 for message in getattr(self.source, "warnings", ()):
                     self.writer.warn("data-after-end", None, message)
                 end.state.patches.wait_early()
+                self._collect_inside()
             end.settle()
         except BaseException as exc:
             named = _patch_error(exc, self.source.description, self.sink, self.patches)
@@ -107,6 +110,13 @@ class SplitRun:
             raise
         end.complete(self.members_seen, self.bytes_seen)
         return self.writer.assemble()
+
+    def _collect_inside(self) -> None:
+        """What members carry, into the report before the end-of-run checks read it."""
+        if self.inside is not None:
+            outcomes, warnings = self.inside.finish()
+            self.writer.inside(outcomes)
+            self.writer.warnings(warnings)
 
     def _metered(self, member: Member, stream: BinaryIO | None) -> BinaryIO | None:
         """With a progress callback, a large member reports its bytes as they stream."""
@@ -142,8 +152,11 @@ class SplitRun:
             ruleset.package, plan.layout.root,
             has_stubs_output=plan.allowed is None or "stubs" in plan.allowed, early_pool=pool)
         self.writer.warnings(patches.warnings)
+        self.inside = InsideStage(pool if self.sink is not None else None) \
+            if self.options.inside else None
         self.placer = Placer(self.sink, self.placements, self.links, rewrites, patches,
-                             plan.layout, self.source.description, self._spool_elf())
+                             plan.layout, self.source.description, self._spool_elf(),
+                             self.inside)
         if self.sink is not None and plan.declared is not None:
             for name in ("out", *plan.declared):
                 self.sink.ensure_output(name)

@@ -19,6 +19,7 @@ from cudasplit._model import Member
 from cudasplit._report import Problem
 from cudasplit._source import member_parent
 from cudasplit._split.classify import Classified
+from cudasplit._split.inside import InsideStage, reads_inside
 from cudasplit._split.links import HardlinkOp, LinkPlanner, place_hardlinks_to
 from cudasplit._split.patchstage import ElfJob, PatchStage
 from cudasplit._split.placements import Placed, Placements
@@ -49,6 +50,7 @@ class Placer:
     layout: Layout
     description: str                  # the source, for error messages
     spool_elf: Callable[[MemberFacts], bool] | None  # dry run: which ELF members to plan
+    inside: InsideStage | None = None  # reads GPU code and glibc floors (SplitOptions.inside)
 
     def place(self, member: Member, stream: BinaryIO, classified: Classified,
               position: int) -> PlaceOutcome:
@@ -67,7 +69,17 @@ class Placer:
         rename = classified.rename
         if rename is not None and rename.link_back:
             self.links.link_backs.add((output, rename))
-        if kind.value.startswith("elf-"):
+        is_elf = kind.value.startswith("elf-")
+        inside = self.inside if reads_inside(kind.value) else None
+        if inside is not None and local is not None:
+            inside.add(position, member.path, local)
+        if inside is not None and self.sink is None:
+            # A dry run: one spool serves this read and the patch stage's plan.
+            with inside.spooled(stream) as spool:
+                inside.read_now(position, member.path, spool)
+                if is_elf:
+                    self._elf_job(member, stream, facts, None, classified, position, spool)
+        elif is_elf:
             self._elf_job(member, stream, facts, local, classified, position)
         return PlaceOutcome(output, member.size, superseded, *said)
 
@@ -96,7 +108,8 @@ class Placer:
         return tuple(result.warnings), tuple(result.problems)
 
     def _elf_job(self, member: Member, stream: BinaryIO, facts: MemberFacts,
-                 local: Path | None, classified: Classified, position: int) -> None:
+                 local: Path | None, classified: Classified, position: int,
+                 spool: str | None = None) -> None:
         rule, output, dest = classified.decision.rule_obj, facts.output, facts.dest
         assert output is not None and dest is not None
         if local is not None:
@@ -104,5 +117,9 @@ class Placer:
             own = frozenset(self.placements.own_names.get((output, member_parent(dest)), ()))
             self.patches.add(ElfJob(position, member.path, output, dest, local, rule), own)
         elif self.spool_elf is not None and self.spool_elf(facts):
-            self.patches.spool_info(member.path, stream, f"{self.layout.root(output)}/{dest}")
+            shown = f"{self.layout.root(output)}/{dest}"
+            if spool is not None:
+                self.patches.read_spool(member.path, spool, shown)
+            else:
+                self.patches.spool_info(member.path, stream, shown)
             self.patches.add(ElfJob(position, member.path, output, dest, None, rule))

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from cudasplit._layout import Layout
 from cudasplit._report import CopyRecord, MemberRecord, OutputRecord, Problem, Report
+
+if TYPE_CHECKING:
+    from cudasplit._split.inside import InsideOutcome
 
 __all__ = ["ReportWriter", "record_of"]
 
@@ -39,6 +43,7 @@ class ReportWriter:
         self._layout = Layout(())
         self._facts: list[MemberFacts] = []
         self._elf: dict[int, ElfOutcome] = {}
+        self._inside: dict[int, tuple[list[dict[str, Any]], list[dict[str, str | None]]]] = {}
         self._outputs: dict[str, _Tally] = {}
         self._problems: list[Problem] = []
         self._warnings: list[Problem] = []
@@ -65,6 +70,15 @@ class ReportWriter:
     def elf(self, outcomes: Iterable[tuple[int, ElfOutcome]]) -> None:
         for position, outcome in outcomes:
             self._elf[position] = outcome
+
+    def inside(self, outcomes: Iterable[tuple[int, InsideOutcome]]) -> None:
+        """What members carry (GPU code, version floors), by position."""
+        for position, outcome in outcomes:
+            if outcome.gpu or outcome.floors:
+                self._inside[position] = (
+                    [code.as_dict() for code in outcome.gpu],
+                    [{"prefix": n.prefix, "version": n.version, "library": n.library,
+                      "symbol": n.symbol} for n in outcome.floors])
 
     def placed(self, done: PlaceOutcome) -> None:
         """A file placed: counted in its output, with what its rewrites and patch stage said."""
@@ -119,7 +133,8 @@ class ReportWriter:
     def assemble(self) -> Report:
         """A fresh report: members in source order, problems and warnings in the order of the
         members they name (stages report at different times), those naming none after."""
-        members = [record_of(facts, self._elf.get(i)) for i, facts in enumerate(self._facts)]
+        members = [_with_inside(record_of(facts, self._elf.get(i)), self._inside.get(i))
+                   for i, facts in enumerate(self._facts)]
         index = {record.path: i for i, record in enumerate(members)}
 
         def order(issue: Problem) -> int:
@@ -151,6 +166,15 @@ def record_of(facts: MemberFacts, elf: ElfOutcome | None = None) -> MemberRecord
                                                            elf.interpreter_after)
     record.dlopen = (None if elf.dlopen is None
                      else [{"name": name, "package": package} for name, package in elf.dlopen])
+    return record
+
+
+def _with_inside(record: MemberRecord, inside: tuple[list[dict[str, Any]],
+                 list[dict[str, str | None]]] | None) -> MemberRecord:
+    if inside is not None:
+        gpu, glibc = inside
+        record.gpu = [dict(row) for row in gpu] or None
+        record.glibc = [dict(row) for row in glibc] or None
     return record
 
 

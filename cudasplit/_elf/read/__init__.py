@@ -9,7 +9,10 @@ By what is read: the numbers (``const``), the parsed file and its bounded reads 
 headers (``headers``), the dynamic array and its strings (``dynamic``), the bounded walks
 (``walk``), opening and parsing a file in that order (``reader``); on top, the facts of one file
 (``info``), the names the loader treats specially (``libnames``) and dlopen targets
-(``dlopen``). This face names what the rest of the package uses.
+(``dlopen``). What is inside a file: its sections by name in any part of a file (``sections``),
+static archive members (``archive``), fatbinary GPU code (``fatbin``), symbol versions and
+exports (``symbols``), and the summary of one file (``inside``). This face names what the rest
+of the package uses.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ from cudasplit._elf.read.const import (
 )
 from cudasplit._elf.read.dlopen import PROVIDERS, DlopenTarget, provider_of, scan_dlopen
 from cudasplit._elf.read.dynamic import DynNames, dyn_names, read_dynamic
+from cudasplit._elf.read.fatbin import FATBIN_SECTIONS, FatbinEntry, arch_name
 from cudasplit._elf.read.headers import (
     ElfIdent,
     check_phdrs,
@@ -70,6 +74,15 @@ from cudasplit._elf.read.headers import (
     read_shdrs,
 )
 from cudasplit._elf.read.info import ElfInfo, is_elf, kind_from_head, read_elf_info
+from cudasplit._elf.read.inside import (
+    GpuCode,
+    Inside,
+    arch_key,
+    fatbin_entries,
+    read_exports,
+    read_inside,
+    summarise,
+)
 from cudasplit._elf.read.libnames import (
     index_library_paths,
     is_driver_name,
@@ -77,6 +90,12 @@ from cudasplit._elf.read.libnames import (
 )
 from cudasplit._elf.read.raw import Phdr, RawElf, Shdr, align_up
 from cudasplit._elf.read.reader import open_raw, read_raw
+from cudasplit._elf.read.symbols import (
+    FLOOR_PREFIXES,
+    ExportedSymbol,
+    VersionNeed,
+    version_key,
+)
 from cudasplit._elf.read.walk import (
     VersionRef,
     dynstr_section,
@@ -103,6 +122,8 @@ __all__ = [
     "DT_VERNEEDNUM",
     "DT_VERSYM",
     "ELF_MAGIC",
+    "FATBIN_SECTIONS",
+    "FLOOR_PREFIXES",
     "MAX_NOTE_BYTES",
     "NT_GNU_BUILD_ID",
     "PAGE",
@@ -134,15 +155,23 @@ __all__ = [
     "DynNames",
     "ElfIdent",
     "ElfInfo",
+    "ExportedSymbol",
+    "FatbinEntry",
+    "GpuCode",
+    "Inside",
     "Phdr",
     "RawElf",
     "Shdr",
+    "VersionNeed",
     "VersionRef",
     "align_up",
+    "arch_key",
+    "arch_name",
     "check_phdrs",
     "dyn_names",
     "dynstr_section",
     "elf_ident",
+    "fatbin_entries",
     "has_build_id",
     "index_library_paths",
     "is_driver_name",
@@ -153,11 +182,15 @@ __all__ = [
     "provider_of",
     "read_dynamic",
     "read_elf_info",
+    "read_exports",
     "read_header",
+    "read_inside",
     "read_phdrs",
     "read_raw",
     "read_shdrs",
     "scan_dlopen",
+    "summarise",
     "symbol_name_refs",
+    "version_key",
     "version_refs",
 ]

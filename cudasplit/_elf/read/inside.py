@@ -1,0 +1,176 @@
+"""What is inside one file: GPU code per architecture, the glibc floor, the exported symbols.
+
+One open, a few ``pread`` calls per section header, container and entry header; never a payload.
+An ELF file's fatbinary sections and version needs are read; a static archive's members that are
+ELF objects are each read for their fatbinaries (their version needs come only with linking).
+What cannot be read is a problem string in the result: a damaged fatbin or version table is
+reported, never raised, and never stops the rest of the file from being read.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from cudasplit._elf.read.archive import AR_MAGIC, iter_members
+from cudasplit._elf.read.const import ELF_MAGIC
+from cudasplit._elf.read.fatbin import FATBIN_SECTIONS, FatbinEntry, iter_entries
+from cudasplit._elf.read.sections import Region, SectionTable, read_sections
+from cudasplit._elf.read.symbols import (
+    ExportedSymbol,
+    VersionNeed,
+    exported_symbols,
+    version_floors,
+    version_needs,
+)
+
+__all__ = ["MAX_ARCH_ROWS", "GpuCode", "Inside", "arch_key", "fatbin_entries", "read_exports",
+           "read_inside", "summarise"]
+
+MAX_ARCH_ROWS = 512     # distinct (kind, arch) rows kept per file; a hostile file has more
+_KIND_ORDER = {"sass": 0, "ptx": 1, "ltoir": 2}
+_ARCH = re.compile(r"^sm_(\d+)([a-z]*)$")
+
+
+@dataclass(frozen=True, slots=True)
+class GpuCode:
+    """The GPU code of one kind and architecture in a file.
+
+    Attributes:
+        kind: ``sass``, ``ptx`` or ``ltoir``.
+        arch: ``sm_80``, ``sm_90a``, ``sm_100f``.
+        entries: how many fatbinary entries.
+        stored: bytes they take in the file (headers and payloads as stored).
+        size: their payloads unpacked.
+        compressed: how many of them are stored compressed.
+    """
+
+    kind: str
+    arch: str
+    entries: int
+    stored: int
+    size: int
+    compressed: int
+
+    def as_dict(self) -> dict[str, int | str]:
+        return {"kind": self.kind, "arch": self.arch, "entries": self.entries,
+                "stored": self.stored, "size": self.size, "compressed": self.compressed}
+
+
+@dataclass(frozen=True, slots=True)
+class Inside:
+    """What one file carries: its GPU code, its version floors, and what could not be read.
+
+    Attributes:
+        gpu: one :class:`GpuCode` per kind and architecture, in :func:`arch_key` order.
+        floors: the highest ``GLIBC``/``GLIBCXX``/``CXXABI``/``GCC`` version of each needed.
+        problems: why part of the file could not be read (one line each).
+    """
+
+    gpu: tuple[GpuCode, ...] = ()
+    floors: tuple[VersionNeed, ...] = ()
+    problems: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.gpu or self.floors or self.problems)
+
+
+def arch_key(arch: str) -> tuple[int, str]:
+    """``sm_90a`` -> ``(90, "a")``: architectures sort by number, then suffix."""
+    match = _ARCH.match(arch)
+    return (int(match[1]), match[2]) if match else (1 << 31, arch)
+
+
+def _row_key(code: GpuCode) -> tuple[int, tuple[int, str], str]:
+    return _KIND_ORDER.get(code.kind, 9), arch_key(code.arch), code.kind
+
+
+def summarise(entries: Iterable[FatbinEntry], problems: list[str]) -> tuple[GpuCode, ...]:
+    """Entries added up per kind and architecture (at most :data:`MAX_ARCH_ROWS` rows)."""
+    rows: dict[tuple[str, str], list[int]] = {}
+    for entry in entries:
+        row = rows.get((entry.kind, entry.arch))
+        if row is None:
+            if len(rows) >= MAX_ARCH_ROWS:
+                problems.append(f"more than {MAX_ARCH_ROWS} kinds and architectures of GPU code")
+                break
+            row = rows[(entry.kind, entry.arch)] = [0, 0, 0, 0]
+        row[0] += 1
+        row[1] += entry.stored
+        row[2] += entry.size
+        row[3] += entry.compressed
+    return tuple(sorted((GpuCode(kind, arch, *row) for (kind, arch), row in rows.items()),
+                        key=_row_key))
+
+
+def _elf_entries(region: Region, table: SectionTable,
+                 problems: list[str]) -> Iterator[FatbinEntry]:
+    for name in FATBIN_SECTIONS:
+        for section in table.named(name):
+            yield from iter_entries(region, section, problems)
+
+
+def _region_entries(region: Region, problems: list[str]
+                    ) -> Iterator[tuple[str, FatbinEntry]]:
+    head = region.pread(8, 0)
+    if head[:4] == ELF_MAGIC:
+        table = read_sections(region)
+        if table is not None:
+            if table.problem:
+                problems.append(f"{region.name}: {table.problem}")
+            for entry in _elf_entries(region, table, problems):
+                yield region.name, entry
+    elif head == AR_MAGIC:
+        for member in iter_members(region, problems):
+            if member.pread(4, 0) == ELF_MAGIC:
+                yield from _region_entries(member, problems)
+
+
+def fatbin_entries(path: str | os.PathLike[str], problems: list[str]
+                   ) -> Iterator[tuple[str, FatbinEntry]]:
+    """Every fatbinary entry of an ELF file or of a static archive's ELF members, in file
+    order, with the name of the file or ``archive(member)`` holding it."""
+    name = os.fspath(path)
+    with open(name, "rb") as stream:
+        region = Region(stream.fileno(), 0, os.fstat(stream.fileno()).st_size, name)
+        yield from _region_entries(region, problems)
+
+
+def read_inside(path: str | os.PathLike[str]) -> Inside | None:
+    """GPU code and version floors of one file; ``None`` when it is neither ELF nor a static
+    archive. ``OSError`` when it cannot be opened."""
+    name = os.fspath(path)
+    problems: list[str] = []
+    with open(name, "rb") as stream:
+        fd = stream.fileno()
+        region = Region(fd, 0, os.fstat(fd).st_size, name)
+        head = region.pread(8, 0)
+        if head[:4] != ELF_MAGIC and head != AR_MAGIC:
+            return None
+        gpu = summarise((e for _, e in _region_entries(region, problems)), problems)
+        floors: tuple[VersionNeed, ...] = ()
+        table = read_sections(region) if head[:4] == ELF_MAGIC else None
+        if table is not None and table.sections:
+            floors = version_floors(version_needs(region, table, problems))
+    return Inside(gpu, floors, tuple(_unique(problems)))
+
+
+def read_exports(path: str | os.PathLike[str], problems: list[str] | None = None
+                 ) -> tuple[ExportedSymbol, ...]:
+    """The dynamic symbols an ELF file exports, with their versions (``()`` when not ELF)."""
+    name = os.fspath(path)
+    found = problems if problems is not None else []
+    with open(name, "rb") as stream:
+        fd = stream.fileno()
+        region = Region(fd, 0, os.fstat(fd).st_size, name)
+        table = read_sections(region)
+        if table is None or not table.sections:
+            return ()
+        return exported_symbols(region, table, found)
+
+
+def _unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))

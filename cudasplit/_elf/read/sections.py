@@ -1,0 +1,143 @@
+"""Named section headers of an ELF file lying anywhere in a file (a whole file or an ``ar`` member).
+
+The fatbinary, symbol and version readers look sections up by name and type; a relocatable
+object inside a static archive has no program headers and sits at an offset inside the archive,
+so this reader works on a :class:`Region` (descriptor, start, length) and never on the loader's
+view. Every read is an ``os.pread`` bounded by the region; the section count is bounded by the
+region's size, and the section name table is read once, at most :data:`MAX_NAMES` bytes of it.
+A region that is not ELF, or whose table cannot be read, has no sections (``[]``), with the reason
+in :attr:`SectionTable.problem`: for these readers a damaged header is something to report, never
+an exception.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+
+from cudasplit._elf.read.const import ELF_MAGIC, SHT_NOBITS
+
+__all__ = ["MAX_NAMES", "Region", "Section", "SectionTable", "read_sections"]
+
+MAX_NAMES = 1 << 20          # bytes of .shstrtab read; names past it are not looked up
+_SHN_XINDEX = 0xFFFF
+_SHDR = {64: "IIQQQQIIQQ", 32: "IIIIIIIIII"}
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """``length`` bytes of the open file ``fd`` from ``start``: one ELF file or archive member."""
+
+    fd: int
+    start: int
+    length: int
+    name: str          # for messages: the file, or ``archive.a(member.o)``
+
+    def pread(self, length: int, offset: int) -> bytes:
+        """Bytes at ``offset`` (relative to the region); shorter only at the region's end."""
+        if offset < 0 or length <= 0 or offset >= self.length:
+            return b""
+        length = min(length, self.length - offset)
+        return os.pread(self.fd, length, self.start + offset)
+
+    def sub(self, offset: int, length: int, name: str) -> Region:
+        """A part of this region (clipped to it)."""
+        offset = max(0, min(offset, self.length))
+        return Region(self.fd, self.start + offset, max(0, min(length, self.length - offset)),
+                      name)
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """One section header, with its name and offsets relative to the region."""
+
+    index: int
+    name: str
+    sh_type: int
+    offset: int
+    size: int          # 0 for SHT_NOBITS (it has no bytes in the file)
+    link: int
+    info: int
+    entsize: int
+
+
+@dataclass(frozen=True, slots=True)
+class SectionTable:
+    """The sections of one ELF region, its class and byte order; ``problem`` says why a
+    table that should be there was not read."""
+
+    bits: int
+    bo: str
+    sections: tuple[Section, ...] = ()
+    problem: str | None = None
+
+    def named(self, name: str) -> list[Section]:
+        return [s for s in self.sections if s.name == name]
+
+    def of_type(self, sh_type: int) -> list[Section]:
+        return [s for s in self.sections if s.sh_type == sh_type]
+
+    def at(self, index: int) -> Section | None:
+        return self.sections[index] if 0 <= index < len(self.sections) else None
+
+
+def read_sections(region: Region) -> SectionTable | None:
+    """The section table of ``region``; ``None`` when the region is not ELF at all."""
+    head = region.pread(64, 0)
+    if head[:4] != ELF_MAGIC:
+        return None
+    if len(head) < 52 or head[4] not in (1, 2) or head[5] not in (1, 2):
+        return SectionTable(0, "<", problem="corrupt ELF header")
+    bits, bo = (64 if head[4] == 2 else 32), ("<" if head[5] == 1 else ">")
+    if bits == 64 and len(head) < 64:
+        return SectionTable(bits, bo, problem="truncated ELF header")
+    if bits == 64:
+        shoff, = struct.unpack_from(bo + "Q", head, 40)
+        shentsize, shnum, shstrndx = struct.unpack_from(bo + "HHH", head, 58)
+    else:
+        shoff, = struct.unpack_from(bo + "I", head, 32)
+        shentsize, shnum, shstrndx = struct.unpack_from(bo + "HHH", head, 46)
+    return _table(region, bits, bo, shoff, shentsize, shnum, shstrndx)
+
+
+def _table(region: Region, bits: int, bo: str, shoff: int, shentsize: int, shnum: int,
+           shstrndx: int) -> SectionTable:
+    fmt = bo + _SHDR[bits]
+    entsize = struct.calcsize(fmt)
+    if shoff == 0:
+        return SectionTable(bits, bo)       # no section headers (stripped of them)
+    if shentsize != entsize:
+        return SectionTable(bits, bo, problem=f"section header size {shentsize}")
+    first = region.pread(entsize, shoff)
+    if len(first) != entsize:
+        return SectionTable(bits, bo, problem="section headers lie past the end")
+    null = struct.unpack(fmt, first)
+    if shnum == 0:          # more than 0xff00 sections: the count is in entry 0's sh_size
+        shnum = null[5]
+    if shstrndx == _SHN_XINDEX:
+        shstrndx = null[6]
+    if shnum > (region.length - shoff) // entsize:
+        return SectionTable(bits, bo, problem=f"{shnum} section headers do not fit the file")
+    data = region.pread(shnum * entsize, shoff)
+    raw = [struct.unpack_from(fmt, data, i * entsize) for i in range(shnum)]
+    names = _names(region, raw, shstrndx)
+    sections = tuple(
+        Section(i, _name_at(names, r[0]), r[1], r[4], 0 if r[1] == SHT_NOBITS else r[5], r[6],
+                r[7], r[9])
+        for i, r in enumerate(raw))
+    return SectionTable(bits, bo, sections)
+
+
+def _names(region: Region, raw: list[tuple[int, ...]], shstrndx: int) -> bytes:
+    if not 0 < shstrndx < len(raw):
+        return b""
+    entry = raw[shstrndx]
+    return region.pread(min(entry[5], MAX_NAMES), entry[4])
+
+
+def _name_at(names: bytes, offset: int) -> str:
+    if offset >= len(names):
+        return ""
+    end = names.find(b"\0", offset)
+    return names[offset:end if end >= 0 else len(names)].decode("utf-8", "surrogateescape")
