@@ -75,6 +75,7 @@ from cudasplit._elf.read.headers import (
 )
 from cudasplit._elf.read.info import ElfInfo, is_elf, kind_from_head, read_elf_info
 from cudasplit._elf.read.inside import (
+    MAX_ARCH_ROWS,
     GpuCode,
     Inside,
     arch_key,
@@ -124,6 +125,7 @@ __all__ = [
     "ELF_MAGIC",
     "FATBIN_SECTIONS",
     "FLOOR_PREFIXES",
+    "MAX_ARCH_ROWS",
     "MAX_NOTE_BYTES",
     "NT_GNU_BUILD_ID",
     "PAGE",
