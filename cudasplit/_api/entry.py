@@ -187,7 +187,9 @@ class Explanation:
         tried: every rule tried, in precedence order, and whether it matched.
         output: the output it goes to; ``None``: not placed.
         note: why, where a rule alone does not say it.
-        elf: the planned ELF edit (RUNPATH, interpreter, dlopen names), for ELF files.
+        elf: the planned ELF edit (RUNPATH, interpreter, dlopen names), for ELF files; with
+            ``gpu`` and ``glibc`` (what the file carries, as in the report), for ELF files and
+            static archives.
 
     Raises:
         Nothing: a value.
@@ -245,11 +247,15 @@ def explain(source: PathLike | Source, path: str, options: SplitOptions | None =
 
 
 def _elf_plan(record: MemberRecord) -> dict[str, object] | None:
+    """The planned edit of an ELF file, and what it (or a static archive) carries."""
+    inside: dict[str, object] = {"gpu": record.gpu, "glibc": record.glibc}
+    if record.kind == "static":
+        return inside
     if not record.kind.startswith("elf-"):
         return None
     keys = ("patch", "runpath_before", "runpath_after", "runpath_tag", "interpreter_before",
             "interpreter_after", "needed_unresolved", "dlopen")
-    return {key: getattr(record, key) for key in keys}
+    return {**{key: getattr(record, key) for key in keys}, **inside}
 
 
 def _wanted(path: str) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +22,7 @@ from typing import BinaryIO
 
 from cudasplit._elf.read import GpuCode, VersionNeed, read_inside, version_key
 from cudasplit._report import Problem, Report
+from cudasplit._split.reportwriter import MemberFacts
 
 __all__ = ["InsideOutcome", "InsideStage", "glibc_ceiling_problems", "reads_inside"]
 
@@ -44,8 +45,10 @@ def reads_inside(kind: str) -> bool:
 class InsideStage:
     """Reads members' insides (on ``pool`` when given, else at once) and keeps the results."""
 
-    def __init__(self, pool: ThreadPoolExecutor | None) -> None:
+    def __init__(self, pool: ThreadPoolExecutor | None,
+                 wanted: Callable[[MemberFacts], bool] | None = None) -> None:
         self._pool = pool
+        self.wanted = wanted   # a dry run: which members to spool and read (default: all)
         self._futures: list[tuple[int, str, Future[tuple[InsideOutcome, tuple[str, ...]]]]] = []
         self._done: list[tuple[int, str, InsideOutcome, tuple[str, ...]]] = []
 

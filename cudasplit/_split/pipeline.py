@@ -152,7 +152,7 @@ class SplitRun:
             ruleset.package, plan.layout.root,
             has_stubs_output=plan.allowed is None or "stubs" in plan.allowed, early_pool=pool)
         self.writer.warnings(patches.warnings)
-        self.inside = InsideStage(pool if self.sink is not None else None) \
+        self.inside = InsideStage(pool if self.sink is not None else None, self._read_inside()) \
             if self.options.inside else None
         self.placer = Placer(self.sink, self.placements, self.links, rewrites, patches,
                              plan.layout, self.source.description, self._spool_elf(),
@@ -165,6 +165,13 @@ class SplitRun:
             self.source.description, ident, self.sink, self.options, ruleset, plan.where,
             plan.allowed, plan.declared, plan.layout, self.placements, self.links, patches,
             self.writer))
+
+    def _read_inside(self) -> Callable[[MemberFacts], bool] | None:
+        """``explain``: only the member explained is spooled and read."""
+        plan_elf = self.plan_elf
+        if plan_elf is None:
+            return None
+        return lambda facts: plan_elf(record_of(facts))
 
     def _spool_elf(self) -> Callable[[MemberFacts], bool] | None:
         """Dry run with patching: ELF members are spooled and planned (all, or plan_elf's)."""

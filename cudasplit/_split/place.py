@@ -71,6 +71,8 @@ class Placer:
             self.links.link_backs.add((output, rename))
         is_elf = kind.value.startswith("elf-")
         inside = self.inside if reads_inside(kind.value) else None
+        if inside is not None and inside.wanted is not None and not inside.wanted(facts):
+            inside = None
         if inside is not None and local is not None:
             inside.add(position, member.path, local)
         if inside is not None and self.sink is None:

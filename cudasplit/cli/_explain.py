@@ -18,7 +18,7 @@ from .. import (
     ruleset_toml,
 )
 from ._optgroups import COMMON, PATCH, split_options
-from ._terminal import fail, status_line
+from ._terminal import fail, plural, status_line
 
 
 @click.command("inspect")
@@ -42,8 +42,12 @@ def inspect_command(source: str, as_json: bool, **kw: Any) -> None:
 def member_table(report: Report) -> list[str]:
     """One row per member under a header; the widths come from the rows, and the paths,
     whose length has no bound, come last so that long ones never push a column out of line.
-    Directories are left out: they are created where their content lands."""
-    rows = [("KIND", "SIZE", "OUTPUT", "RULE", "MEMBER")]
+    Directories are left out: they are created where their content lands. Packages with
+    ELF files get a GLIBC column (the floor) and, with GPU code, a GPU column."""
+    inside = any(m.gpu or m.glibc for m in report.members)
+    gpu = any(m.gpu for m in report.members)
+    rows = [("KIND", "SIZE", "OUTPUT", "RULE", *(("GLIBC",) if inside else ()),
+             *(("GPU",) if gpu else ()), "MEMBER")]
     for m in report.members:
         if m.kind == "dir":
             continue
@@ -51,10 +55,27 @@ def member_table(report: Report) -> list[str]:
         path = m.path + (f" -> {m.link}" if m.link else "")
         if m.dest is not None and m.dest != m.path:
             path += f"  (as {m.dest})"
-        rows.append((m.kind, size, m.output or "-", m.rule, path))
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    return [f"{kind:{widths[0]}}  {size:>{widths[1]}}  {output:{widths[2]}}  "
-            f"{rule:{widths[3]}}  {path}" for kind, size, output, rule, path in rows]
+        extra = ((glibc_cell(m.glibc),) if inside else ()) + ((gpu_cell(m.gpu),) if gpu else ())
+        rows.append((m.kind, size, m.output or "-", m.rule, *extra, path))
+    columns = len(rows[0]) - 1
+    widths = [max(len(row[i]) for row in rows) for i in range(columns)]
+    return ["  ".join(cell.rjust(widths[i]) if i == 1 else cell.ljust(widths[i])
+                      for i, cell in enumerate(row[:columns])) + f"  {row[-1]}"
+            for row in rows]
+
+
+def glibc_cell(glibc: list[dict[str, str | None]] | None) -> str:
+    """``2.27``: the file's GLIBC floor (``-`` when it needs none)."""
+    need = next((n for n in glibc or [] if n.get("prefix") == "GLIBC"), None)
+    return str(need["version"]) if need else "-"
+
+
+def gpu_cell(gpu: list[dict[str, Any]] | None) -> str:
+    """``sass:75,80,90a ptx:120``: the architectures a file carries code for, by kind."""
+    kinds: dict[str, list[str]] = {}
+    for row in gpu or []:
+        kinds.setdefault(str(row["kind"]), []).append(str(row["arch"]).removeprefix("sm_"))
+    return " ".join(f"{kind}:{','.join(archs)}" for kind, archs in kinds.items()) or "-"
 
 
 @click.command("explain")
@@ -88,8 +109,24 @@ def explain_command(source: str, path: str, as_json: bool, **kw: Any) -> None:
     click.echo(f"  => output: {result.output or '(not placed)'}"
                + (f"  ({result.note})" if result.note else ""))
     for key, value in (result.elf or {}).items():
+        if key in ("gpu", "glibc"):
+            continue
         if value not in (None, []):
             click.echo(f"  => {key}: {_readable(value)}")
+    for line in inside_lines(result.elf or {}):
+        click.echo(f"  => {line}")
+
+
+def inside_lines(facts: dict[str, Any]) -> list[str]:
+    """``explain``'s lines for what a file carries: its glibc floor, its GPU code."""
+    lines = [f"needs {n['prefix']}_{n['version']} (symbol {n['symbol'] or '-'} from "
+             f"{n['library']})" for n in facts.get("glibc") or []]
+    for row in facts.get("gpu") or []:
+        packed = f", {row['compressed']} compressed" if row["compressed"] else ""
+        lines.append(f"gpu code: {row['kind']} {row['arch']}: "
+                     f"{plural(row['entries'], 'entry', 'entries')}, "
+                     f"{row['stored']:,} bytes stored ({row['size']:,} unpacked{packed})")
+    return lines
 
 
 def _readable(value: object) -> str:

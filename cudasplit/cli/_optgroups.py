@@ -135,6 +135,8 @@ def _classification(v: Mapping[str, Any]) -> dict[str, Any]:
         "python_version": v["python_version"],
         "glibc_version": v["glibc_version"],
         "skip_unsafe_members": v["skip_unsafe_members"],
+        "inside": not v["no_inside"],
+        "max_glibc": v["max_glibc"],
     }
     # Guards left unset keep SplitOptions' defaults (the documented 64G, 200, ...).
     if v["max_size"] is not None:
@@ -181,6 +183,11 @@ COMMON = OptionGroup("common", [
     click.option("--skip-unsafe-members", is_flag=True, help="Skip (with a problem) a "
                  "symlink whose target is absolute or leaves the package root, instead of "
                  "failing the run (exit 2): such an archive is hostile."),
+    click.option("--max-glibc", metavar="X.Y", help="Fail the run (exit 1, nothing written) "
+                 "when a file needs a newer GLIBC_ version; the message names the file and "
+                 "the symbol."),
+    click.option("--no-inside", is_flag=True, help="Do not read the GPU code and glibc floor "
+                 "of ELF files and static archives (a dry run then spools fewer members)."),
 ], _classification)
 """Options that decide classification (split, inspect, explain, repack)."""
 
