@@ -9,6 +9,12 @@ members added, removed, moved to another output, moved to another package (crt, 
 leaving cuda_nvcc in 13.0) and relocated within the tree (``include/cub/`` becoming
 ``include/cccl/cub/``), and SONAME, DT_NEEDED and ``dlopen`` target changes (the last where
 :mod:`cudasplit._elf.read.dlopen` is present, see :mod:`cudasplit._release.sonames`).
+
+What the files carry is compared per package: GPU code architectures added or dropped (CUDA 13
+dropping pre-Turing SASS), the glibc floor of each prefix, and the exported dynamic symbols of
+each library (matched across releases by SONAME without its version: ``libcudart.so.12`` and
+``libcudart.so.13`` are both ``libcudart``): symbols added, removed, or whose version node
+moved (``cudaMalloc@@libcudart.so.12`` -> ``@@libcudart.so.13``).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from cudasplit._model import OUTPUT_NAMES
 from cudasplit._release.graph import Graph
 from cudasplit._release.snapshot import Snapshot, snapshot
 from cudasplit._release.sonames import ElfNames
-from cudasplit._report import plural
+from cudasplit._report import arch_order, plural
 from cudasplit._rulebook import renamed_pairs
 
 DIFF_SCHEMA = 1  # the "schema" of as_dict (cudasplit/schemas/diff.json)
@@ -41,7 +47,8 @@ class Change:
     #                platform-removed|output-added|output-removed|member-added|
     #                member-removed|member-moved|package-moved|relocated|soname-added|
     #                soname-removed|soname-moved|needed-added|needed-removed|
-    #                dlopen-added|dlopen-removed|version
+    #                dlopen-added|dlopen-removed|version|gpu-added|gpu-removed|
+    #                glibc-floor|symbol-added|symbol-removed|symbol-moved
     package: str
     path: str = ""
     old: str = ""
@@ -83,6 +90,8 @@ def diff_snapshots(old: Snapshot, new: Snapshot) -> ReleaseDiff:
     changes += _platform_changes(old, new)
     changes += _member_changes(old, new)
     changes += _elf_changes(old, new)
+    changes += _inside_changes(old, new)
+    changes += _symbol_changes(old, new)
     sizes = _sizes(old, new)
     changes += _output_changes(sizes)
     return ReleaseDiff(old.label, new.label, tuple(sorted(set(changes))), sizes)
@@ -262,6 +271,80 @@ def _needed(facts: list[ElfNames]) -> set[str]:
 def _dlopen(facts: list[ElfNames]) -> set[str]:
     return {n for f in facts for n in f.dlopen}
 
+def _inside_changes(old: Snapshot, new: Snapshot) -> list[Change]:
+    """GPU code (kind and architecture) a package gained or lost; glibc floors that moved."""
+    found: list[Change] = []
+    for package in sorted(set(old.versions) & set(new.versions)):
+        a, b = _gpu_set(old, package), _gpu_set(new, package)
+        found += [Change("gpu-removed", package, kind, old=arch) for kind, arch in a - b]
+        found += [Change("gpu-added", package, kind, new=arch) for kind, arch in b - a]
+        before, after = _floors(old, package), _floors(new, package)
+        for prefix in sorted(set(before) | set(after)):
+            if before.get(prefix) != after.get(prefix):
+                found.append(Change("glibc-floor", package, prefix, before.get(prefix, ""),
+                                    after.get(prefix, "")))
+    return found
+
+
+def _gpu_set(snap: Snapshot, package: str) -> set[tuple[str, str]]:
+    return {(str(row["kind"]), str(row["arch"])) for (p, _), (gpu, _) in snap.inside.items()
+            if p == package for row in gpu}
+
+
+def _floors(snap: Snapshot, package: str) -> dict[str, str]:
+    best: dict[str, str] = {}
+    for (p, _), (_, floors) in snap.inside.items():
+        for need in floors if p == package else ():
+            prefix, version = str(need["prefix"]), str(need["version"])
+            if prefix not in best or _version(version) > _version(best[prefix]):
+                best[prefix] = version
+    return best
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split(".") if p.isdigit())
+
+
+def _symbol_changes(old: Snapshot, new: Snapshot) -> list[Change]:
+    """Per library (SONAME without its version), the exported symbols added, removed, or
+    moved to another version node."""
+    found: list[Change] = []
+    for package in sorted(set(old.versions) & set(new.versions)):
+        a, b = _exports(old, package), _exports(new, package)
+        for library in sorted(set(a) & set(b)):
+            found += _library_symbols(package, library, a[library], b[library])
+    return found
+
+
+def _exports(snap: Snapshot, package: str) -> dict[str, dict[str, str]]:
+    """library -> symbol name -> ``name@@version`` as exported."""
+    found: dict[str, dict[str, str]] = {}
+    for (p, path), facts in snap.elf.items():
+        if p != package or not facts.exports or "stubs" in path.split("/"):
+            continue
+        library = _library_key(facts.soname or posixpath.basename(path))
+        table = found.setdefault(library, {})
+        for symbol in facts.exports:
+            table.setdefault(symbol.split("@", 1)[0], symbol)
+    return found
+
+
+def _library_key(name: str) -> str:
+    """``libcudart.so.12`` -> ``libcudart``: one library across its majors."""
+    return name.split(".so", 1)[0]
+
+
+def _library_symbols(package: str, library: str, before: Mapping[str, str],
+                     after: Mapping[str, str]) -> list[Change]:
+    found = [Change("symbol-removed", package, library, old=before[n])
+             for n in before if n not in after]
+    found += [Change("symbol-added", package, library, new=after[n])
+              for n in after if n not in before]
+    found += [Change("symbol-moved", package, library, before[n], after[n])
+              for n in before if n in after and before[n] != after[n]]
+    return found
+
+
 def render_diff(diff: ReleaseDiff, members: bool) -> list[str]:
     lines = [f"--- {diff.old}", f"+++ {diff.new}"]
     for what, sign in (("package-removed", "-"), ("package-added", "+")):
@@ -282,7 +365,34 @@ def render_diff(diff: ReleaseDiff, members: bool) -> list[str]:
                        ("dlopen-removed", "-"), ("dlopen-added", "+")):
         label = what.split("-")[0]
         lines += [f"{sign} {label} {c.package}: {c.old or c.new}" for c in diff.of(what)]
-    return lines
+    return lines + _inside_lines(diff, members)
+
+
+def _inside_lines(diff: ReleaseDiff, members: bool) -> list[str]:
+    """GPU architectures per package and kind on one line; symbols one per line, or moves
+    grouped by (old node, new node) unless ``members``."""
+    lines = []
+    for what, sign in (("gpu-removed", "-"), ("gpu-added", "+")):
+        groups: dict[tuple[str, str], list[str]] = {}
+        for c in diff.of(what):
+            groups.setdefault((c.package, c.path), []).append(c.old or c.new)
+        lines += [f"{sign} gpu {package}: {kind} {', '.join(sorted(archs, key=arch_order))}"
+                  for (package, kind), archs in sorted(groups.items())]
+    lines += [f"~ glibc {c.package}: {c.path} {c.old or '-'} -> {c.new or '-'}"
+              for c in diff.of("glibc-floor")]
+    for what, sign in (("symbol-removed", "-"), ("symbol-added", "+")):
+        lines += [f"{sign} symbol {c.package} {c.path}: {c.old or c.new}" for c in diff.of(what)]
+    moved = diff.of("symbol-moved")
+    if members:
+        return lines + [f"~ symbol {c.package} {c.path}: {c.old} -> {c.new}" for c in moved]
+    counts: Counter[tuple[str, str, str, str]] = Counter(
+        (c.package, c.path, _node(c.old), _node(c.new)) for c in moved)
+    return lines + [f"~ symbols {package} {library} ({n}): version {a} -> {b}"
+                    for (package, library, a, b), n in sorted(counts.items())]
+
+
+def _node(symbol: str) -> str:
+    return symbol.split("@")[-1] or "(none)" if "@" in symbol else "(none)"
 
 
 def _size_lines(diff: ReleaseDiff) -> list[str]:

@@ -14,7 +14,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from cudasplit._elf.read import read_inside
 from cudasplit._model import OUTPUT_NAMES
 from cudasplit._release.manifest import find_tarball, load_manifest, select_artifacts
 from cudasplit._release.sonames import ElfNames, scan_elf_dir, scan_elf_source
@@ -44,6 +46,10 @@ class Snapshot:
     elf: dict[tuple[str, str], ElfNames] = field(default_factory=dict)   # (package, path)
     # A manifest read without its tarballs: package -> the platforms it is built for.
     platforms: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # (package, path) -> what an ELF file or static archive carries: GPU code rows (kind,
+    # arch, ...) and glibc floor rows (prefix, version, library, symbol), as in the report.
+    inside: dict[tuple[str, str], tuple[tuple[dict[str, Any], ...], tuple[dict[str, Any], ...]]] \
+        = field(default_factory=dict)
 
     def add(self, package: str, path: str, output: str, size: int) -> None:
         self.members[(package, path)] = Entry(package, output, size)
@@ -115,10 +121,28 @@ def _add_source(snap: Snapshot, path: Path, package: str | None, jobs: int,
         if record.output is not None and record.dest is not None and record.kind != "dir":
             snap.add(name, record.dest, record.output, record.size)
             dests[record.path] = record.dest
+            if record.gpu or record.glibc:
+                snap.inside[(name, record.dest)] = (tuple(record.gpu or ()),
+                                                    tuple(record.glibc or ()))
     for facts in scan_elf_source(path, jobs=jobs):
         dest = dests.get(facts.path)
         if dest is not None:
-            snap.elf[(name, dest)] = ElfNames(dest, facts.soname, facts.needed, facts.dlopen)
+            snap.elf[(name, dest)] = ElfNames(dest, facts.soname, facts.needed, facts.dlopen,
+                                              facts.exports)
+
+
+def _add_inside(snap: Snapshot, package: str, rel: str, full: Path) -> None:
+    """A split file's GPU code and glibc floor (headers only; not ELF: nothing)."""
+    if full.is_symlink():
+        return
+    try:
+        inside = read_inside(full)
+    except OSError:
+        return
+    if inside is not None and (inside.gpu or inside.floors):
+        floors = tuple({"prefix": n.prefix, "version": n.version, "library": n.library,
+                        "symbol": n.symbol} for n in inside.floors)
+        snap.inside[(package, rel)] = (tuple(g.as_dict() for g in inside.gpu), floors)
 
 
 def _split_layout(path: Path) -> str | None:
@@ -162,5 +186,6 @@ def _add_split_package(snap: Snapshot, root: Path, name: str) -> None:
                 rel = str(full.relative_to(output_dir))
                 if not rel.startswith("nix-support/"):
                     snap.add(name, rel, output, full.lstat().st_size)
+                    _add_inside(snap, name, rel, full)
         for facts in scan_elf_dir(output_dir):
             snap.elf[(name, facts.path)] = facts

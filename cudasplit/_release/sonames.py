@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO
 
 from cudasplit._elf.plan import is_driver_name
-from cudasplit._elf.read import ELF_MAGIC, ElfInfo, kind_from_head, read_elf_info
+from cudasplit._elf.read import ELF_MAGIC, ElfInfo, kind_from_head, read_elf_info, read_exports
 from cudasplit._model import MemberType
 from cudasplit._source import open_source
 from cudasplit.errors import ElfError
@@ -43,6 +43,7 @@ class ElfNames:
     soname: str | None
     needed: tuple[str, ...]
     dlopen: tuple[str, ...] = ()  # sorted; empty when dlopen detection is not available
+    exports: tuple[str, ...] = ()  # dynamic symbols defined, ``name@@version`` (sorted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +105,17 @@ def _facts(path: str, file: str) -> ElfNames | None:
         return None
     if info is None or not info.has_dynamic:
         return None
-    return ElfNames(path, info.soname, info.needed, _dlopen_names(file, info))
+    return ElfNames(path, info.soname, info.needed, _dlopen_names(file, info), _exports(file))
+
+
+def _exports(file: str) -> tuple[str, ...]:
+    """``name@@version`` (default), ``name@version`` (hidden) or ``name`` of each export."""
+    try:
+        symbols = read_exports(file)
+    except OSError:
+        return ()
+    return tuple(s.name + (("@@" if s.default else "@") + s.version if s.version else "")
+                 for s in symbols)
 
 
 DlopenScan = Callable[[str, ElfInfo], tuple[str, ...]]

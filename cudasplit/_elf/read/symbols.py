@@ -28,6 +28,7 @@ MAX_TABLE = 1 << 26          # 64 MiB: bigger symbol or string tables are not re
 FLOOR_PREFIXES = ("GLIBC", "GLIBCXX", "CXXABI", "GCC")
 _NUMBERED = re.compile(r"^(GLIBCXX|GLIBC|CXXABI|GCC)_(\d+(?:\.\d+)*)$")
 _SYM = {64: "IBBHQQ", 32: "IIIBBH"}
+_SHN_ABS = 0xFFF1
 _BINDS = (1, 2, 10)           # GLOBAL, WEAK, GNU_UNIQUE
 _TYPES = {0: "notype", 1: "object", 2: "func", 6: "tls", 10: "ifunc", 5: "common"}
 
@@ -229,6 +230,8 @@ def exported_symbols(region: Region, table: SectionTable,
             continue
         index = versions[i] if i < len(versions) else 1
         version = names.get(index & 0x7FFF) if (index & 0x7FFF) > 1 else None
+        if shndx == _SHN_ABS and name == version:
+            continue   # the marker symbol GNU ld defines for each version node
         found.add(ExportedSymbol(name, version, not index & 0x8000,
                                  _TYPES.get(info & 0xF, "other")))
     return tuple(sorted(found))
