@@ -17,6 +17,7 @@ of the package uses.
 
 from __future__ import annotations
 
+from cudasplit._elf.read.archive import AR_MAGIC
 from cudasplit._elf.read.const import (
     ADDRESS_TAGS,
     DT_GNU_HASH,
@@ -107,6 +108,7 @@ from cudasplit._elf.read.walk import (
 
 __all__ = [
     "ADDRESS_TAGS",
+    "AR_MAGIC",
     "DT_GNU_HASH",
     "DT_HASH",
     "DT_NEEDED",

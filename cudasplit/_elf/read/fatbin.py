@@ -61,6 +61,8 @@ class FatbinEntry:
         size: its payload unpacked (the cubin's or the PTX text's size).
         compressed: whether the payload is stored compressed.
         section: the section holding it (``.nv_fatbin`` or ``__nv_relfatbin``).
+        container: the ordinal of its container in the section (entries of one container
+            are one compilation's code: the driver chooses among them).
     """
 
     kind: str
@@ -69,6 +71,7 @@ class FatbinEntry:
     size: int
     compressed: bool
     section: str
+    container: int = 0
 
 
 def arch_name(arch: int, flags: int) -> str:
@@ -101,7 +104,7 @@ def iter_entries(region: Region, section: Section, problems: list[str]) -> Itera
     if section.offset + section.size > region.length:
         problems.append(f"{section.name} runs past the end of the file")
         return
-    window, pos, size = _Window(region, section), 0, section.size
+    window, pos, size, ordinal = _Window(region, section), 0, section.size, 0
     while pos < size:
         head = window.read(pos, _CONTAINER.size)
         if len(head) < _CONTAINER.size or not head.strip(b"\0"):
@@ -118,12 +121,13 @@ def iter_entries(region: Region, section: Section, problems: list[str]) -> Itera
             problems.append(f"{section.name}: container at {pos:#x} claims {length} bytes, "
                             f"{end - size} past the end of the section")
             return
-        if not (yield from _entries(window, section.name, pos + header, end, problems)):
+        if not (yield from _entries(window, section.name, pos + header, end, ordinal, problems)):
             return
+        ordinal += 1
         pos = end + (-end % 8 if not window.read(end, -end % 8).strip(b"\0") else 0)
 
 
-def _entries(window: _Window, section: str, pos: int, end: int,
+def _entries(window: _Window, section: str, pos: int, end: int, ordinal: int,
              problems: list[str]) -> Generator[FatbinEntry, None, bool]:
     """One container's entries; returns False when a damaged entry ended the walk."""
     while pos < end:
@@ -140,6 +144,6 @@ def _entries(window: _Window, section: str, pos: int, end: int,
         compressed = bool(flags & FLAG_COMPRESSED)
         yield FatbinEntry(KINDS.get(kind, f"kind-{kind}"), arch_name(arch, flags),
                           header + payload, unpacked if compressed else payload, compressed,
-                          section)
+                          section, ordinal)
         pos += header + payload
     return True
