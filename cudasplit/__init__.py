@@ -74,6 +74,17 @@ if TYPE_CHECKING:
         consumer_guards_hook,
         dlopen_audit,
     )
+    from cudasplit._api.inside import (
+        ExportedSymbol,
+        GpuCode,
+        Inside,
+        PrunePlan,
+        VersionNeed,
+        exported_symbols,
+        gpu_prune_plan,
+        inside_of,
+        sbom,
+    )
     from cudasplit._api.release import (
         diff_releases,
         manifest_features,
@@ -102,6 +113,10 @@ _LAZY = {
     "measure_outputs": "cudasplit._release.closuresize",
     "ToolkitView": "cudasplit._release.toolkit", "toolkit_view": "cudasplit._release.toolkit",
     "nixify_sets": "cudasplit._api.release",
+    # What is inside files and releases (GPU code, glibc floors, symbols, prune plan, SBOM).
+    **{name: "cudasplit._api.inside" for name in (
+        "ExportedSymbol", "GpuCode", "Inside", "PrunePlan", "VersionNeed", "exported_symbols",
+        "gpu_prune_plan", "inside_of", "sbom")},
 }
 
 
@@ -138,6 +153,9 @@ __all__ = [
     "DlopenAudit",
     "ElfError",
     "Explanation",
+    "ExportedSymbol",
+    "GpuCode",
+    "Inside",
     "Kind",
     "Layout",
     "LayoutSpec",
@@ -158,6 +176,7 @@ __all__ = [
     "Problem",
     "ProblemsFound",
     "Progress",
+    "PrunePlan",
     "RepackOptions",
     "RepackResult",
     "Report",
@@ -174,6 +193,7 @@ __all__ = [
     "ToolkitError",
     "ToolkitView",
     "UnsafeMemberError",
+    "VersionNeed",
     "__version__",
     "ambiguous_runpaths",
     "batch_report",
@@ -185,7 +205,10 @@ __all__ = [
     "directory_kind",
     "dlopen_audit",
     "explain",
+    "exported_symbols",
     "features_of",
+    "gpu_prune_plan",
+    "inside_of",
     "inspect",
     "ldd",
     "load_manifest",
@@ -204,6 +227,7 @@ __all__ = [
     "ruleset_for",
     "ruleset_toml",
     "runpath_policy",
+    "sbom",
     "select_artifacts",
     "split",
     "split_many",

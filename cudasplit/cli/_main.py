@@ -12,6 +12,7 @@ import click
 
 from ._completion import completion_command
 from ._explain import explain_command, inspect_command, rules_group
+from ._inside import gpu_plan_command, sbom_command
 from ._ldd import ldd_command
 from ._manifests import features_command, verify_command
 from ._release import closure_command, diff_command, nixify_command, nixify_sets_command
@@ -65,7 +66,7 @@ def main() -> None:
 for _command in (split_command, inspect_command, explain_command, rules_group, repack_command,
                  nix_group, verify_command, features_command, ldd_command, closure_command,
                  nixify_command, nixify_sets_command, diff_command, completion_command,
-                 toolkit_command):
+                 toolkit_command, gpu_plan_command, sbom_command):
     main.add_command(_command)
 
 
