@@ -16,25 +16,16 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from cudasplit._elf.read import GpuCode, VersionNeed, read_inside, version_key
+from cudasplit._elf.read import read_inside, version_key
 from cudasplit._report import Problem, Report
-from cudasplit._split.reportwriter import MemberFacts
+from cudasplit._split.reportwriter import InsideOutcome, MemberFacts
 
 __all__ = ["InsideOutcome", "InsideStage", "glibc_ceiling_problems", "reads_inside"]
 
 _KINDS = ("elf-shared", "elf-exec", "elf-other", "static")
-
-
-@dataclass(frozen=True, slots=True)
-class InsideOutcome:
-    """What one member carries (empty tuples: nothing of the kind)."""
-
-    gpu: tuple[GpuCode, ...] = ()
-    floors: tuple[VersionNeed, ...] = ()
 
 
 def reads_inside(kind: str) -> bool:

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from cudasplit._elf.read import GpuCode, VersionNeed
 from cudasplit._layout import Layout
 from cudasplit._report import CopyRecord, MemberRecord, OutputRecord, Problem, Report
 
-if TYPE_CHECKING:
-    from cudasplit._split.inside import InsideOutcome
-
-__all__ = ["ReportWriter", "record_of"]
+__all__ = ["InsideOutcome", "ReportWriter", "record_of"]
 
 
 
@@ -213,6 +211,14 @@ class ElfOutcome:
     interpreter_after: str | None = None
     dlopen: tuple[tuple[str, str | None], ...] | None = None  # (name, providing package)
     note: str | None = None   # replaces the member's note when set
+
+
+@dataclass(frozen=True, slots=True)
+class InsideOutcome:
+    """What the inside stage read from one member (empty tuples: nothing of the kind)."""
+
+    gpu: tuple[GpuCode, ...] = ()
+    floors: tuple[VersionNeed, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
