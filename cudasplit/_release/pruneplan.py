@@ -127,6 +127,9 @@ class PrunePlan:
         files: one :class:`FilePlan` per file with GPU code, in source order.
         problems: fatbinaries that could not be read whole (their files are planned from
             what could be read).
+
+    Raises:
+        Nothing: a value.
     """
 
     source: str

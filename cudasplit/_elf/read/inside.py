@@ -45,6 +45,9 @@ class GpuCode:
         stored: bytes they take in the file (headers and payloads as stored).
         size: their payloads unpacked.
         compressed: how many of them are stored compressed.
+
+    Raises:
+        Nothing: a value.
     """
 
     kind: str
@@ -67,6 +70,9 @@ class Inside:
         gpu: one :class:`GpuCode` per kind and architecture, in :func:`arch_key` order.
         floors: the highest ``GLIBC``/``GLIBCXX``/``CXXABI``/``GCC`` version of each needed.
         problems: why part of the file could not be read (one line each).
+
+    Raises:
+        Nothing: a value.
     """
 
     gpu: tuple[GpuCode, ...] = ()

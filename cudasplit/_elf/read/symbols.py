@@ -42,6 +42,9 @@ class VersionNeed:
         version: the number (``2.27``).
         library: the library the version is needed from.
         symbol: the first dynamic symbol bound to this version (None: none is).
+
+    Raises:
+        Nothing: a value.
     """
 
     prefix: str
@@ -63,6 +66,9 @@ class ExportedSymbol:
         version: its version node (``libcudart.so.12``), None when unversioned.
         default: ``name@@version`` (what new links bind to) rather than ``name@version``.
         kind: ``func``, ``object``, ``tls``, ``ifunc``, ``common`` or ``notype``.
+
+    Raises:
+        Nothing: a value.
     """
 
     name: str
