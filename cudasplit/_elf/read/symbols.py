@@ -90,6 +90,9 @@ class _Tables:
         self.fmt = _SYM.get(table.bits)
         self.bo = table.bo
 
+    def complain(self, text: str) -> None:
+        self.problems.append(text)
+
     def read(self, section: Section | None) -> bytes:
         if section is None:
             return b""
@@ -132,7 +135,7 @@ def _needs(t: _Tables) -> dict[int, tuple[str, str]]:
             return found
         off += nxt
     if data:
-        t.problems.append(".gnu.version_r: the version need chain is damaged")
+        t.complain(".gnu.version_r: the version need chain is damaged")
     return found
 
 
@@ -166,7 +169,7 @@ def _definitions(t: _Tables) -> dict[int, str]:
             return found
         off += nxt
     if data:
-        t.problems.append(".gnu.version_d: the version definition chain is damaged")
+        t.complain(".gnu.version_d: the version definition chain is damaged")
     return found
 
 

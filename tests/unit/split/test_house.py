@@ -202,7 +202,8 @@ def test_tarball_sink_is_told_the_identity(redist_tarballs: dict[str, Path],
 def test_explain_reads_only_the_file_it_explains(redist_tarballs: dict[str, Path],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """One pass over the member records; the plan is the dry run's for that file, but only
-    that ELF file is copied out and read (a dry run copies every one)."""
+    that ELF file is copied out and read (a dry run copies every one; the patch stage reads
+    the spool of the inside stage, or its own)."""
     from cudasplit._split.patchstage import PatchStage
 
     source = redist_tarballs["zst"]
@@ -211,12 +212,12 @@ def test_explain_reads_only_the_file_it_explains(redist_tarballs: dict[str, Path
     elves = [m for m in viewed.members if m.kind.startswith("elf-") and m.output]
     assert len(elves) > 3
     spooled: list[str] = []
-    real = PatchStage.spool_info
+    real = PatchStage.read_spool
 
     def counting(self: PatchStage, path: str, *args: Any) -> Any:
         spooled.append(path)
         return real(self, path, *args)
-    monkeypatch.setattr(PatchStage, "spool_info", counting)
+    monkeypatch.setattr(PatchStage, "read_spool", counting)
     for member in elves:
         spooled.clear()
         told = explain(source, member.path, options)
