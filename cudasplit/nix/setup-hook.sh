@@ -190,8 +190,8 @@ _cudasplitKeepSplit() {
     [[ -z "${cudasplitNoNixSupport:-}" ]] || return 0
     [[ -n "${propagatedBuildOutputs+set}" ]] || propagatedBuildOutputs=
     _cudasplitPropagated=""
-    local file="${!outputDev}/nix-support/propagated-build-inputs"
-    [[ ! -f "$file" ]] || _cudasplitPropagated="$(< "$file")"
+    local file="${!outputDev:-}/nix-support/propagated-build-inputs"
+    [[ -z "${!outputDev:-}" || ! -f "$file" ]] || _cudasplitPropagated="$(< "$file")"
     postFixupHooks+=(_cudasplitRestorePropagation)
 }
 

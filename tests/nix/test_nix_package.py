@@ -5,7 +5,6 @@ overlay's attribute."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import tomllib
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import cudasplit
+from tests.nix.nixtools import need_nix
 
 ROOT = Path(cudasplit.__file__).resolve().parent.parent
 PACKAGE = ROOT / "nix" / "package.nix"
@@ -39,8 +39,7 @@ in
 
 
 def _need_nix() -> None:
-    if shutil.which("nix-instantiate") is None:
-        pytest.skip("nix-instantiate not found (Debian: apt-get install nix-bin)")
+    need_nix()
 
 
 def _eval(expr: str, tmp_path: Path) -> object:

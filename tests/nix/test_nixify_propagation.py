@@ -3,13 +3,11 @@ propagatedBuildInputs, keeping cudasplit's own nix-support propagation (issue 27
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from cudasplit._release.nixify import PROPAGATES, PackagePlan, PlatformPlan, render_package
+from tests.nix.nixtools import need_nix
 
 
 def _plan(propagated: tuple[str, ...]) -> PackagePlan:
@@ -32,8 +30,7 @@ def test_rendered_propagation_parses_and_keeps_cudasplits_own(tmp_path: Path) ->
     assert "  cuda_cudart,\n" in text.split("}:")[0]  # a callPackage argument
     assert "''${!outputDev}/nix-support/propagated-build-inputs" in text
     assert "propagatedBuildInputs" not in render_package(_plan(()), "r.json")
-    if shutil.which("nix-instantiate") is None:
-        pytest.skip("nix-instantiate not found")
+    need_nix()
     path = tmp_path / "libcublas.nix"
     path.write_text(text)
     done = subprocess.run(["nix-instantiate", "--parse", str(path)], capture_output=True,

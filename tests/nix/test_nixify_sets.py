@@ -6,7 +6,6 @@ with ``nix-instantiate --eval --strict`` against a stand-in for the Nixpkgs attr
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from cudasplit import load_manifest, nixify_sets
 from cudasplit._release.manifest import parse_manifest
 from cudasplit._release.nixify import Pin, plan_sets, render_set
 from cudasplit.cli import main
+from tests.nix.nixtools import need_nix
 from tests.support.paths import DATA
 
 DATA = DATA
@@ -43,8 +43,7 @@ def sets_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _eval(sets_dir: Path, set_name: str, system: str = "x86_64-linux", *,
           compat: bool = False, caps: tuple[str, ...] = ()) -> dict[str, dict[str, Any]]:
-    if shutil.which("nix-instantiate") is None:
-        pytest.skip("nix-instantiate not found (Debian: apt-get install nix-bin)")
+    need_nix()
     cmd = ["nix-instantiate", "--eval", "--strict", "--json",
            str(DATA / "nix" / "sets-standin.nix"), "--arg", "dir", str(sets_dir),
            "--argstr", "system", system, "--argstr", "setName", set_name,
@@ -143,8 +142,7 @@ def test_cli(tmp_path: Path) -> None:
 
 def test_release_nix_has_one_job_per_set_package_and_system(sets_dir: Path) -> None:
     """release.nix (Hydra, or nix-build -A with --builders) against a stand-in <nixpkgs>."""
-    if shutil.which("nix-instantiate") is None:
-        pytest.skip("nix-instantiate not found (Debian: apt-get install nix-bin)")
+    need_nix()
     expr = (f"let jobs = import {sets_dir}/release.nix {{ nixpkgs = "
             f"{DATA}/nix/release-standin.nix; cudasplitFor = pkgs: {{ outPath = \"/c\"; }}; }};"
             " in builtins.mapAttrs (s: ps: builtins.mapAttrs (p: js: builtins.mapAttrs "

@@ -19,9 +19,9 @@ import pytest
 
 from tests.nix import test_nix
 from tests.nix.standin import build, write_params
+from tests.nix.test_nix import CHECKOUT as ROOT
 from tests.nix.test_nix import Nix
 from tests.support.builders import build_redist_tree, write_tarball
-from tests.nix.test_nix import CHECKOUT as ROOT
 
 nix = test_nix.nix
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from cudasplit._release.nixify import (
 from cudasplit._release.sonames import PackageLinks, provider_index, scan_elf_dir
 from cudasplit._rulebook import Where, load_ruleset
 from cudasplit.cli import main
+from tests.nix.nixtools import need_nix
 from tests.support.releases import Release, release
 
 pytestmark = pytest.mark.slow
@@ -67,8 +67,7 @@ builtins.mapAttrs (name: d: {
 
 
 def _need_nix() -> None:
-    if shutil.which("nix-instantiate") is None:
-        pytest.skip("nix-instantiate not found (Debian: apt-get install nix-bin)")
+    need_nix()
 
 
 def _evaluate(directory: Path, tmp_path: Path) -> dict[str, dict[str, object]]:
