@@ -1,57 +1,66 @@
-# A *buildable* stand-in for the Nixpkgs attributes the sets of `cudasplit nixify-sets` use
-# (lib, stdenv, fetchurl, runCommand, zlib, cudasplit), for real `nix-build`s of a generated set
-# and of its packages' passthru.tests without Nixpkgs (tests/nix/test_nixify_sets_build.py).
+# A *buildable* stand-in for the Nixpkgs attributes the generated sets and the README's example
+# use (lib, stdenv, stdenvNoCC, fetchurl, runCommand, zlib, cudasplit, config, callPackage,
+# makeScopeWithSplicing'), for real `nix-build`s without Nixpkgs (tests/nix/test_stdenv_fixup.py,
+# tests/nix/test_nixify_sets_build.py). Our own code; what it models was read from Nixpkgs'
+# pkgs/stdenv/generic/setup.sh and pkgs/build-support/setup-hooks/*.sh.
 #
 # What it does like Nixpkgs:
-#   * stdenv.mkDerivation is one `builtins.derivation` per package, with every output, plain
-#     or __structuredAttrs (then `disallowedRequisites` & co. go to `outputChecks`), that runs
-#     the generic phases in order: unpack (tar; skipped with dontUnpack), patch, configure,
-#     build, install, fixup; each phase runs `pre<Phase>`/`post<Phase>` (strings, functions
-#     or `<name>Hooks` arrays, as Nixpkgs' runHook); a `<name>Phase` variable replaces the
-#     phase; `buildCommand` replaces them all (runCommand);
-#   * dependencies are chosen with `lib.getDev` (chooseDevOutputs); nativeBuildInputs' `bin/`
-#     go on PATH; every dependency's `nix-support/setup-hook` is sourced, following
-#     `nix-support/propagated-build-inputs` transitively (findInputs);
-#   * the fixup phase writes `propagatedBuildInputs` into
-#     `${!outputDev}/nix-support/propagated-build-inputs` with `>`, then postFixup runs and
-#     `_multioutPropagateDev` appends the bin/include/lib outputs (multiple-outputs.sh);
-#   * passthru and meta stay off the derivation and are merged onto the result.
+#   * stdenv.mkDerivation is one `builtins.derivation` per package (name from pname-version),
+#     with every output, plain or __structuredAttrs (then `disallowedRequisites` & co. go to
+#     `outputChecks`), that runs the generic phases in order: unpack (tar; skipped with
+#     dontUnpack), patch, configure, build, install, fixup (skipped with dontFixup); each phase
+#     runs `pre<Phase>`/`post<Phase>`: the implicit hook (function or variable) first, then the
+#     `<name>Hooks` array, as setup.sh's runHook; a `<name>Phase` variable replaces the phase;
+#     `buildCommand` replaces them all (runCommand); stdenvNoCC has no NIX_CC;
+#   * setup: dependencies chosen with `lib.getDev`; nativeBuildInputs' `bin/` go on PATH; every
+#     dependency's `nix-support/setup-hook` is sourced, following its propagated-build-inputs
+#     and propagated-target-target-deps (findInputs), the derivation's own inputs FIRST and
+#     stdenv's default hooks LAST (setup.sh: "Default inputs must be processed last"; with
+#     `stdenvHooksFirst = true` the other way round, to show a hook works in either order);
+#   * stdenv's default hooks, modelled: multiple-outputs.sh (output variables defaulted where
+#     empty when sourced, outputInclude to $outputDev; moveToOutput; preFixup _multioutDocs and
+#     _multioutDevs moving include/, lib/pkgconfig, share/pkgconfig, lib/cmake, share/aclocal
+#     and share/{doc,man,info,...} between outputs and rewriting `.pc` includedir=${prefix};
+#     postFixup _multioutPropagateDev), move-docs.sh (_moveToShare), strip.sh (strip -S under
+#     lib bin ...), patchELF (--shrink-rpath), audit-tmpdir.sh (no RUNPATH into $TMPDIR),
+#     move-lib64.sh (lib64/ -> lib/ + link), no-broken-symlinks.sh (postFixup: no dangling or
+#     reflexive link), each honouring its dont*/no* switch;
+#   * the fixup phase writes propagatedBuildInputs, propagatedNativeBuildInputs and
+#     depsTargetTargetPropagated into ${!outputDev}/nix-support/ with `>`;
+#   * callPackage/makeScope from lib-standin.nix; passthru and meta stay off the derivation and
+#     are merged onto the result; config.cudaSupport is true unless `config` says otherwise.
 #
 # Limits (what differs from Nixpkgs; a build that passes here can still fail there):
 #   * a builder here never ends by exec'ing a program (`bash -c '...; cp a b'` becomes cp):
-#     Nix 2.8 on the test machine then sometimes reports it killed by signal 9; each ends in `:`;
+#     Nix 2.8 then sometimes reported it killed by signal 9; each ends in `:`;
 #   * no sandbox and no real toolchain: the builder is the host's /bin/bash with PATH
 #     /usr/bin:/bin; stdenv.cc.cc.lib and zlib are derivations holding *copies* of the host's
 #     libstdc++.so.6/libgcc_s.so.1 and libz.so.1; NIX_CC (stdenv.cc) holds only
 #     nix-support/dynamic-linker, naming a copy of the host's loader (which still searches the
 #     host's /lib for glibc);
+#   * not modelled: patchShebangs, make-symlinks-relative, compress-man-pages, move-sbin,
+#     prune-libtool-files, set-source-date-epoch, separate-debug-info, the cc-wrapper's hooks;
+#     splicing and cross-compilation (one platform; tests/nix/test_real_lib.py evaluates the
+#     real lib's makeScopeWithSplicing' and lib.systems instead), `overrideAttrs`;
 #   * cudasplit is the checkout run by the venv's python (a wrapper in bin/ plus the shipped
 #     setup hook in nix-support/), not a buildPythonApplication;
 #   * fetchurl does not download and does not check sha256: it maps the URL's file name to a
 #     local tarball given in `srcs` (made from NVIDIA's wheels, so its hash is not NVIDIA's);
 #     an URL with no local tarball is an evaluation error;
-#   * no configure/make/check: those phases only run their hooks; no strip, no patchelf, no
-#     _multioutDevs/_multioutDocs moves (nothing is moved between outputs after install), no
-#     cross-compilation (hostPlatform is the build machine), no `overrideAttrs`;
+#   * no configure/make/check: those phases only run their hooks;
 #   * every derivation carries `nonce` so a test session really builds it;
 #   * `overrides.<pname>` is merged into that package's mkDerivation arguments (a test's way
 #     to break one package on purpose; overrideAttrs without the fixed point).
 #
 # paramsFile (JSON): dir (the generated sets), srcs (archive file name -> local tarball),
 # nonce, checkout and python (cudasplit), gccLibs, zlibLibs, loader (soname -> host file).
+# expr: a file to callPackage instead of a set (the README's example).
 { paramsFile, setName ? null, overrides ? { }, config ? { }, cudaCapabilities ? [ ],
   stdenvHooksFirst ? false, expr ? null }:
 let
   params = builtins.fromJSON (builtins.readFile paramsFile);
   system = builtins.currentSystem;
-  lib = {
-    licenses.unfree = { shortName = "unfree"; free = false; };
-    getOutput = o: p: p.${o} or p.out or p;
-    getDev = lib.getOutput "dev";
-    getLib = lib.getOutput "lib";
-    concatMapStrings = f: l: builtins.concatStringsSep "" (map f l);
-    makeLibraryPath = ps: builtins.concatStringsSep ":" (map (p: "${lib.getLib p}/lib") ps);
-  };
+  lib = import ./lib-standin.nix;
 
   # The generic builder: bash, sourcing the attributes, then the phases.
   setup = builtins.toFile "build-standin-setup.sh" ''
@@ -340,7 +349,8 @@ let
     :
   '';
 
-  mkDerivation = args0:
+  mkDerivation = mkDerivationWith { cc = true; };
+  mkDerivationWith = { cc }: args0:
     let
       args = args0 // (overrides.${args0.pname or ""} or { });
       structured = args.__structuredAttrs or false;
@@ -360,9 +370,9 @@ let
         depsTargetTarget = map lib.getDev (args.depsTargetTarget or [ ]);
         depsTargetTargetPropagated = map lib.getDev (args.depsTargetTargetPropagated or [ ]);
         stdenvHooksFirst = if stdenvHooksFirst then "1" else "";
-        NIX_CC = ccWrapper;
         nonce = params.nonce;
-      } // (if structured && given != [ ] then {
+      } // (if cc then { NIX_CC = ccWrapper; } else { })
+        // (if structured && given != [ ] then {
         outputChecks.out = builtins.listToAttrs
           (map (c: { name = c; value = args.${c}; }) given);
       } else { });
@@ -406,6 +416,8 @@ let
     };
     inherit mkDerivation;
   };
+  # Nothing compiled: no compiler wrapper (NIX_CC), as Nixpkgs' stdenvNoCC.
+  stdenvNoCC = stdenv // { cc = null; mkDerivation = mkDerivationWith { cc = false; }; };
   zlib = hostCopy "zlib-host-copy" params.zlibLibs;
 
   fetchurl = { url, sha256 ? "", ... }:
@@ -435,8 +447,15 @@ let
   };
 
   sets = import (params.dir + "/default.nix");
+  # A package set as Nixpkgs' callPackage sees it (no splicing: one platform).
+  pkgs = {
+    inherit lib stdenv stdenvNoCC fetchurl runCommand cudasplit zlib;
+    config = { cudaSupport = true; inherit cudaCapabilities; } // config;
+    newScope = extra: lib.callPackageWith (pkgs // extra);
+    callPackage = lib.callPackageWith pkgs;
+    makeScopeWithSplicing' = { f, ... }: lib.makeScope pkgs.newScope f;
+    generateSplicesForMkScope = _: { };
+  };
 in
-if expr != null then import expr { inherit lib stdenv fetchurl runCommand cudasplit zlib; }
-else import sets.${setName} {
-  inherit lib stdenv fetchurl runCommand cudasplit zlib config cudaCapabilities;
-}
+if expr != null then pkgs.callPackage expr { }
+else pkgs.callPackage sets.${setName} { }
