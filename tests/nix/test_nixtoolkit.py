@@ -37,11 +37,12 @@ let
   in if cross then self // { __spliced.targetTarget = aarch64; } else self;
   stubs = {
     lib = {
-      licenses.unfree = "unfree";
+      licenses.nvidiaCudaRedist = "nvidiaCudaRedist";
+      sourceTypes.binaryNativeCode = "binaryNativeCode";
       getOutput = o: p: p.${o};
       concatMapStringsSep = sep: f: l: builtins.concatStringsSep sep (map f l);
     };
-    stdenv.mkDerivation = a: a;
+    stdenvNoCC.mkDerivation = a: a;
     cudasplit = { pname = "cudasplit"; };
     cuda_cccl = pkg "cuda_cccl" [ "out" ];
     cuda_crt = pkg "cuda_crt" [ "out" ];

@@ -70,7 +70,8 @@ def render_toolkit(plans: Sequence[PackagePlan], manifest_name: str,
               "  passthru = { inherit compiler runtime; };", "",
               "  meta = {",
               '    description = "CUDA toolkit prefix (NVIDIA\'s layout) over split outputs";',
-              "    license = lib.licenses.unfree;",
+              "    license = lib.licenses.nvidiaCudaRedist;",
+              "    sourceProvenance = [ lib.sourceTypes.binaryNativeCode ];",
               "    platforms = [ " + " ".join(f'"{s}"' for s in systems) + " ];",
               "  };", "}", ""]
     return "\n".join(lines)
