@@ -35,6 +35,10 @@ _NAME = st.from_regex(r"[a-z_][a-z0-9_]{0,10}", fullmatch=True)
 KEY = st.one_of(_NAME, _NAME, TEXT)  # mostly names, so most examples get as far as Nix
 _HEX = st.from_regex(r"[0-9a-f]{64}", fullmatch=True)
 SHA = _HEX  # the manifest loader refuses anything else (its own tests)
+# The loader wants a version and a relative path: mostly such, sometimes anything.
+VERSION = st.one_of(st.from_regex(r"[0-9][0-9.]{0,8}", fullmatch=True), TEXT)
+PATH = st.one_of(st.from_regex(r"[a-z_]{1,8}/[a-z0-9_.-]{1,12}\.tar\.xz", fullmatch=True),
+                 TEXT)
 
 
 def _eval(expr: str) -> Any:
@@ -52,7 +56,7 @@ def _parses(path: Path) -> None:
 
 @settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(key=KEY, label=TEXT, name=TEXT, license_=TEXT, version=TEXT, path=TEXT, sha=SHA,
+@given(key=KEY, label=TEXT, name=TEXT, license_=TEXT, version=VERSION, path=PATH, sha=SHA,
        date=TEXT)
 def test_manifest_text_is_data_or_refused(tmp_path: Path, key: str, label: str, name: str,
                                           license_: str, version: str, path: str, sha: str,
