@@ -18,6 +18,7 @@ let
     filterAttrs = pred: a: builtins.listToAttrs (builtins.filter (x: pred x.name x.value)
       (map (n: { name = n; value = a.${n}; }) (builtins.attrNames a)));
     mapAttrs = builtins.mapAttrs;
+    hasPrefix = pre: s: builtins.substring 0 (builtins.stringLength pre) s == pre;
     listToAttrs = builtins.listToAttrs;
     concatMapStrings = f: l: builtins.concatStringsSep "" (map f l);
     concatMapStringsSep = sep: f: l: builtins.concatStringsSep sep (map f l);
@@ -47,7 +48,12 @@ let
         f = if builtins.isFunction fn then fn else import fn;
         formals = builtins.functionArgs f;
         auto = builtins.intersectAttrs formals autoArgs;
-      in f (auto // args);
+        result = f (auto // args);
+      in
+      # As the real one (makeOverridable): results that are attribute sets get override.
+      if builtins.isAttrs result
+      then result // { override = more: callPackageWith autoArgs fn (args // more); }
+      else result;
     # makeScope: a fixed point whose callPackage sees the scope's own members first.
     makeScope = newScope: f:
       let
