@@ -17,8 +17,13 @@ from hypothesis import strategies as st
 
 from cudasplit import nixify_sets
 from cudasplit._release.manifest import parse_manifest
-from cudasplit._release.nixify import PackagePlan, PlatformPlan, nixify, render_package
-from cudasplit._release.nixify.nixlang import write_atomically
+from cudasplit._release.nixify import (
+    PackagePlan,
+    PlatformPlan,
+    nixify,
+    render_package,
+    write_atomically,
+)
 from cudasplit.errors import CudasplitError, OutputError
 from tests.nix.nixtools import need_nix
 from tests.support.builders import compile_shared, write_tarball

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudasplit._release.manifest import Manifest
+from cudasplit._release.nixify.nixlang import string as nix_string
 from cudasplit._release.nixify.nixlang import write_atomically
 from cudasplit._release.nixify.plan import (
     DEFAULT_BASE_URL,
@@ -72,6 +73,7 @@ __all__ = [
     "SetsResult",
     "compiler_packages",
     "cuda_version_of",
+    "nix_string",
     "nixify",
     "package_roots",
     "plan_release",
@@ -80,6 +82,7 @@ __all__ = [
     "render_package",
     "render_set",
     "table_needs",
+    "write_atomically",
     "write_sets",
 ]
 
