@@ -4,7 +4,7 @@ Given NVIDIA's ``redistrib_*.json`` of several CUDA releases and the manifests o
 (cuDNN, ...), each CUDA manifest becomes one set: its packages plus, from every other product,
 its packages in the ``cuda<major>`` variant of that release (Nixpkgs' ``selectManifests``): for
 cuDNN, cuSPARSELt and TensorRT the version Nixpkgs pins for that set, per build (Jetson, other
-``aarch64-linux``, ``x86_64-linux``: :data:`cudasplit._release.nixify.pins.PINS`), chosen when
+``aarch64-linux``, ``x86_64-linux``: :data:`cudasplit._release.nixify.tables.PINS`), chosen when
 the set is evaluated from ``cudaCapabilities`` and the system; a pinned version whose manifest
 was not given is a broken package there and a warning of the set; other redists take the newest
 manifest given. Per package and NVIDIA platform (``linux-aarch64`` for Jetsons below Nixpkgs'
