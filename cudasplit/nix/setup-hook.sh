@@ -46,6 +46,32 @@
 #   cudasplitReport      write the JSON report here (default: $NIX_BUILD_TOP/cudasplit-report.json)
 #   cudasplitFlags       extra command-line flags (a string, or a bash array with structured attrs)
 #   cudasplitCommand     the program to run (default: cudasplit)
+#
+# What stdenv does after the install phase, and what this hook does about it (stdenv's
+# setup.sh, multiple-outputs.sh, move-docs.sh, move-lib64.sh, strip.sh, patchelf):
+#   * output variables: multiple-outputs.sh defaults outputInclude to $outputDev (and
+#     outputMan/outputInfo to $outputBin), so with outputs = [ ... "dev" "include" ... ] stdenv
+#     believes the headers belong in dev. cudasplitInstallPhase (and sourcing this hook when it
+#     becomes the installPhase) sets outputDev, outputBin, outputInclude, outputLib, outputDoc,
+#     outputMan, outputInfo, outputDevman and outputDevdoc to the outputs cudasplit's split
+#     puts those files in (the fallbacks of cudasplit's layout: include -> dev -> out, the
+#     others -> out), so everything that reads them (the propagated-build-inputs stdenv writes
+#     into ${!outputDev}, _multioutPropagateDev, consumers) agrees with the split;
+#   * moves: _moveToShare (out's doc/ man/ info/ -> share/), _multioutDocs (share/doc,
+#     share/man, ... -> outputDoc/outputMan/...; share/gtk-doc is *removed* without a devdoc
+#     output) and _multioutDevs (include/, lib/pkgconfig, share/pkgconfig, lib/cmake,
+#     share/aclocal of every output -> outputInclude/outputDev) move files by path after the
+#     install phase. cudasplit has already put every file in its output, so the install phase
+#     takes these three out of preFixupHooks: what the report says is where the files are;
+#   * propagation: stdenv's fixupPhase writes propagatedBuildInputs into
+#     ${!outputDev}/nix-support/propagated-build-inputs with `>`, over the outputs cudasplit
+#     listed there; the words cudasplit wrote are added back after fixup. propagatedBuildOutputs
+#     (unset by the derivation) becomes empty, so _multioutPropagateDev does not add outputBin
+#     to what cudasplit's dev output propagates (D3 in the design notes);
+#   * strip and patchELF's --shrink-rpath stay off unless the derivation sets dontStrip /
+#     dontPatchELF (see below); move-lib64 finds lib64 already a link to lib (cudasplit merges
+#     it), patchShebangs only rewrites interpreters of executable scripts, and no output holds
+#     a dangling link or a RUNPATH into $TMPDIR, so noBrokenSymlinks and audit-tmpdir pass.
 
 cudasplitInstallPhase() {
     runHook preInstall
@@ -104,7 +130,85 @@ cudasplitInstallPhase() {
     ${cudasplitCommand:-cudasplit} split "${cudasplitSource:-$src}" "${flags[@]}" \
         ${extra[@]+"${extra[@]}"}
 
+    _cudasplitKeepSplit
     runHook postInstall
+}
+
+# The outputs in this derivation, in its order (plain or structured attrs).
+_cudasplitOutputNames() {
+    if declare -F getAllOutputNames >/dev/null; then
+        getAllOutputNames
+    elif [[ "$(declare -p outputs 2>/dev/null)" == "declare -A"* ]]; then
+        echo "${!outputs[*]}"
+    else
+        echo "${outputs:-out}"
+    fi
+}
+
+# _cudasplitFirst VAR NAME...: VAR becomes the first NAME that is an output, else out.
+_cudasplitFirst() {
+    local var="$1" name
+    shift
+    local names=" $(_cudasplitOutputNames) "
+    for name in "$@"; do
+        if [[ "$names" == *" $name "* ]]; then
+            printf -v "$var" %s "$name"
+            return 0
+        fi
+    done
+    printf -v "$var" %s out
+}
+
+# stdenv's output variables, set to where cudasplit's split puts those files (its layout's
+# fallbacks: include -> dev -> out; bin, lib, doc -> out; man, info pages and developer docs
+# are documentation, in doc).
+_cudasplitSetOutputVars() {
+    _cudasplitFirst outputDev dev
+    _cudasplitFirst outputBin bin
+    _cudasplitFirst outputInclude include dev
+    _cudasplitFirst outputLib lib
+    _cudasplitFirst outputDoc doc
+    outputMan="$outputDoc" outputInfo="$outputDoc" outputDevman="$outputDoc"
+    outputDevdoc="$outputDoc"
+}
+
+# After the split: stdenv's fixup must not move files between outputs, and must keep the
+# propagation cudasplit wrote (the header above says why).
+_cudasplitKeepSplit() {
+    _cudasplitSetOutputVars
+    local hook
+    local -a kept=()
+    for hook in ${preFixupHooks[@]+"${preFixupHooks[@]}"}; do
+        case "$hook" in
+            _moveToShare | _multioutDocs | _multioutDevs) ;;
+            *) kept+=("$hook") ;;
+        esac
+    done
+    preFixupHooks=(${kept[@]+"${kept[@]}"})
+    [[ -n "${cudasplitNoPatch:-}" || -n "${dontPatchELF+set}" ]] || dontPatchELF=1
+    [[ -n "${cudasplitNoPatch:-}" || -n "${dontStrip+set}" ]] || dontStrip=1
+    [[ -z "${cudasplitNoNixSupport:-}" ]] || return 0
+    [[ -n "${propagatedBuildOutputs+set}" ]] || propagatedBuildOutputs=
+    _cudasplitPropagated=""
+    local file="${!outputDev:-}/nix-support/propagated-build-inputs"
+    [[ -z "${!outputDev:-}" || ! -f "$file" ]] || _cudasplitPropagated="$(< "$file")"
+    postFixupHooks+=(_cudasplitRestorePropagation)
+}
+
+# postFixup: the outputs cudasplit listed in ${!outputDev}'s propagated-build-inputs, added
+# back after stdenv's fixupPhase replaced that file with propagatedBuildInputs.
+_cudasplitRestorePropagation() {
+    [[ -n "${_cudasplitPropagated:-}" ]] || return 0
+    local file="${!outputDev}/nix-support/propagated-build-inputs" word
+    mkdir -p "${!outputDev}/nix-support"
+    local now=""
+    [[ ! -f "$file" ]] || now=" $(< "$file") "
+    for word in $_cudasplitPropagated; do
+        if [[ "$now" != *" $word "* ]]; then
+            printf ' %s' "$word" >> "$file"
+            now+=" $word "
+        fi
+    done
 }
 
 # _cudasplitWords VAR RESULT: VAR's words (a bash array under structured attrs, else a string).
@@ -121,6 +225,9 @@ _cudasplitWords() {
 
 if [[ -z "${installPhase-}" ]]; then
     installPhase=cudasplitInstallPhase
+    # Our phase will run: the output variables say where the split puts things from now on
+    # (multiple-outputs.sh, sourced after this hook, keeps values already set).
+    _cudasplitSetOutputVars
     # Only when our phase runs: the tarball is streamed from $src rather than unpacked, ...
     if [[ -z "${cudasplitSource:-}" && -z "${dontUnpack+set}" ]]; then
         dontUnpack=1

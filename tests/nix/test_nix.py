@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 import cudasplit
+from tests.nix.nixtools import need_nix
 from tests.support.builders import build_redist_tree, dynamic_entries, write_tarball
 
 pytestmark = pytest.mark.nix
@@ -112,8 +113,9 @@ class Nix:
 
 @pytest.fixture(scope="session")
 def nix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nix]:
+    need_nix()
     if shutil.which("nix-build") is None or shutil.which("nix-store") is None:
-        pytest.skip("nix-build not found (Debian: apt-get install nix-bin)")
+        pytest.skip("nix-build not found (bash .ci/nix.sh installs Nix 2.26)")
     workdir = tmp_path_factory.mktemp("nix")
     conf = workdir / "conf"
     conf.mkdir()

@@ -5,6 +5,7 @@ overlay's attribute."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import tomllib
@@ -13,10 +14,12 @@ from pathlib import Path
 import pytest
 
 import cudasplit
+from tests.nix.nixtools import MODERN, need_nix
 
 ROOT = Path(cudasplit.__file__).resolve().parent.parent
 PACKAGE = ROOT / "nix" / "package.nix"
 FLAKE = ROOT / "flake.nix"
+STANDIN_FLAKE = ROOT / "tests" / "data" / "nix" / "flake-standin"
 
 # buildPythonApplication returns its arguments; callPackage passes lib and python3Packages.
 STUBS = r"""
@@ -39,8 +42,7 @@ in
 
 
 def _need_nix() -> None:
-    if shutil.which("nix-instantiate") is None:
-        pytest.skip("nix-instantiate not found (Debian: apt-get install nix-bin)")
+    need_nix()
 
 
 def _eval(expr: str, tmp_path: Path) -> object:
@@ -98,3 +100,50 @@ def test_flake_overlay_and_packages(tmp_path: Path) -> None:
     """, tmp_path)
     assert got == {"overlay": "cudasplit", "systems": ["aarch64-linux", "x86_64-linux"],
                    "default": "cudasplit", "input": "github:NixOS/nixpkgs/nixos-unstable"}
+
+
+FLAKE_FILES = ("flake.nix", "nix", "cudasplit", "rules", "pyproject.toml", "README.md")
+
+
+def _flake_check(tmp_path: Path, real_lib: Path | None) -> subprocess.CompletedProcess[str]:
+    """``nix flake check`` of a copy of our flake (path:, no git), its nixpkgs input the
+    stand-in flake, whose lib is ours or (real_lib) nixpkgs.lib's."""
+    need_nix(MODERN, "flakes and lib.fileset")
+    copy = tmp_path / "flake"
+    copy.mkdir()
+    for name in FLAKE_FILES:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(src, copy / name)
+    standin = tmp_path / "nixpkgs"
+    shutil.copytree(STANDIN_FLAKE, standin)
+    for target in (standin / "lib-flake",):
+        shutil.copy(STANDIN_FLAKE / "lib.nix", target / "lib.nix")
+        shutil.copy(STANDIN_FLAKE.parent / "lib-standin.nix", target / "lib-standin.nix")
+    (standin / "lib-flake" / "lib.nix").write_text(
+        (STANDIN_FLAKE / "lib.nix").read_text())
+    cmd = ["nix", "--extra-experimental-features", "nix-command flakes", "flake", "check",
+           "--no-write-lock-file", "--override-input", "nixpkgs", f"path:{standin}",
+           "--override-input", "nixpkgs/lib", f"path:{real_lib or standin / 'lib-flake'}",
+           f"path:{copy}"]
+    env = {**os.environ, "NIX_CONF_DIR": str(tmp_path), "HOME": str(tmp_path)}
+    (tmp_path / "nix.conf").write_text("substituters =\nflake-registry =\n")
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env,
+                          check=False)
+
+
+def test_flake_check_with_a_stand_in_nixpkgs(tmp_path: Path) -> None:
+    done = _flake_check(tmp_path, None)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_flake_check_with_the_real_lib(tmp_path: Path) -> None:
+    """With nixpkgs.lib's own lib (its lib.fileset, genAttrs, callPackageWith)."""
+    real = os.environ.get("CUDASPLIT_NIXPKGS_LIB", "")
+    if not real or not (Path(real).parent / "flake.nix").is_file():
+        pytest.skip("the real Nixpkgs lib is not here (CUDASPLIT_NIXPKGS_LIB=DIR/lib of a "
+                    "nixpkgs.lib checkout)")
+    done = _flake_check(tmp_path, Path(real).parent)
+    assert done.returncode == 0, done.stderr[-3000:]

@@ -6,7 +6,6 @@ with ``nix-instantiate --eval --strict`` against a stand-in for the Nixpkgs attr
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from cudasplit import load_manifest, nixify_sets
 from cudasplit._release.manifest import parse_manifest
 from cudasplit._release.nixify import Pin, plan_sets, render_set
 from cudasplit.cli import main
+from tests.nix.nixtools import need_nix
 from tests.support.paths import DATA
 
 DATA = DATA
@@ -43,8 +43,7 @@ def sets_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _eval(sets_dir: Path, set_name: str, system: str = "x86_64-linux", *,
           compat: bool = False, caps: tuple[str, ...] = ()) -> dict[str, dict[str, Any]]:
-    if shutil.which("nix-instantiate") is None:
-        pytest.skip("nix-instantiate not found (Debian: apt-get install nix-bin)")
+    need_nix()
     cmd = ["nix-instantiate", "--eval", "--strict", "--json",
            str(DATA / "nix" / "sets-standin.nix"), "--arg", "dir", str(sets_dir),
            "--argstr", "system", system, "--argstr", "setName", set_name,
@@ -59,7 +58,8 @@ def _eval(sets_dir: Path, set_name: str, system: str = "x86_64-linux", *,
 def test_one_set_per_cuda_release(sets_dir: Path) -> None:
     names = sorted(p.name for p in sets_dir.iterdir())
     assert names == ["cudaPackages_12_9.nix", "cudaPackages_13_0.nix", "cudaPackages_13_3.nix",
-                     "cudaPackages_13_4.nix", "default.nix", "mk-redist.nix", "release.nix"]
+                     "cudaPackages_13_4.nix", "default.nix", "mk-redist.nix", "overlay.nix",
+                     "release.nix"]
     head = (sets_dir / "cudaPackages_12_9.nix").read_text().split("\n")[0]
     assert "cudnn_redistrib_9.27.0.json" in head and "9.8.0" not in head
 
@@ -85,7 +85,9 @@ def test_propagation_edges_as_library_nix(sets_dir: Path) -> None:
     assert s134["cuda_cudart"]["propagated"] == ["cuda_crt", "cccl"]
     assert s130["cuda_cudart"]["propagated"] == ["cuda_crt", "cuda_cccl"]
     assert s129["cuda_cudart"]["propagated"] == ["cuda_cccl"]  # no cuda_crt package in 12.9
-    for pname in ("libcublas", "libcufft", "libcurand", "libnpp", "libnvjpeg", "cuda_nvcc"):
+    assert s134["cuda_nvcc"]["propagated"] == []
+    assert s134["cuda_nvcc"]["targetPropagated"] == ["cuda_cudart"]  # depsTargetTargetPropagated
+    for pname in ("libcublas", "libcufft", "libcurand", "libnpp", "libnvjpeg"):
         assert s134[pname]["propagated"] == ["cuda_cudart"], pname
         assert "cuda_cudart.out" in s134[pname]["tests"]["propagation"] or \
             "cuda_cudart-13.4.92-out" in s134[pname]["tests"]["propagation"]
@@ -105,23 +107,23 @@ def test_propagation_edges_as_library_nix(sets_dir: Path) -> None:
 
 def test_meta_broken_compat_opt_in_and_capabilities(sets_dir: Path) -> None:
     s129 = _eval(sets_dir, "cudaPackages_12_9")
-    assert s129["nvidia_driver"]["broken"] and "linuxPackages" in s129["nvidia_driver"][
+    assert s129["nvidia_driver"]["unavailable"] and "linuxPackages" in s129["nvidia_driver"][
         "problems"][0]
-    assert s129["libcublas"]["broken"] is False and s129["libcublas"]["license"] == "CUDA Toolkit"
+    assert s129["libcublas"]["unavailable"] is False and s129["libcublas"]["license"] == "CUDA Toolkit"
     off = _eval(sets_dir, "cudaPackages_13_3")
-    assert off["cuda_compat"]["broken"] and "cuda_compat" not in off["cuda_cudart"]["propagated"]
+    assert off["cuda_compat"]["unavailable"] and "cuda_compat" not in off["cuda_cudart"]["propagated"]
     on = _eval(sets_dir, "cudaPackages_13_3", compat=True)
-    assert not on["cuda_compat"]["broken"]
+    assert not on["cuda_compat"]["unavailable"]
     assert on["cuda_cudart"]["propagated"] == ["cuda_crt", "cccl", "cuda_compat"]
     # 12.9's cuda_compat is the L4T one (linux-aarch64): not propagated where it is absent.
     l4t = _eval(sets_dir, "cudaPackages_12_9", compat=True)
-    assert l4t["cuda_compat"]["broken"] and l4t["cuda_cudart"]["propagated"] == ["cuda_cccl"]
+    assert l4t["cuda_compat"]["unavailable"] and l4t["cuda_cudart"]["propagated"] == ["cuda_cccl"]
     orin = _eval(sets_dir, "cudaPackages_12_9", "aarch64-linux", compat=True, caps=("8.7",))
     assert orin["cuda_cudart"]["propagated"] == ["cuda_cccl", "cuda_compat"]
     orin = _eval(sets_dir, "cudaPackages_13_4", "aarch64-linux", caps=("8.7",))
-    assert orin["libcudla"]["broken"] is False
+    assert orin["libcudla"]["unavailable"] is False
     server = _eval(sets_dir, "cudaPackages_13_4", "aarch64-linux", caps=("9.0",))
-    assert server["libcudla"]["broken"] and "7.2 and 8.7" in server["libcudla"]["problems"][0]
+    assert server["libcudla"]["unavailable"] and "7.2 and 8.7" in server["libcudla"]["problems"][0]
 
 
 def test_cli(tmp_path: Path) -> None:
@@ -143,8 +145,7 @@ def test_cli(tmp_path: Path) -> None:
 
 def test_release_nix_has_one_job_per_set_package_and_system(sets_dir: Path) -> None:
     """release.nix (Hydra, or nix-build -A with --builders) against a stand-in <nixpkgs>."""
-    if shutil.which("nix-instantiate") is None:
-        pytest.skip("nix-instantiate not found (Debian: apt-get install nix-bin)")
+    need_nix()
     expr = (f"let jobs = import {sets_dir}/release.nix {{ nixpkgs = "
             f"{DATA}/nix/release-standin.nix; cudasplitFor = pkgs: {{ outPath = \"/c\"; }}; }};"
             " in builtins.mapAttrs (s: ps: builtins.mapAttrs (p: js: builtins.mapAttrs "
@@ -176,13 +177,13 @@ def test_pins_per_set_and_build(sets_dir: Path) -> None:
     assert x86["libcusparse_lt"]["propagated"] == ["cuda_cudart", "libcusparse"]
     # Other aarch64 on CUDA 12 takes TensorRT 10.13.0, which was not given: broken, said why.
     arm = _eval(sets_dir, "cudaPackages_12_9", "aarch64-linux")
-    assert arm["tensorrt"]["broken"] and "tensorrt 10.13.0" in arm["tensorrt"]["problems"][0]
+    assert arm["tensorrt"]["unavailable"] and "tensorrt 10.13.0" in arm["tensorrt"]["problems"][0]
     assert arm["cudnn"]["version"] == "9.27.0.42" and "linux-sbsa" in arm["cudnn"]["url"]
     # Orin on CUDA 12: the L4T (linux-aarch64) builds; cuDNN 9.20.0 was not given.
     orin = _eval(sets_dir, "cudaPackages_12_9", "aarch64-linux", caps=("8.7",))
     assert orin["tensorrt"]["version"] == "10.7.0.23" and ".l4t." in orin["tensorrt"]["url"]
     assert "/linux-aarch64/" in orin["libcusparse_lt"]["url"]
-    assert orin["cudnn"]["broken"] and "cudnn 9.20.0" in orin["cudnn"]["problems"][0]
+    assert orin["cudnn"]["unavailable"] and "cudnn 9.20.0" in orin["cudnn"]["problems"][0]
     assert orin["cuda_cudart"]["url"].endswith(".tar.xz") and "linux-aarch64" in orin[
         "cuda_cudart"]["url"]
     # CUDA 13: Orin is sbsa; TensorRT 10.16.1 for Jetsons on 13.0, 11.1.0 from 13.2.
@@ -240,24 +241,24 @@ def test_tensorrt_capability_assertions_and_vulnerabilities(sets_dir: Path) -> N
     """Nixpkgs' tensorrt.nix platformAssertions (>= 7.0 from 10.0.0, >= 7.5 from 10.5.0, pre-Thor
     Jetson only 8.7 and CUDA >= 12.4, no Jetson from 11.2.1) and knownVulnerabilities."""
     old = _eval(sets_dir, "cudaPackages_12_9", caps=("6.1",))["tensorrt"]
-    assert old["broken"] and len(old["problems"]) == 2  # 11.3.0: below 7.0 and below 7.5
+    assert old["unavailable"] and len(old["problems"]) == 2  # 11.3.0: below 7.0 and below 7.5
     assert old["problems"][0] == ("tensorrt releases since 10.0.0 support CUDA compute "
                                   'capabilities 7.0 and newer (found ["6.1"])')
     turing_less = _eval(sets_dir, "cudaPackages_12_9", caps=("7.0",))["tensorrt"]
     assert turing_less["problems"] == ["tensorrt releases since 10.5.0 support CUDA compute "
                                        'capabilities 7.5 and newer (found ["7.0"])']
     ada = _eval(sets_dir, "cudaPackages_12_9", caps=("8.9",))["tensorrt"]
-    assert not ada["broken"] and ada["knownVulnerabilities"] == []
+    assert not ada["unavailable"] and ada["knownVulnerabilities"] == []
     orin = _eval(sets_dir, "cudaPackages_12_9", "aarch64-linux", caps=("8.7",))["tensorrt"]
-    assert orin["version"] == "10.7.0.23" and not orin["broken"]
+    assert orin["version"] == "10.7.0.23" and not orin["unavailable"]
     assert orin["knownVulnerabilities"] == ["CVE-2026-24188: OOB write"]  # below 10.16.1
     xavier = _eval(sets_dir, "cudaPackages_12_9", "aarch64-linux", caps=("7.2",))["tensorrt"]
-    assert xavier["broken"] and any("only CUDA compute capability 8.7" in p
+    assert xavier["unavailable"] and any("only CUDA compute capability 8.7" in p
                                     for p in xavier["problems"])
     both = _eval(sets_dir, "cudaPackages_12_9", "aarch64-linux", caps=("7.2", "8.7"))
-    assert both["tensorrt"]["broken"]
+    assert both["tensorrt"]["unavailable"]
     thor = _eval(sets_dir, "cudaPackages_13_0", "aarch64-linux", caps=("11.0",))["tensorrt"]
-    assert thor["version"] == "10.16.1.11" and not thor["broken"]
+    assert thor["version"] == "10.16.1.11" and not thor["unavailable"]
     assert thor["knownVulnerabilities"] == []
     # The 11.2.1 assertion is on 11.3.0 (never a Jetson pin) and not on 11.1.0.
     s134 = plan_sets([load_manifest(m) for m in [*MANIFESTS, *EXTRA]])[-1]

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -26,7 +25,8 @@ import pytest
 from cudasplit import nixify_sets
 from cudasplit._elf.read import read_elf_info
 from tests.nix import test_nix
-from tests.nix.test_nix import CHECKOUT, STORE_PATH, Nix
+from tests.nix.standin import write_params
+from tests.nix.test_nix import STORE_PATH, Nix
 from tests.support.paths import DATA
 from tests.support.wheeltrees import Wheel, set_archive
 
@@ -67,28 +67,6 @@ CASES = [(s, p) for s, ps in BUILT.items() for p in ps]
 MISSING: dict[str, str] = {}  # archive file name -> why its wheel is not here
 
 
-def _host_library(name: str) -> str:
-    found = subprocess.run(["gcc", f"-print-file-name={name}"], capture_output=True, text=True,
-                           check=False)
-    path = Path(found.stdout.strip()).resolve()
-    if not path.is_file():
-        pytest.skip(f"gcc does not know {name}")
-    return str(path)
-
-
-def _zlib() -> str:
-    for directory in ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/usr/lib64"):
-        if (Path(directory) / "libz.so.1").exists():
-            return str((Path(directory) / "libz.so.1").resolve())
-    pytest.skip("no host libz.so.1")
-
-
-def _loader() -> dict[str, str]:
-    info = read_elf_info(Path(sys.executable).resolve())
-    assert info is not None and info.interp is not None
-    return {Path(info.interp).name: str(Path(info.interp).resolve())}
-
-
 @pytest.fixture(scope="module")
 def params(nix: Nix, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The generated sets, the local tarballs their URLs map to, and the host pieces."""
@@ -106,13 +84,7 @@ def params(nix: Nix, tmp_path_factory: pytest.TempPathFactory) -> Path:
                 srcs[base] = str(set_archive(pname, wheel, top, source.outputs))
             except pytest.skip.Exception as exc:  # offline: the builds needing it skip
                 MISSING[base] = str(exc)
-    data = {"dir": str(root / "sets"), "srcs": srcs, "nonce": nix.nonce,
-            "checkout": str(CHECKOUT), "python": sys.executable,
-            "gccLibs": {n: _host_library(n) for n in ("libstdc++.so.6", "libgcc_s.so.1")},
-            "zlibLibs": {"libz.so.1": _zlib()}, "loader": _loader()}
-    path = root / "params.json"
-    path.write_text(json.dumps(data))
-    return path
+    return write_params(root / "params.json", nix, srcs, root / "sets")
 
 
 def _build(nix: Nix, params: Path, set_name: str, attrs: list[str],
@@ -151,6 +123,22 @@ def test_package_and_its_tests_build(nix: Nix, params: Path, set_name: str,
     done = _build(nix, params, set_name,
                   [f"{pname}.all"] + [f"{pname}.passthru.tests.{t}" for t in tests])
     assert done.returncode == 0, done.stderr[-4000:]
+    _check_after_fixup(nix, params, set_name, pname)
+
+
+def _check_after_fixup(nix: Nix, params: Path, set_name: str, pname: str) -> None:
+    """After stdenv's fixup (the stand-in's model): headers only in the include output (or
+    where the package's outputs put them), and every directory a .pc file names exists."""
+    done = _build(nix, params, set_name, [f"{pname}.all"])
+    assert done.returncode == 0, done.stderr[-2000:]
+    outputs = {Path(p).name.rsplit("-", 1)[-1]: Path(p) for p in done.stdout.split()}
+    if "include" in outputs:
+        assert any((outputs["include"] / "include").iterdir())
+        assert all(not (o / "include").exists() for n, o in outputs.items() if n != "include")
+    for path in outputs.values():
+        for pc in path.rglob("*.pc"):
+            for value in re.findall(r"^\w+dir=(/nix/store/\S+)$", pc.read_text(), re.M):
+                assert Path(value).is_dir(), f"{pc}: {value}"
 
 
 @pytest.mark.parametrize("set_name", list(BUILT))

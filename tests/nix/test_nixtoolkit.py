@@ -10,7 +10,6 @@ Nix store paths would be.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from cudasplit import load_manifest
 from cudasplit._release.nixify import compiler_packages, nixify
 from cudasplit._split.targets import EM_X86_64, elf_machine
 from cudasplit.cli import main
+from tests.nix.nixtools import need_nix
 from tests.support.paths import REPO
 from tests.support.releases import release
 
@@ -37,11 +37,12 @@ let
   in if cross then self // { __spliced.targetTarget = aarch64; } else self;
   stubs = {
     lib = {
-      licenses.unfree = "unfree";
+      licenses.nvidiaCudaRedist = "nvidiaCudaRedist";
+      sourceTypes.binaryNativeCode = "binaryNativeCode";
       getOutput = o: p: p.${o};
       concatMapStringsSep = sep: f: l: builtins.concatStringsSep sep (map f l);
     };
-    stdenv.mkDerivation = a: a;
+    stdenvNoCC.mkDerivation = a: a;
     cudasplit = { pname = "cudasplit"; };
     cuda_cccl = pkg "cuda_cccl" [ "out" ];
     cuda_crt = pkg "cuda_crt" [ "out" ];
@@ -67,8 +68,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _nix() -> None:
-    if shutil.which("nix-instantiate") is None:
-        pytest.skip("nix-instantiate not found (Debian: apt-get install nix-bin)")
+    need_nix()
 
 
 def _evaluate(directory: Path, tmp_path: Path, *, cross: bool) -> dict[str, object]:

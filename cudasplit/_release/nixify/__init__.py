@@ -35,24 +35,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudasplit._release.manifest import Manifest
-from cudasplit._release.nixify.pins import PINS, Pin
+from cudasplit._release.nixify.nixlang import string as nix_string
+from cudasplit._release.nixify.nixlang import write_atomically
 from cudasplit._release.nixify.plan import (
     DEFAULT_BASE_URL,
     EXTERNAL_PROVIDERS,
     NIX_SYSTEMS,
     PROPAGATES,
+    TARGET_PROPAGATES,
     PackagePlan,
     PlatformPlan,
     cuda_version_of,
+    nix_ident,
     package_roots,
     plan_release,
     table_needs,
 )
 from cudasplit._release.nixify.render import render_default, render_package
-from cudasplit._release.nixify.sets import SetsResult, plan_sets, render_set, write_sets
+from cudasplit._release.nixify.setsplan import SetsResult, plan_sets
+from cudasplit._release.nixify.setsrender import render_set, write_sets
+from cudasplit._release.nixify.tables import PINS, Pin
 from cudasplit._release.nixify.toolkit import TOOLKIT_ATTR, compiler_packages, render_toolkit
 from cudasplit._split.progress import ProgressCallback
-from cudasplit.errors import ManifestError, OutputError
+from cudasplit.errors import ManifestError
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -60,6 +65,7 @@ __all__ = [
     "NIX_SYSTEMS",
     "PINS",
     "PROPAGATES",
+    "TARGET_PROPAGATES",
     "NixifyResult",
     "PackagePlan",
     "Pin",
@@ -67,6 +73,7 @@ __all__ = [
     "SetsResult",
     "compiler_packages",
     "cuda_version_of",
+    "nix_string",
     "nixify",
     "package_roots",
     "plan_release",
@@ -75,6 +82,7 @@ __all__ = [
     "render_package",
     "render_set",
     "table_needs",
+    "write_atomically",
     "write_sets",
 ]
 
@@ -98,18 +106,13 @@ def nixify(manifest: Manifest, tarball_dir: str | os.PathLike[str],
     if not plans:
         raise ManifestError(f"{manifest.source}: none of its tarballs is in {tarball_dir}")
     name = Path(manifest.source).name
-    texts = {f"{p.pname}.nix": render_package(p, name) for p in plans}
+    texts = {f"{nix_ident(p.pname)}.nix": render_package(p, name) for p in plans}
     texts["default.nix"] = render_default(plans, name)
     if toolkit:
         texts[f"{TOOLKIT_ATTR}.nix"] = render_toolkit(plans, name, manifest.release_label)
         texts["default.nix"] = _with_toolkit(texts["default.nix"])
     out = Path(output_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        for filename, text in sorted(texts.items()):
-            (out / filename).write_text(text)
-    except OSError as exc:
-        raise OutputError(f"{out}: cannot write ({exc.strerror or exc})") from exc
+    write_atomically(out, texts)
     return NixifyResult(str(out), plans, tuple(sorted(texts)))
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 from cudasplit._elf.plan import is_glibc_name
 from cudasplit._model import OUTPUT_NAMES
 from cudasplit._release.manifest import Artifact, Manifest, Package, find_tarball, select_artifacts
+from cudasplit._release.nixify.nixlang import ident
+from cudasplit._release.nixify.tables import PROPAGATES, TARGET_PROPAGATES
 from cudasplit._release.sonames import PackageLinks, dependencies, provider_index, scan_elf_source
 from cudasplit._rulebook import PackageSettings, Where, load_ruleset, name_at
 from cudasplit._split.pipeline import SplitOptions
@@ -28,8 +30,10 @@ __all__ = [
     "EXTERNAL_PROVIDERS",
     "NIX_SYSTEMS",
     "PROPAGATES",
+    "TARGET_PROPAGATES",
     "PackagePlan",
     "PlatformPlan",
+    "check_artifact",
     "cuda_version_of",
     "nix_ident",
     "package_roots",
@@ -42,21 +46,7 @@ DEFAULT_BASE_URL = "https://developer.download.nvidia.com/compute/cuda/redist/"
 # linux-sbsa and needs a capability switch Nixpkgs keeps elsewhere: it is left out here.
 NIX_SYSTEMS = {"linux-x86_64": "x86_64-linux", "linux-sbsa": "aarch64-linux",
                "linux-ppc64le": "powerpc64le-linux"}
-# Nixpkgs library.nix @7857007 and the package files (nixpkgs-today.md section 5); names as of
-# CUDA 12 (cuda_cccl is cccl from 13.3: _pkgrenames.py). Names outside a set are left out.
-PROPAGATES: Mapping[str, tuple[str, ...]] = {
-    "cuda_cudart": ("cuda_crt", "cuda_cccl"),
-    "cuda_nvcc": ("cuda_cudart",),          # depsTargetTargetPropagated in Nixpkgs
-    "cuda_nvprof": ("cuda_cudart",),
-    "libcublas": ("cuda_cudart",), "libcufft": ("cuda_cudart",), "libcurand": ("cuda_cudart",),
-    "libnpp": ("cuda_cudart",), "libnvjpeg": ("cuda_cudart",),
-    "libcutensor": ("cuda_cudart",),
-    "libcusparse_lt": ("cuda_cudart", "libcusparse"),
-    "libcublasmp": ("libcublas", "nccl"),
-    "libcuobjclient": ("libcufile",),
-}
 _PLACEHOLDER = re.compile(r"@([A-Za-z0-9_.+-]+)@")
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_'-]*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +77,7 @@ class PackagePlan:
     cuda_version: str | None = None  # the release's X.Y: cudasplitCudaVersion
     missing: tuple[str, ...] = ()  # platforms named by the manifest without a tarball here
     propagated: tuple[str, ...] = ()  # packages of the release it propagates (library.nix)
+    target_propagated: tuple[str, ...] = ()  # depsTargetTargetPropagated (nvcc -> cudart)
 
 
 def plan_release(manifest: Manifest, tarball_dir: str | os.PathLike[str], *,
@@ -98,6 +89,8 @@ def plan_release(manifest: Manifest, tarball_dir: str | os.PathLike[str], *,
     chosen = [a for a in select_artifacts(manifest, platforms=wanted or ("linux",),
                                           packages=packages)
               if a.platform in NIX_SYSTEMS and a.cuda_variant is None]
+    for artifact in chosen:  # names become files, arguments and paths: checked first
+        check_artifact(manifest.source, artifact)
     found = {a: find_tarball(a, tarball_dir) for a in chosen}
     cuda = cuda_version_of(manifest)
     links: dict[tuple[str, str], PackageLinks] = {}
@@ -187,7 +180,10 @@ def _plan_package(package: Package, arts: Sequence[Artifact], missing: Sequence[
         dlopened=tuple(sorted(dlopened & {n for v in resolves.values() for n in v})),
         missing=tuple(sorted(a.platform for a in missing)),
         propagated=tuple(p for p in (name_at(d, cuda) for d in PROPAGATES.get(package.pname, ()))
-                         if p in release and p != package.pname))
+                         if p in release and p != package.pname),
+        target_propagated=tuple(
+            p for p in (name_at(d, cuda) for d in TARGET_PROPAGATES.get(package.pname, ()))
+            if p in release and p != package.pname))
 
 
 def _platform_key(artifact: Artifact) -> str:
@@ -272,6 +268,15 @@ def table_needs(table: PackageSettings, where: Where) -> dict[str, str]:
 
 def nix_ident(name: str) -> str:
     """``name`` as a Nix identifier (a ``callPackage`` argument); else a ``ManifestError``."""
-    if not _IDENT.match(name):
-        raise ManifestError(f"package name {name!r} is not a Nix identifier")
-    return name
+    return ident(name)
+
+
+def check_artifact(source: str, artifact: Artifact) -> None:
+    """Refuse, naming the manifest, a package key that is not a Nix identifier (it becomes an
+    attribute, an argument and a file name) and a ``relative_path`` that leaves the
+    download tree (absolute, or with ``..``): ``ManifestError``."""
+    ident(artifact.package, f"{source}: package key")
+    parts = artifact.relative_path.split("/")
+    if artifact.relative_path.startswith("/") or ".." in parts or "\0" in artifact.relative_path:
+        raise ManifestError(f"{source}: {artifact.package}: relative_path "
+                            f"{artifact.relative_path!r} leaves the download tree")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from cudasplit._release.nixify import (
 from cudasplit._release.sonames import PackageLinks, provider_index, scan_elf_dir
 from cudasplit._rulebook import Where, load_ruleset
 from cudasplit.cli import main
+from tests.nix.nixtools import need_nix
 from tests.support.releases import Release, release
 
 pytestmark = pytest.mark.slow
@@ -39,13 +39,15 @@ STUB = r"""
 let
   stubs = {
     lib = {
-      licenses.unfree = "unfree";
+      licenses.nvidiaCudaRedist = "nvidiaCudaRedist";
+      sourceTypes.binaryNativeCode = "binaryNativeCode";
       getLib = p: p.pname;
       getOutput = o: p: "${p.pname}.${o}";
       makeLibraryPath = ps: builtins.concatStringsSep ":" (map (p: "${p.pname}/lib") ps);
     };
     stdenv = { mkDerivation = a: a; hostPlatform.system = system;
                cc.cc.lib = { pname = "gcc-lib"; }; };
+    stdenvNoCC = { mkDerivation = a: a; hostPlatform.system = system; };
     fetchurl = a: a;
     cudasplit = { pname = "cudasplit"; };
     zlib = { pname = "zlib"; };
@@ -67,8 +69,7 @@ builtins.mapAttrs (name: d: {
 
 
 def _need_nix() -> None:
-    if shutil.which("nix-instantiate") is None:
-        pytest.skip("nix-instantiate not found (Debian: apt-get install nix-bin)")
+    need_nix()
 
 
 def _evaluate(directory: Path, tmp_path: Path) -> dict[str, dict[str, object]]:
@@ -236,7 +237,7 @@ def test_dlopen_targets_become_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
     assert plan.build_inputs == ("libnvjitlink",)
     assert plan.dlopened == ("libnvJitLink.so.12",)
     assert "libcuda.so.1" not in plan.unresolved  # the driver's: never a buildInput
-    assert "libnvjitlink # dlopen libnvJitLink.so.12" in render_package(plan, "r.json")
+    assert "libnvjitlink # dlopen \"libnvJitLink.so.12\"" in render_package(plan, "r.json")
 
 
 def test_two_platforms_and_a_missing_one(tmp_path: Path) -> None:
@@ -323,7 +324,8 @@ BUILD_STUB = r"""
 { dir, tarballs, python, checkout, hook, nonce, ccLib }:
 let
   lib = {
-    licenses.unfree = "unfree";
+    licenses.nvidiaCudaRedist = "nvidiaCudaRedist";
+    sourceTypes.binaryNativeCode = "binaryNativeCode";
     getLib = p: p.lib or p.out;
     makeLibraryPath = ps: builtins.concatStringsSep ":" (map (p: "${lib.getLib p}/lib") ps);
   };
@@ -350,7 +352,7 @@ let
     });
   };
   fetchurl = a: builtins.path { path = tarballs + "/${baseNameOf a.url}"; };
-  stubs = { inherit lib stdenv fetchurl; cudasplit = ""; };
+  stubs = { inherit lib stdenv fetchurl; stdenvNoCC = stdenv; cudasplit = ""; };
   callPackage = f: extra:
     let fn = import f;
     in fn (builtins.intersectAttrs (builtins.functionArgs fn) (stubs // self)) // extra;
