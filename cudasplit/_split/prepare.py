@@ -34,7 +34,7 @@ class RunPlan:
     allowed: frozenset[str] | None        # declared + out: where fallbacks may go
     layout: Layout
     normalise: Normaliser
-    lib_major: LibMajor                   # D9: lib/ members held or routed (_libmajor.py)
+    lib_major: LibMajor                   # D9: lib/ members held or routed (libmajor.py)
     warnings: tuple[Problem, ...] = ()
 
 
@@ -56,7 +56,7 @@ def prepare(package: PackageId, options: SplitOptions, layout: LayoutSpec,
     cuda_major = (options.cuda_major or package.cuda_variant
                   or (where.cuda_version or "").split(".")[0] or None)
     # Only multi-CUDA redists without a _cudaNN archive suffix may mix lib/ and
-    # lib/<major>/: their lib/ members wait for the verdict (_libmajor.py).
+    # lib/<major>/: their lib/ members wait for the verdict (libmajor.py).
     major = cuda_major.split(".")[0] if cuda_major else None
     lib_major = LibMajor(major, hold=ruleset.package.redist != "cuda"
                          and not package.cuda_variant)

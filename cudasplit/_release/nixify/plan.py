@@ -43,7 +43,8 @@ DEFAULT_BASE_URL = "https://developer.download.nvidia.com/compute/cuda/redist/"
 NIX_SYSTEMS = {"linux-x86_64": "x86_64-linux", "linux-sbsa": "aarch64-linux",
                "linux-ppc64le": "powerpc64le-linux"}
 # Nixpkgs library.nix @7857007 and the package files (nixpkgs-today.md section 5); names as of
-# CUDA 12 (cuda_cccl is cccl from 13.3: _pkgrenames.py). Names outside a set are left out.
+# CUDA 12 (cuda_cccl is cccl from 13.3: cudasplit/_rulebook/renames.py). Names outside a set
+# are left out.
 PROPAGATES: Mapping[str, tuple[str, ...]] = {
     "cuda_cudart": ("cuda_crt", "cuda_cccl"),
     "cuda_nvcc": ("cuda_cudart",),          # depsTargetTargetPropagated in Nixpkgs
@@ -217,7 +218,8 @@ def package_roots(table: PackageSettings, needs: Mapping[str, str], cuda: str | 
                    ) -> tuple[tuple[str, str], ...]:
     """What the split needs to know about the packages the table names: ``--package-root``
     keys (``PNAME`` or ``PNAME.OUTPUT``) and the Nix expression of each directory. Names are
-    the release's (``cccl`` from CUDA 13.3, :mod:`._pkgrenames`); the split finds either."""
+    the release's (``cccl`` from CUDA 13.3, :mod:`cudasplit._rulebook.renames`); the split finds
+    either."""
     roots: dict[str, str] = {}
     for pname, key in needs.items():
         name = nix_ident(pname)

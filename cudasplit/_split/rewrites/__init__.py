@@ -74,7 +74,7 @@ def read_small_text(stream: BinaryIO, source: str, member: str) -> str:
 
 def package_root(roots: Mapping[str, str], pname: str, output: str) -> str | None:
     """``--package-root PNAME.OUTPUT=DIR`` for a split package, else ``PNAME=DIR``; a renamed
-    package answers to either name (cuda_cccl / cccl, :mod:`._pkgrenames`)."""
+    package answers to either name (cuda_cccl / cccl, :mod:`cudasplit._rulebook.renames`)."""
     for name in aliases(pname):
         root = roots.get(f"{name}.{output}") or roots.get(name)
         if root is not None:
@@ -177,7 +177,7 @@ def rewrite_profile(ctx: RewriteContext, path: str, output: str, dest: str,
     return Rewritten(rewrite_nvcc_profile(text, roots, extras), tuple(warnings))
 
 
-# -- the package table's text_edits (libcudss's CMake configs; _textedits.py) ------------------
+# -- the package table's text_edits (libcudss's CMake configs; textedits.py) ------------------
 
 
 def text_edits_for(ctx: RewriteContext, dest: str) -> list[TextEdit]:
