@@ -1,0 +1,262 @@
+"""Every command the documentation shows runs here, and does what the page says.
+
+Each page's ```` ```sh ```` and ```` ```console ```` blocks (:mod:`tests.support.doccommands`)
+run in order, in a scene: a private directory laid out like a small machine (``home/user`` is
+the working directory; ``/tmp/``, ``/opt/`` and ``/home/`` in a command are that directory's),
+holding the inputs the page names under the names it uses. The exit status must be the one the
+page says, and a console block's output what it shows (numbers and column widths aside).
+
+Inputs: the sample tarball, and NVIDIA-layout tarballs built from the reference member lists
+(``tests/data/trees/packages``: real layout, small real ELF files compiled here) for the pages
+that need no NVIDIA bytes; the pages about whole releases, cross-compiling and CuPy use real
+NVIDIA wheels laid out as redistributables (marked ``realbytes``; skipped offline).
+
+A command is left out only where this file says why (``NOT_RUN``): the README's quick start
+(``.ci/run`` runs it on a fresh machine) and the commands of the test loop itself. Where a
+command needs something a machine may lack (``<nixpkgs>``), the rest of the page runs and the
+test then skips naming what was not run.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.support.builders import have_compiler, tree_from_reference, write_tarball
+from tests.support.doccommands import (
+    Command,
+    page_blocks,
+    problems,
+    run_block,
+    unlabelled_command_blocks,
+)
+from tests.support.paths import DATA, REPO
+
+DOCS = REPO / "docs"
+PAGES = [REPO / "README.md", *sorted(DOCS.rglob("*.md"))]
+TREES = DATA / "trees" / "packages"
+SAMPLE = REPO / "fixtures" / "cuda_sample-linux-x86_64-12.9.79-archive.tar.xz"
+CUDART = "cuda_cudart-linux-x86_64-12.9.79-archive"
+CUBLAS = "libcublas-linux-x86_64-12.9.1.4-archive"
+
+# Commands no test runs, each with the reason (matched by the start of the command).
+NOT_RUN: dict[str, dict[str, str]] = {
+    "README.md": {
+        "python3 -m venv .venv && .venv/bin/pip install -q . &&":
+            "the quick start: .ci/run runs it on a fresh machine (test_docs.py checks it is "
+            "the README's)",
+        "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' &&":
+            "the test command: .ci/run runs it (it is this test suite)",
+    },
+    "docs/tutorial.md": {
+        "python3 -m venv .venv && .venv/bin/pip install -q .":
+            "the README's quick start installs the same way (.ci/run runs it)",
+    },
+    "docs/development.md": {
+        "python3 -m venv .venv": "the README's test command (.ci/run runs it)",
+        ".venv/bin/python -m pytest": "the test suite itself",
+        ".venv/bin/ruff": "the linter over the checkout, not a user command",
+        ".venv/bin/mypy": "the type checker over the checkout, not a user command",
+        "python3 scripts/gen_reference.py --write":
+            "rewrites the checkout; tests/test_docs.py runs its --check",
+        "python3 scripts/package_table.py --write":
+            "rewrites the checkout; tests/test_docs.py runs its --check",
+    },
+}
+
+
+@dataclass
+class Scene:
+    """A page's working directory and environment; ``missing`` says which commands cannot run
+    on this machine (start of the command -> why), ``files`` which blocks' text to save."""
+
+    root: Path
+    env: dict[str, str] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def cwd(self) -> Path:
+        return self.root / "home" / "user"
+
+    @property
+    def substitutions(self) -> list[tuple[str, str]]:
+        return [(f"{prefix}", f"{self.root}{prefix}") for prefix in ("/tmp/", "/opt/", "/home/")]
+
+    def put(self, name: str, source: Path) -> Path:
+        """``source`` in the working directory as ``name`` (a symlink)."""
+        dest = self.cwd / name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.symlink_to(source)
+        return dest
+
+
+def _scene(tmp_path: Path) -> Scene:
+    scene = Scene(tmp_path)
+    for sub in ("home/user", "tmp", "opt"):
+        (tmp_path / sub).mkdir(parents=True)
+    venv_bin = Path(sys.executable).parent
+    scene.env = {"PATH": f"{venv_bin}:/usr/bin:/bin:/usr/sbin:/sbin", "HOME": str(scene.cwd),
+                 "TERM": "dumb", "PYTHONUNBUFFERED": "1", "LC_ALL": "C.UTF-8", "COLUMNS": "100",
+                 "TMPDIR": str(tmp_path / "tmp"), "SOURCE_DATE_EPOCH": "315532800"}
+    return scene
+
+
+# -- inputs (built once per run, read-only) ------------------------------------------------
+
+@pytest.fixture(scope="session")
+def synthetic(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """NVIDIA-layout tarballs from the reference lists, and their trees."""
+    if not have_compiler("x86_64"):
+        pytest.skip("needs gcc (the reference trees hold small ELF files compiled here)")
+    root = tmp_path_factory.mktemp("docinputs")
+    made: dict[str, Path] = {}
+    for pname, top in (("cuda_cudart", CUDART), ("libcublas", CUBLAS)):
+        tree = tree_from_reference(TREES / f"{pname}.txt", root / "trees")
+        assert tree.name == top
+        made[top] = tree
+        made[f"{top}.tar.xz"] = write_tarball(tree, root, "xz")
+        made[f"{top}.tar.zst"] = write_tarball(tree, root, "zst")
+    return made
+
+
+# -- the scenes ----------------------------------------------------------------------------
+
+def scene_readme(scene: Scene, inputs: dict[str, Path]) -> None:
+    scene.put(f"{CUDART}.tar.xz", inputs[f"{CUDART}.tar.xz"])
+
+
+def scene_tutorial(scene: Scene, inputs: dict[str, Path]) -> None:
+    for name in ("fixtures", "nix", "rules", "cudasplit", "pyproject.toml", "README.md",
+                 "LICENSE"):
+        scene.put(name, REPO / name)
+    nix_block = _blocks_of(DOCS / "tutorial.md", "nix")
+    (scene.cwd / "demo.nix").write_text("\n".join(nix_block[0]) + "\n")
+    if not _have_nixpkgs():
+        scene.missing["lib=$(nix-build demo.nix"] = "needs <nixpkgs> on NIX_PATH"
+        scene.missing['readelf -d "$lib"'] = "follows the nix-build above"
+        scene.missing['nix-store -q --references "$lib"'] = "follows the nix-build above"
+
+
+def scene_split_by_hand(scene: Scene, inputs: dict[str, Path]) -> None:
+    scene.put(f"{CUDART}.tar.xz", inputs[f"{CUDART}.tar.xz"])
+    shutil.copytree(inputs[CUDART], scene.cwd / CUDART, symlinks=True)
+    scene.put("a.tar.xz", inputs[f"{CUDART}.tar.xz"])
+    scene.put("b.tar.zst", inputs[f"{CUBLAS}.tar.zst"])
+    scene.put(f"downloads/{CUDART}.tar.xz", inputs[f"{CUDART}.tar.xz"])
+    scene.put(f"downloads/{CUBLAS}.tar.xz", inputs[f"{CUBLAS}.tar.xz"])
+    scene.env["url"] = f"file://{inputs[f'{CUDART}.tar.xz']}"
+
+
+def scene_repack(scene: Scene, inputs: dict[str, Path]) -> None:
+    scene.put(f"{CUBLAS}.tar.xz", inputs[f"{CUBLAS}.tar.xz"])
+    scene.put(f"{CUDART}.tar.xz", inputs[f"{CUDART}.tar.xz"])
+
+
+def scene_nix_installphase(scene: Scene, inputs: dict[str, Path]) -> None:
+    """A Nix builder's environment, as the page's ``cudasplit split "$src" --nix`` reads it."""
+    out = scene.root / "nix/store/00000000000000000000000000000000-cuda_cudart-12.9.79"
+    compat = scene.root / "nix/store/11111111111111111111111111111111-cuda_compat-12.9"
+    (compat / "compat").mkdir(parents=True)
+    scene.env.update({"src": str(inputs[f"{CUDART}.tar.xz"]), "outputs": "out", "out": str(out),
+                      "cuda_compat": str(compat), "NIX_BUILD_TOP": str(scene.root / "tmp")})
+
+
+def scene_packages(scene: Scene, inputs: dict[str, Path]) -> None:
+    pass
+
+
+SCENES: dict[str, Callable[[Scene, dict[str, Path]], None]] = {
+    "README.md": scene_readme,
+    "docs/tutorial.md": scene_tutorial,
+    "docs/howto/split-by-hand.md": scene_split_by_hand,
+    "docs/howto/repack.md": scene_repack,
+    "docs/howto/nix-installphase.md": scene_nix_installphase,
+    "docs/reference/packages.md": scene_packages,
+    "docs/development.md": scene_packages,
+}
+
+
+def _rel(page: Path) -> str:
+    return str(page.relative_to(REPO))
+
+
+def _blocks_of(page: Path, lang: str) -> list[list[str]]:
+    from tests.support.doccommands import fenced_blocks
+
+    return [body for block_lang, _, body in fenced_blocks(page.read_text()) if block_lang == lang]
+
+
+def _have_nixpkgs() -> bool:
+    if shutil.which("nix-instantiate") is None:
+        return False
+    done = subprocess.run(["nix-instantiate", "--find-file", "nixpkgs"], capture_output=True,
+                          check=False)
+    return done.returncode == 0
+
+
+def _excused(page: str, command: Command, scene: Scene) -> str | None:
+    for start, why in (*NOT_RUN.get(page, {}).items(), *scene.missing.items()):
+        if command.text.startswith(start):
+            return why
+    return None
+
+
+def run_page(page: Path, scene: Scene) -> None:
+    rel = _rel(page)
+    failures: list[str] = []
+    not_run: list[str] = []
+    for block in page_blocks(page):
+        skip = [c for c in block.commands if _excused(rel, c, scene) is not None]
+        not_run += [f"{c.text[:60]} ({_excused(rel, c, scene)})" for c in skip
+                    if c.text.split()[0] not in ("python3", ".venv/bin/python", ".venv/bin/ruff",
+                                                 ".venv/bin/mypy")
+                    and not any(c.text.startswith(s) for s in NOT_RUN.get(rel, {}))]
+        results = run_block(block, scene.cwd, scene.env, substitutions=scene.substitutions,
+                            skip=skip)
+        failures += problems(results, rel)
+    assert failures == [], "\n\n".join(failures)
+    if not_run:
+        pytest.skip(f"{rel}: the other commands ran; not run here: " + "; ".join(not_run))
+
+
+def _command_pages() -> Iterator[Path]:
+    for page in PAGES:
+        if any(block.commands for block in page_blocks(page)):
+            yield page
+
+
+COMMAND_PAGES = list(_command_pages())
+REAL_PAGES: set[str] = set()
+
+
+@pytest.mark.parametrize("page", [p for p in COMMAND_PAGES if _rel(p) not in REAL_PAGES],
+                         ids=_rel)
+def test_page_commands_do_what_the_page_says(page: Path, tmp_path: Path,
+                                             synthetic: dict[str, Path]) -> None:
+    scene = _scene(tmp_path)
+    SCENES[_rel(page)](scene, synthetic)
+    run_page(page, scene)
+
+
+def test_every_page_with_commands_has_a_scene() -> None:
+    assert sorted(_rel(p) for p in COMMAND_PAGES) == sorted(SCENES)
+
+
+def test_command_blocks_are_labelled() -> None:
+    """A plain fenced block that starts with a command would never run: label it sh/console."""
+    bad = [f"{_rel(page)}:{line}" for page in PAGES for line in unlabelled_command_blocks(page)]
+    assert bad == []
+
+
+def test_every_excuse_names_a_command_of_its_page() -> None:
+    for rel, excuses in NOT_RUN.items():
+        commands = [c.text for block in page_blocks(REPO / rel) for c in block.commands]
+        for start in excuses:
+            assert any(text.startswith(start) for text in commands), (rel, start)
+
