@@ -118,7 +118,7 @@ def unlabelled_command_blocks(page: Path) -> list[int]:
 
 # -- comparing what was printed with what the page shows ----------------------------------
 
-NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)*")
+NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)*")
 ELLIPSIS = ("...", "…")
 
 
