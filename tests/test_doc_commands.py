@@ -44,6 +44,7 @@ TREES = DATA / "trees" / "packages"
 SAMPLE = REPO / "fixtures" / "cuda_sample-linux-x86_64-12.9.79-archive.tar.xz"
 CUDART = "cuda_cudart-linux-x86_64-12.9.79-archive"
 CUBLAS = "libcublas-linux-x86_64-12.9.1.4-archive"
+NVRTC = "cuda_nvrtc-linux-x86_64-12.9.86-archive"
 
 # Commands no test runs, each with the reason (matched by the start of the command).
 NOT_RUN: dict[str, dict[str, str]] = {
@@ -116,7 +117,7 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         pytest.skip("needs gcc (the reference trees hold small ELF files compiled here)")
     root = tmp_path_factory.mktemp("docinputs")
     made: dict[str, Path] = {}
-    for pname, top in (("cuda_cudart", CUDART), ("libcublas", CUBLAS)):
+    for pname, top in (("cuda_cudart", CUDART), ("libcublas", CUBLAS), ("cuda_nvrtc", NVRTC)):
         tree = tree_from_reference(TREES / f"{pname}.txt", root / "trees")
         assert tree.name == top
         made[top] = tree
@@ -209,8 +210,89 @@ def scene_inspect_a_release(scene: Scene, inputs: dict[str, Path]) -> None:
             scene.put(manifest.name, manifest)
 
 
+CMAKE_WHEEL = ("cmake", "4.4.5")  # CMake >= 4.3, the release the page is about
+
+
+def scene_cross_compiling(scene: Scene, inputs: dict[str, Path]) -> None:
+    """NVIDIA's 13.0 compiler packages and cudart for both targets, the page's prog.cu and
+    CMakeLists.txt, CMake 4.4.5 from its wheel first on PATH."""
+    from tests.support.realwheels import wheel_root
+    from tests.support.wheeltrees import WHEELS_13, redist_tarball, top_name
+
+    for tool in ("aarch64-linux-gnu-g++", "qemu-aarch64"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} not installed (Debian: g++-aarch64-linux-gnu, qemu-user)")
+    for pname in ("cuda_nvcc", "libnvvm", "cuda_crt", "cuda_cccl", "cuda_cudart"):
+        wheel = WHEELS_13[pname]
+        scene.put(f"{top_name(pname, wheel.version)}.tar.xz", redist_tarball(pname, wheel))
+    sbsa = redist_tarball("cuda_cudart", WHEELS_13["cuda_cudart"], platform="linux-sbsa")
+    scene.put(f"{top_name('cuda_cudart', WHEELS_13['cuda_cudart'].version, 'linux-sbsa')}"
+              ".tar.xz", sbsa)
+    page = DOCS / "howto" / "cross-compiling.md"
+    (scene.cwd / "prog.cu").write_text("\n".join(_blocks_of(page, "cuda")[0]) + "\n")
+    (scene.cwd / "CMakeLists.txt").write_text("\n".join(_blocks_of(page, "cmake")[0]) + "\n")
+    cmake = wheel_root(*CMAKE_WHEEL) / "cmake" / "data" / "bin"
+    scene.env["PATH"] = f"{cmake}:{scene.env['PATH']}"
+
+
+CUPY = ("cupy-cuda12x", "13.6.0")  # CuPy 13 still names libnvrtc in its ELF files
+
+
+def _store_add(directory: Path) -> Path:
+    """``directory`` added to the Nix store as it is (``nix-store --add``): a store path with
+    the same name, whose bytes name the store paths they name."""
+    done = subprocess.run(["nix-store", "--add", str(directory)], capture_output=True,
+                          text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot add to the Nix store: {done.stderr.strip()[-200:]}")
+    return Path(done.stdout.strip())
+
+
+def _consumer_result(scene: Scene) -> Path:
+    """A consumer in the Nix store, as ``nix-build`` leaves it behind ``./result``:
+    ``bin/app`` NEEDs libfoo.so.1, and its RUNPATH names two store paths that both hold one,
+    different files (ambiguous); ``share/ref`` names ``mid``, whose library names cuda_cudart's
+    ``static`` output (a forbidden output in the run-time closure)."""
+    from tests.support.builders import compile_executable, compile_shared
+
+    build = scene.root / "build"
+    libs = []
+    for name, value in (("a", 1), ("b", 2)):
+        compile_shared(build / name / "lib", "libfoo.so.1", f"int foo(void) {{ return {value}; }}",
+                       soname="libfoo.so.1")
+        libs.append(_store_add(build / name))
+    static = build / "cuda_cudart-12.9.79-static"
+    (static / "lib").mkdir(parents=True)
+    (static / "lib" / "libcudart_static.a").write_bytes(b"!<arch>\n")
+    static_path = _store_add(static)
+    mid = build / "mid"
+    (mid / "lib").mkdir(parents=True)
+    (mid / "lib" / "libmid.so").write_text(f"-L{static_path}/lib -lcudart_static\n")
+    mid_path = _store_add(mid)
+    app = build / "app"
+    compile_executable(app / "bin", "app", "int foo(void); int main(void) { return foo(); }",
+                       needed_libs=[libs[0] / "lib" / "libfoo.so.1"],
+                       runpath=":".join(f"{p}/lib" for p in libs))
+    (app / "share").mkdir()
+    (app / "share" / "ref").write_text(f"{mid_path}\n")
+    return _store_add(app)
+
+
+def scene_consumer_guards(scene: Scene, inputs: dict[str, Path]) -> None:
+    from tests.support.realwheels import wheel_root
+
+    if shutil.which("nix-store") is None:
+        pytest.skip("nix-store not installed (Debian: nix-bin): the page's consumer is a store path")
+    (scene.cwd / "result").symlink_to(_consumer_result(scene))
+    cupy = wheel_root(*CUPY)
+    shutil.copytree(cupy, scene.cwd / cupy.name, symlinks=True)
+    scene.put(f"{NVRTC}.tar.xz", inputs[f"{NVRTC}.tar.xz"])
+
+
 SCENES: dict[str, Callable[[Scene, dict[str, Path]], None]] = {
+    "docs/howto/consumer-guards.md": scene_consumer_guards,
     "docs/howto/inspect-a-release.md": scene_inspect_a_release,
+    "docs/howto/cross-compiling.md": scene_cross_compiling,
     "README.md": scene_readme,
     "docs/tutorial.md": scene_tutorial,
     "docs/howto/split-by-hand.md": scene_split_by_hand,

@@ -167,9 +167,10 @@ class LinkInto:
 class TextEdit:
     """Replacements in the text files whose path in their output matches ``files`` (libcudss's
     CMake configs; applied by cudasplit/_split/rewrites/textedits.py): ``replace`` literal
-    ``(old, new)`` pairs, ``regex`` ``(pattern, new)`` pairs (Python ``re``, one line at a time like ``sed -E``). ``quiet``:
-    a text not found is no problem (Nixpkgs' ``--replace-quiet``, ``sed``); ``forbid``: texts
-    that must not remain once the pairs are done (tensorrt's ``${_IMPORT_PREFIX}/``)."""
+    ``(old, new)`` pairs, ``regex`` ``(pattern, new)`` pairs (Python ``re``, one line at a time
+    like ``sed -E``). ``quiet``: a text not found is no problem (Nixpkgs' ``--replace-quiet``,
+    ``sed``); ``forbid``: texts that must not remain once the pairs are done (tensorrt's
+    ``${_IMPORT_PREFIX}/``)."""
 
     files: tuple[Glob, ...]
     replace: tuple[tuple[str, str], ...] = ()

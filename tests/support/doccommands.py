@@ -111,9 +111,11 @@ def page_blocks(page: Path) -> list[Block]:
 
 
 def unlabelled_command_blocks(page: Path) -> list[int]:
-    """Lines of plain fenced blocks whose first line is a command."""
+    """Lines of plain fenced blocks whose first line is a command (not a usage synopsis such
+    as ``cudasplit split [OPTIONS] SOURCES...``)."""
     return [start for lang, start, body in fenced_blocks(page.read_text())
-            if not lang and body and re.match(r"(\$ |cudasplit )", body[0])]
+            if not lang and body and re.match(r"(\$ |cudasplit )", body[0])
+            and "[OPTIONS]" not in body[0]]
 
 
 # -- comparing what was printed with what the page shows ----------------------------------
@@ -134,11 +136,11 @@ def _line_pattern(expected: str) -> re.Pattern[str]:
 
 
 def output_matches(expected: Sequence[str], actual: Sequence[str]) -> bool:
-    """Whether ``actual`` is what the page shows: line by line after :func:`normalise`; a line
-    ``...`` (or ``…``) stands for any number of lines, ``...`` inside a line for any text."""
-    want = [e for e in expected if e.strip() or not e]
+    """Whether ``actual`` is what the page shows: line by line after :func:`normalise` (blank
+    lines aside); a line ``...`` (or ``…``) stands for any number of lines, ``...`` inside a
+    line for any text. A command the page shows no output for must print nothing."""
+    want = [e for e in expected if e.strip()]
     got = [a for a in actual if a.strip()]
-    want = [e for e in want if e.strip()]
     return _match(want, 0, got, 0, {})
 
 
