@@ -30,13 +30,16 @@ import pytest
 
 from tests.support.builders import have_compiler, tree_from_reference, write_tarball
 from tests.support.doccommands import (
+    Block,
     Command,
     page_blocks,
     problems,
+    program_of,
     run_block,
     unlabelled_command_blocks,
 )
 from tests.support.paths import DATA, REPO
+from tests.support.tools import need
 
 DOCS = REPO / "docs"
 PAGES = [REPO / "README.md", *sorted(DOCS.rglob("*.md"))]
@@ -219,9 +222,8 @@ def scene_cross_compiling(scene: Scene, inputs: dict[str, Path]) -> None:
     from tests.support.realwheels import wheel_root
     from tests.support.wheeltrees import WHEELS_13, redist_tarball, top_name
 
-    for tool in ("aarch64-linux-gnu-g++", "qemu-aarch64"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} not installed (Debian: g++-aarch64-linux-gnu, qemu-user)")
+    need("aarch64-linux-gnu-g++", "g++-aarch64-linux-gnu")
+    need("qemu-aarch64", "qemu-user")
     for pname in ("cuda_nvcc", "libnvvm", "cuda_crt", "cuda_cccl", "cuda_cudart"):
         wheel = WHEELS_13[pname]
         scene.put(f"{top_name(pname, wheel.version)}.tar.xz", redist_tarball(pname, wheel))
@@ -281,8 +283,7 @@ def _consumer_result(scene: Scene) -> Path:
 def scene_consumer_guards(scene: Scene, inputs: dict[str, Path]) -> None:
     from tests.support.realwheels import wheel_root
 
-    if shutil.which("nix-store") is None:
-        pytest.skip("nix-store not installed (Debian: nix-bin): the page's consumer is a store path")
+    need("nix-store", "nix-bin")  # the page's consumer is a store path
     (scene.cwd / "result").symlink_to(_consumer_result(scene))
     cupy = wheel_root(*CUPY)
     shutil.copytree(cupy, scene.cwd / cupy.name, symlinks=True)
@@ -328,11 +329,33 @@ def _excused(page: str, command: Command, scene: Scene) -> str | None:
     return None
 
 
+# Which Debian package has a program the pages run (for the skip message).
+PACKAGE_OF = {"readelf": "binutils", "nix-build": "nix-bin", "nix-store": "nix-bin",
+              "qemu-aarch64": "qemu-user", "curl": "curl", "cmake": "cmake (or its PyPI wheel)"}
+SHELL_WORDS = {"cd", "echo", "export", "false", "true", "ls", "mkdir", "cp", "ln", "rm", "sed",
+               "tar", "python3", "(exit"}
+
+
+def _need_programs(blocks: list[Block], scene: Scene, rel: str) -> None:
+    """A program a page runs that this machine lacks: skip naming its package (a failure under
+    CUDASPLIT_REQUIRE_TOOLS), before anything runs."""
+    for block in blocks:
+        for command in block.commands:
+            program = program_of(command.text)
+            if (_excused(rel, command, scene) is not None or "/" in program
+                    or program in SHELL_WORDS
+                    or shutil.which(program, path=scene.env["PATH"]) is not None):
+                continue
+            need(program, PACKAGE_OF.get(program, program))
+
+
 def run_page(page: Path, scene: Scene) -> None:
     rel = _rel(page)
     failures: list[str] = []
     not_run: list[str] = []
-    for block in page_blocks(page):
+    blocks = page_blocks(page)
+    _need_programs(blocks, scene, rel)
+    for block in blocks:
         skip = [c for c in block.commands if _excused(rel, c, scene) is not None]
         not_run += [f"{c.text[:60]} ({_excused(rel, c, scene)})" for c in skip
                     if c.text.split()[0] not in ("python3", ".venv/bin/python", ".venv/bin/ruff",

@@ -19,7 +19,6 @@ error (:func:`unlabelled_command_blocks`): unlabelled, it would never be run.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import subprocess
@@ -219,13 +218,17 @@ def problems(results: Sequence[Ran], page: str) -> list[str]:
 
 
 def program_of(command: str) -> str:
-    """The program a command line starts with, past ``VAR=value`` assignments."""
+    """The program a command line starts with, past ``VAR=value`` assignments (``lib=$(...)``
+    runs what is inside)."""
     try:
         words = shlex.split(command, comments=True)
     except ValueError:
         words = command.split()
     for word in words:
+        inner = re.match(r"[A-Za-z_]\w*=\$\((\S+)", word)
+        if inner:
+            return inner.group(1)
         if re.match(r"[A-Za-z_]\w*=", word):
             continue
-        return os.path.basename(word)
+        return word
     return ""

@@ -89,4 +89,5 @@ def test_a_block_runs_in_one_shell_and_reports_each_command(tmp_path: Path) -> N
 
 def test_program_of() -> None:
     assert program_of('CUDAToolkit_ROOT=$PWD/cuda CUDACXX=x cmake -S . -B build') == "cmake"
-    assert program_of("cuda/bin/nvcc -arch=sm_90") == "nvcc"
+    assert program_of("cuda/bin/nvcc -arch=sm_90") == "cuda/bin/nvcc"
+    assert program_of("lib=$(nix-build demo.nix -A lib --no-out-link)") == "nix-build"
