@@ -52,6 +52,19 @@ CLOSURE_SCHEMA = 1  # the "schema" of as_dict (cudasplit/schemas/closure.json)
 
 @dataclass(frozen=True, slots=True, order=True)
 class ClosureWarning:
+    """Something ``lib`` or ``out`` should not drag along that its closure holds.
+
+    Attributes:
+        output: ``lib`` or ``out``: whose closure holds it.
+        category: ``static``, ``stubs``, ``stub-link``, ``samples``, ``doc`` or ``compiler``.
+        holder: the output that holds it.
+        example: one path inside ``holder``, for the message.
+        chain: the outputs from ``output`` to ``holder``, each referencing the next.
+
+    Raises:
+        Nothing: a value.
+    """
+
     output: str    # lib or out: whose closure holds it
     category: str  # static | stubs | stub-link | samples | doc | compiler
     holder: str    # the output that holds it
@@ -66,6 +79,19 @@ class ClosureWarning:
 
 @dataclass(frozen=True, slots=True)
 class ClosureReport:
+    """What :func:`closure_of` found: each output's size, what it references, and the warnings.
+
+    Attributes:
+        roots: output name -> its directory (or store path).
+        sizes: output name -> its files, bytes and what it holds (:class:`OutputSize`).
+        references: which output names which, and how (sorted; self references left out).
+        warnings: what ``lib`` or ``out`` drags along that it should not.
+        external: store roots only: the other store paths each output names.
+
+    Raises:
+        Nothing: a value (``draw`` raises ValueError for an unknown format).
+    """
+
     roots: dict[str, str]
     sizes: dict[str, OutputSize]
     references: tuple[Reference, ...]  # sorted, self references left out

@@ -70,6 +70,19 @@ class LddOptions:
 
 @dataclass(frozen=True, slots=True)
 class Resolution:
+    """What one ``DT_NEEDED`` name or ``dlopen`` target of a file would load.
+
+    Attributes:
+        name: the name asked for.
+        path: the file that would be loaded (None: none).
+        via: how it was found: ``path``, ``RPATH``, ``LD_LIBRARY_PATH``, ``RUNPATH``,
+            ``system``, ``ld.so.cache``, ``glibc``, or ``-``.
+        flag: ``stub-shadows-driver``, ``not-found``, ``driver-not-found`` or ``optional``.
+
+    Raises:
+        Nothing: a value.
+    """
+
     name: str
     path: str | None          # the file that would be loaded
     via: str                  # path | RPATH | LD_LIBRARY_PATH | RUNPATH | system | glibc | -

@@ -53,6 +53,21 @@ class Artifact:
 
 @dataclass(frozen=True, slots=True)
 class Package:
+    """One package of a manifest, with its tarballs.
+
+    Attributes:
+        pname: the manifest key (``cuda_cudart``).
+        name: its display name.
+        license: its licence name.
+        license_path: the licence file's relative path.
+        version: its version.
+        cuda_variants: the CUDA majors it is built for (``cuda_variant``; empty for plain ones).
+        artifacts: its tarballs, in manifest order.
+
+    Raises:
+        Nothing: a value.
+    """
+
     pname: str
     name: str
     license: str | None
@@ -68,6 +83,19 @@ class Package:
 
 @dataclass(frozen=True, slots=True)
 class Manifest:
+    """A parsed ``redistrib_*.json`` (:func:`load_manifest`).
+
+    Attributes:
+        source: the file it was read from, for messages.
+        release_date: ``release_date``.
+        release_label: ``release_label`` (the release's version).
+        release_product: ``release_product`` (``cuda``, ``cudnn``, ...).
+        packages: its packages, in manifest order.
+
+    Raises:
+        Nothing: a value (``package`` raises KeyError for a package it lacks).
+    """
+
     source: str  # file name, for messages
     release_date: str | None
     release_label: str | None

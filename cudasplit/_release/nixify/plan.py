@@ -62,6 +62,18 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_'-]*$")
 
 @dataclass(frozen=True, slots=True)
 class PlatformPlan:
+    """One platform's tarball in a package's expression.
+
+    Attributes:
+        platform: the NVIDIA platform (``linux-x86_64``).
+        url: where the tarball is fetched from.
+        sha256: its hash, from the manifest.
+        outputs: the outputs the split fills from it.
+
+    Raises:
+        Nothing: a value.
+    """
+
     platform: str
     url: str
     sha256: str
