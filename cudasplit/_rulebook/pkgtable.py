@@ -185,7 +185,7 @@ class LinkInto:
 @dataclass(frozen=True, slots=True)
 class TextEdit:
     """Replacements in the text files whose path in their output matches ``files`` (libcudss's
-    CMake configs; applied by cudasplit/_split/rewrites/textedits.py): ``replace`` literal
+    CMake configs; applied as the split writes them): ``replace`` literal
     ``(old, new)`` pairs, ``regex`` ``(pattern, new)`` pairs (Python ``re``, one line at a time
     like ``sed -E``). ``quiet``: a text not found is no problem (Nixpkgs' ``--replace-quiet``,
     ``sed``); ``forbid``: texts that must not remain once the pairs are done (tensorrt's

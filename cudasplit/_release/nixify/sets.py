@@ -165,9 +165,10 @@ class SetPackage:
         product: the manifest's ``release_product``.
         redist_version: the manifest's ``release_label``.
         builds: for a pinned package, the builds that take this version.
-    vulnerabilities: ``meta.knownVulnerabilities`` (TensorRT before 10.16.1).
-    roots: ``--package-root KEY=EXPR`` for the packages the table names (cudart's ``.pc``
-        Cflags, nvcc's headers, NVRTC for cuBLAS and cuDNN), over the set's attributes.
+        vulnerabilities: ``meta.knownVulnerabilities`` (TensorRT before 10.16.1).
+        roots: ``--package-root KEY=EXPR`` for the packages the table names (cudart's
+            ``.pc`` Cflags, nvcc's headers, NVRTC for cuBLAS and cuDNN), over the set's
+            attributes.
 
     Raises:
         Nothing: a value.
