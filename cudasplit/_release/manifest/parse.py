@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from cudasplit.errors import ManifestError
+from cudasplit.errors import ManifestError, NotFoundError
 
 __all__ = ["VARIANT_KEY", "Artifact", "Manifest", "Package", "load_manifest", "parse_manifest"]
 
@@ -93,7 +93,8 @@ class Manifest:
         packages: its packages, in manifest order.
 
     Raises:
-        Nothing: a value (``package`` raises KeyError for a package it lacks).
+        Nothing: a value (``package`` raises NotFoundError, also a KeyError, for a
+        package it lacks).
     """
 
     source: str  # file name, for messages
@@ -106,7 +107,7 @@ class Manifest:
         for package in self.packages:
             if package.pname == pname:
                 return package
-        raise KeyError(pname)
+        raise NotFoundError(f"{self.source}: no package {pname!r}")
 
     @property
     def artifacts(self) -> tuple[Artifact, ...]:

@@ -51,7 +51,7 @@ from cudasplit._rulebook import (
     version_at_least,
     version_tuple,
 )
-from cudasplit.errors import ManifestError, OutputError
+from cudasplit.errors import ManifestError, NotFoundError, OutputError
 
 __all__ = [
     "BROKEN",
@@ -208,7 +208,8 @@ class PackageSet:
         warnings: pinned versions whose manifest was not given.
 
     Raises:
-        Nothing: a value (``package`` raises KeyError for a package it lacks).
+        Nothing: a value (``package`` raises NotFoundError, also a KeyError, for a
+        package it lacks).
     """
 
     name: str                  # cudaPackages_13_4
@@ -223,7 +224,7 @@ class PackageSet:
         for package in self.packages:
             if package.pname == pname and (not package.builds or build in package.builds):
                 return package
-        raise KeyError(pname)
+        raise NotFoundError(f"{self.name}: no package {pname!r} for {build} builds")
 
 
 @dataclass(frozen=True, slots=True)
