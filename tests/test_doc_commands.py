@@ -71,6 +71,8 @@ NOT_RUN: dict[str, dict[str, str]] = {
             "rewrites the checkout; tests/test_docs.py runs its --check",
         "python3 scripts/package_table.py --write":
             "rewrites the checkout; tests/test_docs.py runs its --check",
+        "python3 scripts/gen_manpage.py":
+            "rewrites the checkout; tests/cli/test_packaging.py runs its --check",
     },
 }
 
