@@ -49,6 +49,7 @@ from cudasplit.errors import (
     LimitExceededError,
     ManifestError,
     NixEnvironmentError,
+    NotFoundError,
     OptionsError,
     OptionsTypeError,
     OutputError,
@@ -57,6 +58,8 @@ from cudasplit.errors import (
     RulesError,
     RunpathPolicyError,
     SourceError,
+    SourceNotADirectoryError,
+    SourceNotFoundError,
     ToolkitError,
     UnsafeMemberError,
 )
@@ -64,6 +67,12 @@ from cudasplit.sinks import DirectorySink, MemorySink, Sink, StagedSink, Tarball
 
 if TYPE_CHECKING:
     from cudasplit._api.checks import LoadView, closure_of, ldd
+
+    # Types the public functions take and return, and the fields of their records: public
+    # too, so a caller can name them (tests/cli/test_public_types.py walks the signatures).
+    from cudasplit._api.entry import (
+        RuleTrial,
+    )
     from cudasplit._api.guards import (
         DEFAULT_FORBIDDEN_OUTPUTS,
         Ambiguity,
@@ -76,6 +85,7 @@ if TYPE_CHECKING:
     )
     from cudasplit._api.inside import (
         ExportedSymbol,
+        FilePlan,
         GpuCode,
         Inside,
         PrunePlan,
@@ -92,9 +102,82 @@ if TYPE_CHECKING:
         nixify_sets,
         verify_manifest,
     )
+    from cudasplit._globs import (
+        Glob,
+    )
+    from cudasplit._release.budget import (
+        BudgetViolation,
+        Link,
+    )
+    from cudasplit._release.closure import (
+        ClosureReport,
+        ClosureWarning,
+    )
+    from cudasplit._release.closurescan import (
+        OutputSize,
+        Reference,
+    )
     from cudasplit._release.closuresize import measure_outputs
-    from cudasplit._release.features import features_of
+    from cudasplit._release.diff import (
+        Change,
+        ReleaseDiff,
+    )
+    from cudasplit._release.features import (
+        FeatureReport,
+        FeatureResult,
+        FeatureStatus,
+        features_of,
+    )
+    from cudasplit._release.featurescan import (
+        Features,
+    )
+    from cudasplit._release.ldd import (
+        Resolution,
+    )
+    from cudasplit._release.manifest import (
+        Artifact,
+        Manifest,
+        Package,
+        VerifyReport,
+        VerifyResult,
+        VerifyStatus,
+    )
+    from cudasplit._release.nixify import (
+        Assertion,
+        NixifyResult,
+        PackagePlan,
+        PackageSet,
+        Pin,
+        PlatformPlan,
+        SetPackage,
+        SetsResult,
+    )
     from cudasplit._release.toolkit import ToolkitView, toolkit_view
+    from cudasplit._report import (
+        CopyRecord,
+    )
+    from cudasplit._rulebook import (
+        AddNeeded,
+        Decision,
+        DlopenNeed,
+        DropEdit,
+        Gate,
+        LinkInto,
+        OutputWhen,
+        PackageSettings,
+        PcEdit,
+        Rename,
+        Rule,
+        RuleRef,
+        RunpathPackage,
+        TextEdit,
+        TextEditsFrom,
+        Where,
+    )
+    from cudasplit._source import (
+        Limits,
+        Source,
+    )
 
 # The release and inspection tools load on first use (PEP 562): a split never needs them, and
 # importing them with the rest cost every ``cudasplit split`` about 40 ms (measured with
@@ -115,8 +198,36 @@ _LAZY = {
     "nixify_sets": "cudasplit._api.release",
     # What is inside files and releases (GPU code, glibc floors, symbols, prune plan, SBOM).
     **{name: "cudasplit._api.inside" for name in (
-        "ExportedSymbol", "GpuCode", "Inside", "PrunePlan", "VersionNeed", "exported_symbols",
-        "gpu_prune_plan", "inside_of", "sbom")},
+        "ExportedSymbol", "FilePlan", "GpuCode", "Inside", "PrunePlan", "VersionNeed",
+        "exported_symbols", "gpu_prune_plan", "inside_of", "sbom")},
+    # Types public functions take or return, and their records' fields (loaded on first use).
+    "RuleTrial": "cudasplit._api.entry",
+    "Glob": "cudasplit._globs",
+    "BudgetViolation": "cudasplit._release.budget", "Link": "cudasplit._release.budget",
+    "ClosureReport": "cudasplit._release.closure", "ClosureWarning": "cudasplit._release.closure",
+    "OutputSize": "cudasplit._release.closurescan", "Reference": "cudasplit._release.closurescan",
+    "Change": "cudasplit._release.diff", "ReleaseDiff": "cudasplit._release.diff",
+    "FeatureReport": "cudasplit._release.features", "FeatureResult": "cudasplit._release.features",
+    "FeatureStatus": "cudasplit._release.features",
+    "Features": "cudasplit._release.featurescan",
+    "Resolution": "cudasplit._release.ldd",
+    "Artifact": "cudasplit._release.manifest", "Manifest": "cudasplit._release.manifest",
+    "Package": "cudasplit._release.manifest", "VerifyReport": "cudasplit._release.manifest",
+    "VerifyResult": "cudasplit._release.manifest", "VerifyStatus": "cudasplit._release.manifest",
+    "Assertion": "cudasplit._release.nixify", "NixifyResult": "cudasplit._release.nixify",
+    "PackagePlan": "cudasplit._release.nixify", "PackageSet": "cudasplit._release.nixify",
+    "Pin": "cudasplit._release.nixify", "PlatformPlan": "cudasplit._release.nixify",
+    "SetPackage": "cudasplit._release.nixify", "SetsResult": "cudasplit._release.nixify",
+    "CopyRecord": "cudasplit._report",
+    "AddNeeded": "cudasplit._rulebook", "Decision": "cudasplit._rulebook",
+    "DlopenNeed": "cudasplit._rulebook", "DropEdit": "cudasplit._rulebook",
+    "Gate": "cudasplit._rulebook", "LinkInto": "cudasplit._rulebook",
+    "OutputWhen": "cudasplit._rulebook", "PackageSettings": "cudasplit._rulebook",
+    "PcEdit": "cudasplit._rulebook", "Rename": "cudasplit._rulebook",
+    "Rule": "cudasplit._rulebook", "RuleRef": "cudasplit._rulebook",
+    "RunpathPackage": "cudasplit._rulebook", "TextEdit": "cudasplit._rulebook",
+    "TextEditsFrom": "cudasplit._rulebook", "Where": "cudasplit._rulebook",
+    "Limits": "cudasplit._source", "Source": "cudasplit._source",
 }
 
 
@@ -144,56 +255,108 @@ __all__ = [
     "DEFAULT_FORBIDDEN_OUTPUTS",
     "DEFAULT_MAX_MEMBERS",
     "OUTPUT_NAMES",
+    "AddNeeded",
     "Ambiguity",
+    "Artifact",
+    "Assertion",
     "BatchResult",
     "BudgetReport",
+    "BudgetViolation",
+    "Change",
+    "ClosureReport",
+    "ClosureWarning",
+    "CopyRecord",
     "CorruptArchiveError",
     "CudasplitError",
+    "Decision",
     "DirectorySink",
     "DlopenAudit",
+    "DlopenNeed",
+    "DropEdit",
     "ElfError",
     "Explanation",
     "ExportedSymbol",
+    "FeatureReport",
+    "FeatureResult",
+    "FeatureStatus",
+    "Features",
+    "FilePlan",
+    "Gate",
+    "Glob",
     "GpuCode",
     "Inside",
     "Kind",
     "Layout",
     "LayoutSpec",
     "LimitExceededError",
+    "Limits",
+    "Link",
+    "LinkInto",
     "LoadView",
+    "Manifest",
     "ManifestError",
     "Member",
     "MemberRecord",
     "MemberType",
     "MemorySink",
     "NixEnvironmentError",
+    "NixifyResult",
+    "NotFoundError",
     "OptionsError",
     "OptionsTypeError",
     "OutputError",
     "OutputRecord",
+    "OutputSize",
+    "OutputWhen",
+    "Package",
     "PackageId",
+    "PackagePlan",
+    "PackageSet",
+    "PackageSettings",
     "PatchError",
+    "PcEdit",
+    "Pin",
+    "PlatformPlan",
     "Problem",
     "ProblemsFound",
     "Progress",
     "PrunePlan",
+    "Reference",
+    "ReleaseDiff",
+    "Rename",
     "RepackOptions",
     "RepackResult",
     "Report",
+    "Resolution",
+    "Rule",
+    "RuleRef",
     "RuleSet",
+    "RuleTrial",
     "RulesError",
+    "RunpathPackage",
     "RunpathPlan",
     "RunpathPolicy",
     "RunpathPolicyError",
+    "SetPackage",
+    "SetsResult",
     "Sink",
+    "Source",
     "SourceError",
+    "SourceNotADirectoryError",
+    "SourceNotFoundError",
     "SplitOptions",
     "StagedSink",
     "TarballSink",
+    "TextEdit",
+    "TextEditsFrom",
     "ToolkitError",
     "ToolkitView",
     "UnsafeMemberError",
+    "VerifyReport",
+    "VerifyResult",
+    "VerifyStatus",
     "VersionNeed",
+    "Where",
     "__version__",
     "ambiguous_runpaths",
     "batch_report",

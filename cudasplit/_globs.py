@@ -25,6 +25,16 @@ class GlobError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Glob:
+    """A compiled rule glob (``**`` spans directories, ``*`` stays within one).
+
+    Attributes:
+        pattern: the glob as written.
+        regex: the expression it compiles to.
+
+    Raises:
+        Nothing: a value (:func:`compile_glob` raises GlobError for a malformed pattern).
+    """
+
     pattern: str
     regex: re.Pattern[str]
 

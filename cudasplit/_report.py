@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from cudasplit.errors import NotFoundError
+
 SCHEMA_VERSION = 1
 _DROP_REASONS = {"<builtin>:cuda-major": "CUDA major", "<builtin>:package-drop": "package table"}
 
@@ -215,10 +217,11 @@ class Report:
         return json.dumps(self.as_dict(), indent=2, sort_keys=False) + "\n"
 
     def member(self, path: str) -> MemberRecord:
+        """The record of the member ``path`` (NotFoundError, also a KeyError, if none)."""
         for record in self.members:
             if record.path == path:
                 return record
-        raise KeyError(path)
+        raise NotFoundError(f"no member {path!r} in the report of {self.source}")
 
     def summary_lines(self, sizes: Mapping[str, tuple[int, int]] | None = None) -> list[str]:
         """One line per output: files, bytes and directory; ``sizes`` (output -> (files,

@@ -6,6 +6,8 @@ they enter, so callers never need to know which library failed::
 
     CudasplitError
     ├── SourceError            the archive or directory cannot be read
+    │   ├── SourceNotFoundError    ... it does not exist (also a FileNotFoundError)
+    │   ├── SourceNotADirectoryError  ... a directory was expected (also NotADirectoryError)
     │   ├── CorruptArchiveError    truncated/corrupt compressed data or tar headers
     │   ├── UnsafeMemberError      a member that would escape the output roots
     │   └── LimitExceededError     decompression bomb guard
@@ -19,6 +21,8 @@ they enter, so callers never need to know which library failed::
     ├── OptionsError           SplitOptions (or a CLI option) holds an invalid value
     │   └── OptionsTypeError       ... of the wrong type (also a TypeError)
     ├── RunpathPolicyError     a RUNPATH policy or planning input is invalid (also ValueError)
+    ├── NotFoundError          a report has no such member, a manifest no such package (also
+    │                          a KeyError)
     └── ProblemsFound          ``strict`` mode found problems (report attached)
 
 Messages are one line and name the file (and member, where there is one).
@@ -45,6 +49,25 @@ class SourceError(CudasplitError):
         if member is not None:
             where = f"{source}: member {member!r}" if source else f"member {member!r}"
         super().__init__(f"{where}: {message}" if where else message)
+
+
+class SourceNotFoundError(SourceError, FileNotFoundError):
+    """A source path does not exist (also a ``FileNotFoundError``)."""
+
+
+class SourceNotADirectoryError(SourceError, NotADirectoryError):
+    """A source that must be a directory is not one (also a ``NotADirectoryError``)."""
+
+
+def source_os_error(exc: OSError, source: str) -> SourceError:
+    """``exc`` (from reading ``source``) as a :class:`SourceError` that is still the same kind
+    of ``OSError`` where it says "not there" or "not a directory"."""
+    message = exc.strerror or str(exc)
+    if isinstance(exc, FileNotFoundError):
+        return SourceNotFoundError(message, source=source)
+    if isinstance(exc, NotADirectoryError):
+        return SourceNotADirectoryError(message, source=source)
+    return SourceError(message, source=source)
 
 
 class CorruptArchiveError(SourceError):
@@ -97,6 +120,14 @@ class OptionsTypeError(OptionsError, TypeError):
 
 class RunpathPolicyError(CudasplitError, ValueError):
     """A RUNPATH policy or planning input is invalid (relative dir, ``:`` in a path, ...)."""
+
+
+class NotFoundError(CudasplitError, KeyError):
+    """A name asked for is not there: a report's member, a manifest's package (also a
+    ``KeyError``, so ``except KeyError`` keeps working)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
 
 
 class ProblemsFound(CudasplitError):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,39 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if isinstance(item, pytest.Function) and _reaches_real_bytes(item):
             item.add_marker(pytest.mark.realbytes)
             item.add_marker(pytest.mark.slow)
+
+
+# Real NVIDIA wheels: a download says so on the terminal as it goes (pytest would show dots for
+# minutes), past pytest's output capture; the run ends with what the cache gave and took.
+def pytest_configure(config: pytest.Config) -> None:
+    from tests.support import realwheels
+
+    def say(line: str) -> None:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        capture = config.pluginmanager.get_plugin("capturemanager")
+        if reporter is None or capture is None:
+            print(line, file=sys.stderr, flush=True)
+            return
+        with capture.global_and_fixture_disabled():
+            reporter.ensure_newline()
+            reporter.write_line(line)
+
+    realwheels.say = say
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    from tests.support.realwheels import cache_dir, usage
+
+    used = usage()
+    if not used.used and used.offline is None:
+        return
+    gb = 1e9
+    line = (f"real NVIDIA wheels: {len(used.used)} used ({sum(used.used.values()) / gb:.2f} GB)"
+            f", {len(used.downloaded)} downloaded this run "
+            f"({sum(used.downloaded.values()) / gb:.2f} GB in {used.download_seconds:.0f} s); "
+            f"cache {cache_dir()}")
+    terminalreporter.write_sep("-", "wheel cache")
+    terminalreporter.write_line(line)
+    if used.offline is not None:
+        terminalreporter.write_line(f"offline: {used.offline}; the tests that needed an "
+                                    "uncached wheel were skipped")

@@ -129,3 +129,78 @@ def test_relative_links_lead_somewhere(page: Path) -> None:
         elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
             broken.append(f"{target} (no heading #{anchor})")
     assert broken == [], f"{_rel(page)}: {broken}"
+
+
+# -- problem and warning codes: every code the program emits is documented ----------------
+
+CODE = re.compile(r"[a-z]+(?:-[a-z0-9]+)*")     # the first argument of a problem call
+PAIR_CODE = re.compile(r"[a-z]+(?:-[a-z0-9]+)+")  # a returned (code, message) pair
+PROBLEM_CALLS = {"problem": "problem", "warn": "warning", "Problem": None}
+
+
+def emitted_codes() -> dict[str, set[str | None]]:
+    """Each code the package emits, with how: ``problem`` (``writer.problem``), ``warning``
+    (``writer.warn``, ``warn``) or None (a ``Problem(...)`` whose list decides), read from the
+    source: the first argument of those calls, and ``(code, message)`` pairs a function
+    returns for its caller to pass on (the link refusals)."""
+    import ast
+
+    found: dict[str, set[str | None]] = {}
+    for path in sorted((ROOT / "cudasplit").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and node.args:
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                first = node.args[0]
+                if (name in PROBLEM_CALLS and isinstance(first, ast.Constant)
+                        and isinstance(first.value, str) and CODE.fullmatch(first.value)):
+                    found.setdefault(first.value, set()).add(PROBLEM_CALLS[name])
+            elif isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) \
+                    and len(node.value.elts) == 2:
+                first = node.value.elts[0]
+                if isinstance(first, ast.Constant) and isinstance(first.value, str) \
+                        and PAIR_CODE.fullmatch(first.value) \
+                        and isinstance(node.value.elts[1], ast.Constant | ast.JoinedStr):
+                    found.setdefault(first.value, set()).add("problem")
+    return found
+
+
+def documented_codes(page: Path) -> dict[str, set[str]]:
+    """code -> kinds from a page's ``| `code`[, `code`...] | kind[ or kind] | ... |`` rows."""
+    table: dict[str, set[str]] = {}
+    for line in page.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        kinds = set(cells[1].split(" or ")) if len(cells) >= 3 else set()
+        if kinds and kinds <= {"problem", "warning"}:
+            for code in re.findall(r"`([a-z0-9-]+)`", cells[0]):
+                table.setdefault(code, set()).update(kinds)
+    return table
+
+
+@pytest.mark.parametrize("page", [DOCS / "reference" / "report.md",
+                                  DOCS / "explanation" / "problems-and-warnings.md"], ids=_rel)
+def test_every_emitted_code_is_documented_with_its_kind(page: Path) -> None:
+    emitted = emitted_codes()
+    table = documented_codes(page)
+    assert sorted(set(emitted) - set(table)) == [], "emitted but not documented"
+    assert sorted(set(table) - set(emitted)) == [], "documented but never emitted"
+    wrong = {code: (sorted(table[code]), sorted(k for k in kinds if k))
+             for code, kinds in emitted.items()
+             if any(k is not None and k not in table[code] for k in kinds)}
+    assert wrong == {}
+
+
+def test_strict_warnings_are_documented_as_failing_strict() -> None:
+    from cudasplit._split.checks import STRICT_WARNINGS
+
+    text = (DOCS / "reference" / "report.md").read_text()
+    rows = {code: line for line in text.splitlines()
+            for code in re.findall(r"^\| `([a-z0-9-]+)`", line)}
+    assert {code for code in STRICT_WARNINGS if "fails `--strict`" not in rows[code]} == set()
+
+
+def test_the_code_reader_finds_what_it_should() -> None:
+    emitted = emitted_codes()
+    assert emitted["unsafe-symlink"] == {"problem"}       # returned, then passed on
+    assert emitted["cuda-major-unknown"] == {"warning"}   # writer.warn
+    assert None in emitted["no-package-rules"]             # Problem(...)

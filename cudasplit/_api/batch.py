@@ -21,7 +21,7 @@ from cudasplit._report import Report, relative_report
 from cudasplit._source import decode_threads, detect_codec, package_from_filename, parse_top_dir
 from cudasplit._split.args import check_optional, check_path
 from cudasplit._split.pipeline import Progress, SplitOptions
-from cudasplit.errors import CudasplitError, OptionsTypeError, SourceError
+from cudasplit.errors import CudasplitError, OptionsTypeError, SourceError, source_os_error
 
 PathLike = str | os.PathLike[str]
 BATCH_SCHEMA = 1  # the version of batch_report's JSON, as Report's own "schema"
@@ -98,12 +98,17 @@ def directory_kind(path: PathLike) -> str:
         ``"tree"`` or ``"batch"``.
 
     Raises:
-        OSError: the directory cannot be listed.
+        SourceNotFoundError: it does not exist (also a ``FileNotFoundError``).
+        SourceNotADirectoryError: it is not a directory (also a ``NotADirectoryError``).
+        SourceError: it cannot be listed.
     """
     directory = Path(path)
+    try:
+        entries = [p for p in directory.iterdir() if not p.name.startswith(".")]
+    except OSError as exc:
+        raise source_os_error(exc, str(directory)) from exc
     if parse_top_dir(directory.name) is not None:
         return "tree"
-    entries = [p for p in directory.iterdir() if not p.name.startswith(".")]
     tops = [p for p in entries if p.is_dir() and parse_top_dir(p.name) is not None]
     if len(tops) == 1 and len(entries) == 1:
         return "tree"

@@ -17,13 +17,13 @@ from cudasplit._elf.read import (
     read_exports,
     read_inside,
 )
-from cudasplit._release.pruneplan import PrunePlan, prune_plan
+from cudasplit._release.pruneplan import FilePlan, PrunePlan, prune_plan
 from cudasplit._release.sbom import sbom_json, sbom_of
 from cudasplit.errors import ElfError, OptionsTypeError
 
 PathLike = str | os.PathLike[str]
 
-__all__ = ["ExportedSymbol", "GpuCode", "Inside", "PrunePlan", "VersionNeed",
+__all__ = ["ExportedSymbol", "FilePlan", "GpuCode", "Inside", "PrunePlan", "VersionNeed",
            "exported_symbols", "gpu_prune_plan", "inside_of", "sbom"]
 
 

@@ -8,11 +8,19 @@ the closure before anything reaches a store. The scan, how each reference is att
 :mod:`cudasplit._release.closurescan`; here are the report, its sizes and its warnings.
 
 Warnings: static archives, stubs, a link outside a stubs directory to a stub (``stub-link``:
-``lib/libcuda.so -> stubs/libcuda.so``, #293320), samples, documentation or a compiler (nvcc,
-ptxas, cicc, ...) reachable from ``lib`` or ``out``. ``out``'s
+``lib/libcuda.so -> stubs/libcuda.so``, NixOS/nixpkgs#293320), samples, documentation or a
+compiler (nvcc, ptxas, cicc, ...) reachable from ``lib`` or ``out``. ``out``'s
 ``nix-support/propagated-build-inputs`` names every other output on purpose (a dependency on
 ``out`` brings the whole package to a build); those edges are reported but not followed for
 ``out``'s warnings, since they are the convention, not an accident of the split.
+
+What ``out`` holds itself is never a warning, except a stub link: a single-output package
+(cuda_cudart and cuda_nvcc in Nixpkgs, or any split with ``--outputs out``) keeps its static
+archives, stubs and compiler in ``out`` on purpose ("CMake expects the static libraries to
+exist alongside the dynamic libraries"), and there is no other output to move them to. The
+warnings are about what an output *drags along* from other outputs, and about ``lib``, which
+is meant to be small whatever the package. A stub link stays a warning everywhere: it makes
+the loader find the stub instead of the driver.
 """
 
 from __future__ import annotations
@@ -44,6 +52,19 @@ CLOSURE_SCHEMA = 1  # the "schema" of as_dict (cudasplit/schemas/closure.json)
 
 @dataclass(frozen=True, slots=True, order=True)
 class ClosureWarning:
+    """Something ``lib`` or ``out`` should not drag along that its closure holds.
+
+    Attributes:
+        output: ``lib`` or ``out``: whose closure holds it.
+        category: ``static``, ``stubs``, ``stub-link``, ``samples``, ``doc`` or ``compiler``.
+        holder: the output that holds it.
+        example: one path inside ``holder``, for the message.
+        chain: the outputs from ``output`` to ``holder``, each referencing the next.
+
+    Raises:
+        Nothing: a value.
+    """
+
     output: str    # lib or out: whose closure holds it
     category: str  # static | stubs | stub-link | samples | doc | compiler
     holder: str    # the output that holds it
@@ -58,6 +79,19 @@ class ClosureWarning:
 
 @dataclass(frozen=True, slots=True)
 class ClosureReport:
+    """What :func:`closure_of` found: each output's size, what it references, and the warnings.
+
+    Attributes:
+        roots: output name -> its directory (or store path).
+        sizes: output name -> its files, bytes and what it holds (:class:`OutputSize`).
+        references: which output names which, and how (sorted; self references left out).
+        warnings: what ``lib`` or ``out`` drags along that it should not.
+        external: store roots only: the other store paths each output names.
+
+    Raises:
+        Nothing: a value (``draw`` raises ValueError for an unknown format).
+    """
+
     roots: dict[str, str]
     sizes: dict[str, OutputSize]
     references: tuple[Reference, ...]  # sorted, self references left out
@@ -178,8 +212,9 @@ def _warnings(report: ClosureReport) -> tuple[ClosureWarning, ...]:
 
 
 def _expected(start: str, holder: str, category: str) -> bool:
-    """``out`` holding its own compiler is what single-output packages (cuda_nvcc) are."""
-    return start == "out" and holder == "out" and category == "compiler"
+    """``out`` holding its own static archives, stubs or compiler is what a single-output
+    package is (Nixpkgs' cuda_cudart and cuda_nvcc); a stub link is never expected."""
+    return start == "out" and holder == "out" and category != "stub-link"
 
 
 def _paths(edges: Mapping[str, set[str]], start: str) -> dict[str, tuple[str, ...]]:

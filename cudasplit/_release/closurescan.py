@@ -49,6 +49,17 @@ class Reference:
 
 @dataclass(frozen=True, slots=True)
 class OutputSize:
+    """One output's size in a closure report.
+
+    Attributes:
+        files: how many files and symlinks.
+        bytes: their bytes (a symlink counts its target's length).
+        holds: category (``static``, ``stubs``, ``compiler``, ...) -> one path holding it.
+
+    Raises:
+        Nothing: a value.
+    """
+
     files: int
     bytes: int
     holds: dict[str, str] = field(default_factory=dict)  # category -> one example path

@@ -57,6 +57,18 @@ class Change:
 
 @dataclass(frozen=True, slots=True)
 class ReleaseDiff:
+    """What :func:`diff_releases` found between OLD and NEW.
+
+    Attributes:
+        old: OLD as given.
+        new: NEW as given.
+        changes: every change, in the order printed.
+        sizes: package -> output -> (old bytes, new bytes).
+
+    Raises:
+        Nothing: a value.
+    """
+
     old: str
     new: str
     changes: tuple[Change, ...]

@@ -66,6 +66,8 @@ def _members(path: Path, jobs: int) -> Iterator[tuple[Member, BinaryIO | None]]:
 
 
 class FeatureStatus(enum.StrEnum):
+    """How one tarball of a manifest fared in :func:`manifest_features`."""
+
     OK = "ok"
     MISSING = "missing"
     ERROR = "error"
@@ -73,6 +75,19 @@ class FeatureStatus(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class FeatureResult:
+    """One tarball's features, or why there are none.
+
+    Attributes:
+        artifact: the tarball as the manifest names it.
+        status: ``ok``, ``missing`` or ``error``.
+        path: where it was found.
+        features: what it holds (``ok`` only).
+        detail: why not (``missing``, ``error``).
+
+    Raises:
+        Nothing: a value.
+    """
+
     artifact: Artifact
     status: FeatureStatus
     path: str | None = None
@@ -82,6 +97,18 @@ class FeatureResult:
 
 @dataclass(frozen=True, slots=True)
 class FeatureReport:
+    """What :func:`manifest_features` found, one result per selected tarball.
+
+    Attributes:
+        manifest: the manifest file.
+        tarball_dir: where the tarballs were looked for.
+        extended: whether ``--extended`` facts were read.
+        results: one per tarball, in manifest order.
+
+    Raises:
+        Nothing: a value.
+    """
+
     manifest: str
     tarball_dir: str
     extended: bool

@@ -20,10 +20,13 @@ will run on: ``/run/opengl-driver=/tmp/driver`` reads the driver link from anoth
 candidate of another ELF class or machine is skipped, as the loader does. Glibc's own libraries
 always come from the interpreter's directory. Flags: ``stub-shadows-driver`` (a stub of a driver
 library would be loaded), ``stub-reachable`` (a directory searched, other than the system's,
-holds a driver library's stub: ``dlopen("libcuda.so")`` would load it), ``not-found`` and
-``driver-not-found`` (a driver library that this machine lacks: expected where no GPU driver is
-installed). The RPATH inheritance from the loading executable is not simulated: each object is
-viewed on its own.
+holds a driver library's stub: ``dlopen("libcuda.so")`` would load it), ``not-found`` (a
+``DT_NEEDED`` name loads nothing: the file cannot load), ``driver-not-found`` (a library of the
+NVIDIA driver, ``libcuda``, ``libnvidia-*``, ``libEGL_nvidia``, ``libnvoptix``, ...: this
+machine has no driver, or not that part of it; expected where no GPU driver is installed) and
+``optional`` (a ``dlopen`` target that loads nothing: the library asks for it at run time and
+copes without it, as CUPTI does for OpenCL and Vulkan, or its consumer provides it). The RPATH
+inheritance from the loading executable is not simulated: each object is viewed on its own.
 """
 
 from __future__ import annotations
@@ -67,10 +70,24 @@ class LddOptions:
 
 @dataclass(frozen=True, slots=True)
 class Resolution:
+    """What one ``DT_NEEDED`` name or ``dlopen`` target of a file would load.
+
+    Attributes:
+        name: the name asked for.
+        path: the file that would be loaded (None: none).
+        via: how it was found: ``path``, ``RPATH``, ``LD_LIBRARY_PATH``, ``RUNPATH``,
+            ``system``, ``ld.so.cache``, ``glibc``, or ``-``.
+        flag: ``stub-shadows-driver``, ``not-found``, ``driver-not-found`` or ``optional``.
+
+    Raises:
+        Nothing: a value.
+    """
+
     name: str
     path: str | None          # the file that would be loaded
     via: str                  # path | RPATH | LD_LIBRARY_PATH | RUNPATH | system | glibc | -
-    flag: str | None = None   # stub-shadows-driver | not-found | driver-not-found
+    # stub-shadows-driver | not-found | driver-not-found | optional (a dlopen target)
+    flag: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +101,9 @@ class LoadView:
         needed: one resolution per DT_NEEDED name: the file loaded and how it was found.
         dlopen: one resolution per dlopen target found in the file.
         error: why the file could not be read, if it could not.
-        flags: ``not-found``, ``stub-shadows-driver``, ``driver-not-found`` where they apply.
+        flags: ``not-found`` (a DT_NEEDED name loads nothing), ``stub-shadows-driver``,
+            ``stub-reachable``, ``driver-not-found`` (a driver library this machine lacks) and
+            ``optional`` (a dlopen target that loads nothing) where they apply.
 
     Raises:
         Nothing: a value.
@@ -115,8 +134,8 @@ def view(path: str | os.PathLike[str], options: LddOptions | None = None) -> Loa
     interpreter = opts.interpreter or info.interp or host_interpreter(info.machine)
     search = _search(name, info, opts, interpreter)
     needed = tuple(_resolve(n, info, search, interpreter) for n in info.needed)
-    opened = tuple(_resolve(_pattern_hit(t.name, search) or t.name, info, search, interpreter)
-                   for t in targets)
+    opened = tuple(_resolve(_pattern_hit(t.name, search) or t.name, info, search, interpreter,
+                            dlopen=True) for t in targets)
     flags = {r.flag for r in (*needed, *opened) if r.flag}
     if any(_stub_in(directory) for via, directory in search if via != "system"):
         flags.add("stub-reachable")
@@ -194,7 +213,7 @@ def _mapped(directory: str, maps: Sequence[tuple[str, str]]) -> str:
 
 
 def _resolve(name: str, info: ElfInfo, search: list[tuple[str, str]],
-             interpreter: str | None) -> Resolution:
+             interpreter: str | None, *, dlopen: bool = False) -> Resolution:
     if "/" in name:
         return Resolution(name, name if os.path.exists(name) else None, "path",
                           None if os.path.exists(name) else "not-found")
@@ -214,8 +233,9 @@ def _resolve(name: str, info: ElfInfo, search: list[tuple[str, str]],
                 directory.split("/")
             flag = "stub-shadows-driver" if stub and is_driver_name(name) else None
             return Resolution(name, candidate, via, flag)
-    return Resolution(name, None, "-", "driver-not-found" if is_driver_name(name)
-                      else "not-found")
+    if is_driver_name(name):
+        return Resolution(name, None, "-", "driver-not-found")
+    return Resolution(name, None, "-", "optional" if dlopen else "not-found")
 
 
 def _stub_in(directory: str) -> bool:

@@ -93,7 +93,19 @@ def _best(entries: list[FatbinEntry], target: tuple[int, int]) -> list[FatbinEnt
 @dataclass
 class FilePlan:
     """One file's plan: what it has, what it would keep, and the GPUs some of its kernels
-    have no code for."""
+    have no code for.
+
+    Attributes:
+        path: the file (a member path, or a path under a split directory).
+        gpu_bytes: bytes of all its fatbinary entries.
+        kept_bytes: bytes of the entries the plan keeps.
+        kept: ``(kind, arch)`` -> how many entries are kept.
+        dropped: ``(kind, arch)`` -> how many entries could go.
+        uncovered: a requested capability (``"9.0"``) -> containers with no code for it.
+
+    Raises:
+        Nothing: a value.
+    """
 
     path: str
     gpu_bytes: int = 0                      # bytes of all fatbinary entries

@@ -41,7 +41,18 @@ def version_at_least(version: str, floor: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Where:
-    """The facts a gate is evaluated against (None: unknown)."""
+    """The facts a gate is evaluated against (None: unknown).
+
+    Attributes:
+        version: the package's version.
+        cuda_version: the CUDA release, ``major.minor``.
+        platform: the redist platform (``linux-x86_64``).
+        python_version: ``X.Y`` of the build's Python (cuda_gdb's TUI wrappers).
+        glibc_version: ``X.Y`` of the glibc the files will meet (cuda_crt).
+
+    Raises:
+        Nothing: a value.
+    """
 
     version: str | None = None
     cuda_version: str | None = None
@@ -52,6 +63,20 @@ class Where:
 
 @dataclass(frozen=True, slots=True)
 class Gate:
+    """The versions, platforms and glibc a package-table entry applies to (None: any).
+
+    Attributes:
+        since: the package version it applies from.
+        before: the package version it stops applying at.
+        cuda_since: the CUDA release (``major.minor``) it applies from.
+        cuda_before: the CUDA release it stops applying at.
+        platforms: the redist platforms it applies on (empty: all).
+        glibc_since: the glibc the files will meet, from which it applies.
+
+    Raises:
+        Nothing: a value.
+    """
+
     since: str | None = None
     before: str | None = None
     cuda_since: str | None = None

@@ -121,7 +121,7 @@ def _stub_links(merged: Mapping[str, tuple[str, Any]]) -> dict[str, str]:
 
 
 def _load_table_entries(merged: Mapping[str, tuple[str, Any]]) -> dict[str, Any]:
-    """The structured package-table keys (see _pkgtable.py)."""
+    """The structured package-table keys (see pkgtable.py)."""
     def get(key: str) -> tuple[str, Any]:
         return merged.get(key, ("[package]", None))
 

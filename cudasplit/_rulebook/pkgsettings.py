@@ -48,7 +48,8 @@ class PackageSettings:
     optional_outputs: tuple[str, ...] = ()
     # DT_NEEDED renames in every ELF file of the package (nsight: libtiff.so.5 -> libtiff.so).
     replace_needed: Mapping[str, str] = field(default_factory=dict)
-    # Packages this one dlopens, version-gated: their lib dir goes into RUNPATH (_dlopen.py).
+    # Packages this one dlopens, version-gated: their lib dir goes into RUNPATH
+    # (cudasplit/_split/elfcontext.py).
     dlopen: tuple[DlopenNeed, ...] = ()
     # Outputs that out (and dev) propagate besides bin/include/lib (Nixpkgs'
     # propagatedBuildOutputs): cuda_cudart adds static and stubs, cuda_nvml_dev stubs.
@@ -72,7 +73,8 @@ class PackageSettings:
     add_needed: tuple[AddNeeded, ...] = ()
     # Links in a directory to every placed file matching a glob (tensorrt's include/onnx).
     link_into: tuple[LinkInto, ...] = ()
-    # Text replacements in package files (libcudss's CMake configs; _textedits.py).
+    # Text replacements in package files (libcudss's CMake configs;
+    # cudasplit/_split/rewrites/textedits.py).
     text_edits: tuple[TextEdit, ...] = ()
     # Packages whose text_edits apply here too, gated (cuda_nvcc < 13: cuda_crt's); load_ruleset
     # appends them to text_edits.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cudasplit._globs import Glob, compile_glob
 from cudasplit._rulebook.gates import (
@@ -70,8 +70,27 @@ class PcEdit:
     drop_cudaroot: bool = False           # cudart: the cudaroot= line is removed
     cflags_packages: tuple[str, ...] = ()  # Cflags: -I<root of pname>/include (cudart 13)
 
-    def matches(self, name: str, where: Where) -> bool:
+    def matches(self, name: str, where: Where, text: str = "") -> bool:
+        """Whether the edit applies to the ``.pc`` file ``name`` (with ``text``, when read).
+        Where the run knows no CUDA release (an archive renamed and split with ``--package
+        cuda_cudart``), the gate reads the file's own: a CUDA 12.9 ``cudart-12.9.pc`` never
+        gets a CUDA 13 edit."""
+        if where.cuda_version is None:
+            release = pc_release(name, text)
+            if release is not None:
+                where = replace(where, cuda_version=release)
         return any(g.matches(name) for g in self.files) and self.gate.applies(where)
+
+
+_PC_RELEASE = re.compile(r"-(\d+\.\d+)\.pc$")
+_PC_VERSION = re.compile(r"^Version:\s*(\d+\.\d+)", re.M)
+
+
+def pc_release(name: str, text: str = "") -> str | None:
+    """The CUDA ``major.minor`` a ``.pc`` file belongs to: its name's (``cudart-12.9.pc``),
+    else its ``Version:`` line's; None when neither says."""
+    match = _PC_RELEASE.search(name) or _PC_VERSION.search(text)
+    return match.group(1) if match else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,10 +185,11 @@ class LinkInto:
 @dataclass(frozen=True, slots=True)
 class TextEdit:
     """Replacements in the text files whose path in their output matches ``files`` (libcudss's
-    CMake configs; see _textedits.py): ``replace`` literal ``(old, new)`` pairs, ``regex``
-    ``(pattern, new)`` pairs (Python ``re``, one line at a time like ``sed -E``). ``quiet``:
-    a text not found is no problem (Nixpkgs' ``--replace-quiet``, ``sed``); ``forbid``: texts
-    that must not remain once the pairs are done (tensorrt's ``${_IMPORT_PREFIX}/``)."""
+    CMake configs; applied as the split writes them): ``replace`` literal
+    ``(old, new)`` pairs, ``regex`` ``(pattern, new)`` pairs (Python ``re``, one line at a time
+    like ``sed -E``). ``quiet``: a text not found is no problem (Nixpkgs' ``--replace-quiet``,
+    ``sed``); ``forbid``: texts that must not remain once the pairs are done (tensorrt's
+    ``${_IMPORT_PREFIX}/``)."""
 
     files: tuple[Glob, ...]
     replace: tuple[tuple[str, str], ...] = ()

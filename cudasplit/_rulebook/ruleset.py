@@ -104,6 +104,16 @@ KIND_NAMES = frozenset({k.value for k in Kind} | {"elf"})
 
 @dataclass(frozen=True, slots=True)
 class RuleRef:
+    """Where a rule comes from: ``file:name`` (``default.toml:libraries``).
+
+    Attributes:
+        file: the rules file.
+        name: the rule's name in it.
+
+    Raises:
+        Nothing: a value.
+    """
+
     file: str
     name: str
 
@@ -113,6 +123,25 @@ class RuleRef:
 
 @dataclass(frozen=True, slots=True)
 class Rule:
+    """One placement rule of a rules file (docs/reference/rules.md).
+
+    Attributes:
+        ref: where it comes from.
+        globs: the paths it matches.
+        kinds: the member kinds it matches (None: any).
+        output: the output it sends them to (None: dropped).
+        action: ``place`` or ``drop``.
+        patch: whether its ELF files are patched (None: the default).
+        keep_runpath: whether their RUNPATH is kept as it is (None: the default).
+        runpath_append: entries appended to their RUNPATH (``@pname@/lib``).
+        transform: the text rewrite its files get (``pkgconfig``, ``nvcc-profile``).
+        description: what it is for.
+        fallback: the output to use where ``output`` is not produced.
+
+    Raises:
+        Nothing: a value.
+    """
+
     ref: RuleRef
     globs: tuple[Glob, ...]
     kinds: frozenset[str] | None
@@ -134,6 +163,18 @@ class Rule:
 
 @dataclass(frozen=True, slots=True)
 class Rename:
+    """A path rename of the rules (``lib64/`` -> ``lib/``): applied before classification.
+
+    Attributes:
+        ref: where it comes from.
+        source: the prefix (ending in ``/``) or the single file renamed.
+        target: its new prefix or path.
+        link_back: whether a link from the old name is left.
+
+    Raises:
+        Nothing: a value.
+    """
+
     ref: RuleRef
     source: str  # prefix ending in "/"; without one, a single file (``file = true``)
     target: str  # prefix ending in "/" (a file rename: the new path)

@@ -1,8 +1,8 @@
 """Sources: archives and unpacked directories -> immutable member records plus content streams.
 
-``open_source`` picks the source for a path. The sources live in ``_tarsource`` and
-``_dirsource``; the name rules in ``_membernames``, the bomb guards in ``_limits``, the top
-directory and identity in ``_source_topdir``.
+``open_source`` picks the source for a path. The sources live in :mod:`.tar`, :mod:`.zip` and
+:mod:`.directory`; the name rules in :mod:`.names`, the bomb guards in :mod:`.limits`, the top
+directory and identity in :mod:`.topdir`.
 
 A source is read once, front to back. ``Source.members()`` yields ``(Member, stream)`` pairs;
 the stream (regular files only, else ``None``) is valid until the next pair is requested and

@@ -39,6 +39,14 @@ class Limits:
     member that would cross a limit is written. Hard links count again (they may be copied
     between outputs), GNU sparse members count with their expanded size (and are then
     refused), pax and GNU long-name headers count with their size.
+
+    Attributes:
+        max_total_bytes: the bytes all members may expand to.
+        max_ratio: expanded bytes per input byte.
+        max_members: how many members a source may have.
+
+    Raises:
+        Nothing: a value (a source over a limit raises LimitExceededError).
     """
 
     max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES

@@ -15,7 +15,7 @@ in runs of digits (CVE-2024-6232). This reader does none of that:
 Member data is not buffered: :meth:`TarReader.data` hands out a stream reading straight from
 the decoder. GNU sparse members are recognised (and their expanded size reported) but not
 expanded: no redistributable uses them and the caller refuses them. The fields of one header
-block are parsed in ``_tarfields``.
+block are parsed in :func:`header_from_block`.
 """
 
 from __future__ import annotations

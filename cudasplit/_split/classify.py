@@ -70,7 +70,7 @@ class Normaliser:
 
     ruleset: RuleSet
     where: Where
-    lib_major: LibMajor   # D9 (_libmajor.py); it learns from the members as they arrive
+    lib_major: LibMajor   # D9 (libmajor.py); it learns from the members as they arrive
 
     def __call__(self, path: str) -> tuple[str | None, Rename | None, str | None]:
         lifted = self.ruleset.package.lift_path(path)

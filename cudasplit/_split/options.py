@@ -139,7 +139,7 @@ class SplitOptions:
     # Where other packages live, for ``@pname@`` in package rules' runpath_append
     # (libcublas and cuDNN dlopen NVRTC: ``runpath_append = ["@cuda_nvrtc@/lib"]``).
     package_roots: tuple[tuple[str, str], ...] = ()
-    nix_markers: bool = False                   # write nix-support/ files (see _nixsupport.py)
+    nix_markers: bool = False                   # write nix-support/ files (_nix/support.py)
     max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES  # bomb guard: expanded bytes (--max-size)
     max_ratio: float = DEFAULT_MAX_RATIO        # bomb guard: expanded/compressed (--max-ratio)
     max_members: int = DEFAULT_MAX_MEMBERS      # member count guard (--max-members)

@@ -74,7 +74,7 @@ class SplitRun:
         self.normalise: Normaliser | None = None   # with the rules, before the first member
         self.links: LinkPlanner | None = None
         self.placer: Placer | None = None           # the place stage, with the rules
-        self.lib_major = LibMajor()  # D9, set up with the rules (_libmajor.py)
+        self.lib_major = LibMajor()  # D9, set up with the rules (libmajor.py)
         self.patches: PatchStage | None = None  # created with the rules (first member)
         self.inside: InsideStage | None = None  # GPU code, glibc floors (options.inside)
         self.members_seen = 0
@@ -212,7 +212,7 @@ class SplitRun:
             self.writer.warn("cuda-major-unknown", *unlifted)
 
     def _held(self, member: Member, stream: BinaryIO | None, lifted: str | None) -> bool:
-        """D9: hold ``member`` until the stream ends, or note its arrival (_libmajor.py)."""
+        """D9: hold ``member`` until the stream ends, or note its arrival (libmajor.py)."""
         if lifted is not None and self.lib_major.should_hold(member, lifted):
             self.lib_major.keep(member, stream)
             return True
@@ -221,8 +221,8 @@ class SplitRun:
         if late:
             self.writer.problem("cuda-major-late", late[0], (
                 f"lib/{self.lib_major.major}/ arrived after {plural(len(late), 'member')} "
-                "directly in "
-                "lib/ were written; Nixpkgs deletes them (D9), a stream cannot (_libmajor.py)"))
+                "directly in lib/ were written; Nixpkgs deletes those, a stream cannot take "
+                "back what it wrote"))
         return False
 
 

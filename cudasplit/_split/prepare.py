@@ -7,7 +7,7 @@ frozen: every stage of the run sees the same values.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from cudasplit._layout import Layout, LayoutSpec
@@ -21,7 +21,8 @@ from cudasplit._split.patchstage import PatchSettings
 from cudasplit._split.targets import check_target_roots, platform_warnings
 from cudasplit.errors import OptionsError, RulesError
 
-__all__ = ["RunPlan", "no_rules_reason", "patch_settings", "prepare", "target_platform"]
+__all__ = ["RunPlan", "cuda_gated_keys", "no_rules_reason", "patch_settings", "prepare",
+           "target_platform"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +35,7 @@ class RunPlan:
     allowed: frozenset[str] | None        # declared + out: where fallbacks may go
     layout: Layout
     normalise: Normaliser
-    lib_major: LibMajor                   # D9: lib/ members held or routed (_libmajor.py)
+    lib_major: LibMajor                   # D9: lib/ members held or routed (libmajor.py)
     warnings: tuple[Problem, ...] = ()
 
 
@@ -48,6 +49,12 @@ def prepare(package: PackageId, options: SplitOptions, layout: LayoutSpec,
                 *_rules_file_problems(package, options, description)]
     _check_compiler_target(ruleset, options, where.platform)
     _check_roots_exist(options, description or package.name)
+    gated = cuda_gated_keys(ruleset.package)
+    if where.cuda_version is None and gated:
+        warnings.append(Problem("cuda-version-unknown", None, (
+            f"the archive's name carries no CUDA version and --cuda-version was not given: "
+            f"the package table's {', '.join(gated)} entries gated on it were applied as for "
+            "any CUDA release; pass --cuda-version X.Y")))
     if options.python_version is None and any(d.needs_python() for d in ruleset.package.drops):
         warnings.append(Problem("python-version-unknown", None, "the package table keeps only "
                                 "the build Python's files here; pass --python-version X.Y "
@@ -56,7 +63,7 @@ def prepare(package: PackageId, options: SplitOptions, layout: LayoutSpec,
     cuda_major = (options.cuda_major or package.cuda_variant
                   or (where.cuda_version or "").split(".")[0] or None)
     # Only multi-CUDA redists without a _cudaNN archive suffix may mix lib/ and
-    # lib/<major>/: their lib/ members wait for the verdict (_libmajor.py).
+    # lib/<major>/: their lib/ members wait for the verdict (libmajor.py).
     major = cuda_major.split(".")[0] if cuda_major else None
     lib_major = LibMajor(major, hold=ruleset.package.redist != "cuda"
                          and not package.cuda_variant)
@@ -65,6 +72,21 @@ def prepare(package: PackageId, options: SplitOptions, layout: LayoutSpec,
     return RunPlan(package, ruleset, where, cuda_major, declared, allowed,
                    layout.resolve(package), Normaliser(ruleset, where, lib_major), lib_major,
                    tuple(warnings))
+
+
+def cuda_gated_keys(package: object) -> tuple[str, ...]:
+    """The package-table keys with an entry gated on the CUDA release (``cuda_since``,
+    ``cuda_before``). ``pkgconfig_edits`` are not among them: a ``.pc`` file names its own
+    release (``cudart-12.9.pc``), which its edits' gates read when the run knows none."""
+    keys = []
+    for key in fields(package):  # type: ignore[arg-type]
+        value = getattr(package, key.name)
+        entries = value if isinstance(value, tuple) else ()
+        if key.name != "pkgconfig_edits" and any(
+                getattr(getattr(e, "gate", None), "cuda_since", None)
+                or getattr(getattr(e, "gate", None), "cuda_before", None) for e in entries):
+            keys.append(key.name)
+    return tuple(keys)
 
 
 def target_platform(options: SplitOptions, build_platform: str | None) -> str | None:

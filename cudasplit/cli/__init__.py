@@ -1,7 +1,7 @@
 """The ``cudasplit`` command: a thin click layer over the public API.
 
 It imports nothing from cudasplit but public names (``cudasplit.__all__`` and
-``cudasplit.errors``; ``tests/test_public_api.py`` checks): all decisions live in the library.
+``cudasplit.errors``; ``tests/cli/test_public_api.py`` checks): all decisions live in the library.
 This package parses options, renders reports and turns :class:`CudasplitError` into
 one-line messages and stable exit codes (see README). One module per command family.
 """

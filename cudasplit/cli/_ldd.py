@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 
 EXIT_FLAGGED = 1
 LDD_SCHEMA = 1  # the "schema" of --json (cudasplit/schemas/ldd.json)
-# A driver library missing on this machine alone is no error (driver-not-found).
+# A driver library missing on this machine (driver-not-found) and a dlopen target that loads
+# nothing (optional) are listed, not errors: only what stops a file from loading is.
 _BAD = {"not-found", "stub-shadows-driver", "stub-reachable"}
 
 
@@ -35,9 +36,9 @@ _BAD = {"not-found", "stub-shadows-driver", "stub-reachable"}
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--strict", is_flag=True, help="An ambiguous RUNPATH (two directories holding "
               "different libraries of one name) is an error (exit 1), not a warning.")
-@click.option("--needed-only", is_flag=True, help="Exit 1 only for DT_NEEDED names that load "
-              "nothing (and stubs): dlopen targets are listed, not judged (optional, or the "
-              "consumer's to provide).")
+@click.option("--needed-only", is_flag=True, help="Judge only DT_NEEDED names and stubs. "
+              "That is the default now that a dlopen target loading nothing is optional, not "
+              "an error; kept so scripts keep working.")
 @click.option("--inputs", "inputs", multiple=True, metavar="DIRS",
               help="The consumer's library directories (colon-separated, repeatable): for "
               "each CUDA library a file dlopens that would load nothing, say which of them "
@@ -47,9 +48,10 @@ def ldd_command(path: str, driver_link: str | None, cuda_compat: str | None,
                 no_system: bool, as_json: bool, strict: bool, needed_only: bool,
                 inputs: tuple[str, ...]) -> None:
     """For every ELF file in PATH (a file or a split directory): which file each DT_NEEDED
-    and each detected dlopen target would load. Exit 1 when a name loads nothing or a stub
-    would shadow the driver (a missing driver library alone is not an error; with
-    --needed-only only DT_NEEDED names count).
+    and each detected dlopen target would load. Exit 1 when a DT_NEEDED name loads nothing or
+    a stub would shadow the driver. A driver library this machine lacks (!driver-not-found)
+    and a dlopen target that loads nothing (!optional: the library copes, or its consumer
+    provides it) are listed, not errors.
 
     Also, for any ELF file (a consumer's too): ambiguous RUNPATHs (warnings; errors with
     --strict) and the CUDA libraries each file dlopens by name, with what the consumer-guards

@@ -155,7 +155,8 @@ class ReportTarget:
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what happens.")
 @click.option("--closure", is_flag=True, help="Then print the closure report of the outputs "
-              "(one source; see `cudasplit closure`).")
+              "(one source; see `cudasplit closure`). With --strict its warnings exit 1, as "
+              "`cudasplit closure --strict` does; the outputs stay written.")
 def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
                   nix_support: bool, cuda_component_hook: str | None, consumer_guards: bool,
                   report_file: str | None, report_relative: bool, strict: bool, dry_run: bool,
@@ -201,8 +202,8 @@ def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
     if not quiet:
         _print_summary(report, to_stderr=writer.to_stdout)
     print_issues(report, warnings=not quiet)
-    if closure and not dry_run:
-        _print_closure(output_dir, nix)
+    if closure and not dry_run and _print_closure(output_dir, nix) and strict:
+        sys.exit(1)  # the same verdict as `cudasplit closure --strict` on these outputs
 
 
 def _print_summary(report: Report, *, to_stderr: bool = False) -> None:
@@ -276,8 +277,9 @@ def _run_split(source: str, output_dir: str | None, nix: bool, options: SplitOpt
     return report
 
 
-def _print_closure(output_dir: str | None, nix: bool) -> None:
-    """``split --closure``: the closure report of what the split just wrote."""
+def _print_closure(output_dir: str | None, nix: bool) -> int:
+    """``split --closure``: the closure report of what the split just wrote; returns how many
+    warnings it has."""
     # A lazy public name (``cudasplit._LAZY``): loaded only when this command runs.
     from .. import closure_of
 
@@ -289,3 +291,4 @@ def _print_closure(output_dir: str | None, nix: bool) -> None:
         fail(exc)
     for line in report.text_lines():
         click.echo(line)
+    return len(report.warnings)

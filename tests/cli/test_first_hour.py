@@ -479,6 +479,7 @@ def test_broken_pipe_exits_quietly(tmp_path: Path) -> None:
     proc.stdout.readline()
     proc.stdout.close()  # the reader leaves, as `| head -1` does
     stderr = proc.stderr.read().decode()
+    proc.stderr.close()
     assert proc.wait(timeout=60) == 141
     assert stderr == ""
 

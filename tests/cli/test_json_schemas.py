@@ -58,6 +58,30 @@ def archives(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path
     return old, new, out
 
 
+def _refs(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        return [*([node["$ref"]] if "$ref" in node else []),
+                *(r for value in node.values() for r in _refs(value))]
+    return [r for value in node for r in _refs(value)] if isinstance(node, list) else []
+
+
+def test_every_reference_resolves_to_a_shipped_schema() -> None:
+    """A stock validator with a registry of the shipped schemas resolves every ``$ref``: ids
+    are URNs (``urn:cudasplit:schemas:report``), not URLs a validator would try to fetch
+    (``https://cudasplit/schemas/report.json`` named a host that does not exist)."""
+    schemas = _schemas()
+    ids = {s["$id"] for s in schemas.values()}
+    assert ids == {f"urn:cudasplit:schemas:{name}" for name in NAMES}
+    for name, schema in schemas.items():
+        for ref in _refs(schema):
+            assert ref.startswith("#") or ref.split("#")[0] in ids, (name, ref)
+    registry = referencing.Registry().with_resources(
+        (s["$id"], referencing.Resource.from_contents(s)) for s in schemas.values())
+    resolver = registry.resolver()
+    for ref in {r for s in schemas.values() for r in _refs(s) if not r.startswith("#")}:
+        assert resolver.lookup(ref).contents in schemas.values()
+
+
 def test_every_schema_is_valid_and_shipped() -> None:
     for schema in _schemas().values():
         jsonschema.Draft202012Validator.check_schema(schema)

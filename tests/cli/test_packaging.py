@@ -45,6 +45,24 @@ def test_man_page_is_current() -> None:
     assert page.startswith(".TH CUDASPLIT 1") and ".SS cudasplit split" in page
 
 
+@pytest.mark.slow
+def test_the_wheel_installs_the_man_page(tmp_path: Path) -> None:
+    """``pip install .`` puts it in <prefix>/share/man/man1, where ``man cudasplit`` looks
+    once <prefix>/bin is on PATH."""
+    import zipfile
+
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                           "--disable-pip-version-check", "-w", str(tmp_path), str(REPO)],
+                          capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:  # no build backend to be had: offline
+        pytest.skip(f"cannot build the wheel: {(done.stderr.strip().splitlines() or [''])[-1]}")
+    [wheel] = tmp_path.glob("cudasplit-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        page = zf.read(next(n for n in zf.namelist()
+                            if n.endswith(".data/data/share/man/man1/cudasplit.1")))
+    assert page == (REPO / "docs" / "cudasplit.1").read_bytes()
+
+
 def test_nix_report_inside_an_output_names_no_store_path(tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     archive = write_archive(tmp_path / f"{TOP}.tar.xz", [

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from cudasplit import SplitOptions, split_to_dir, toolkit_view
+from cudasplit import toolkit_view
 from tests.support.realwheels import wheel_root
 from tests.support.standin import build_stand_in
-from tests.support.wheeltrees import WHEELS_13, redist_tarball
 
 CMAKE_WHEEL = ("cmake", "4.4.5")  # >= 4.3: the release that refuses a CUDAToolkit_ROOT list
 
@@ -60,15 +60,11 @@ def cmake() -> Path:
 
 
 @pytest.fixture(scope="module")
-def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def root(tmp_path_factory: pytest.TempPathFactory, plain_split_13: Callable[..., Path]) -> Path:
     base = tmp_path_factory.mktemp("cmake-toolkit")
-    splits = []
-    for pname in ("cuda_cccl", "cuda_crt", "libnvvm", "cuda_nvcc", "cuda_cudart"):
-        split_to_dir(redist_tarball(pname, WHEELS_13[pname]), base / pname, SplitOptions())
-        splits.append(base / pname)
-    sbsa = redist_tarball("cuda_cudart", WHEELS_13["cuda_cudart"], platform="linux-sbsa")
-    split_to_dir(sbsa, base / "cuda_cudart-sbsa", SplitOptions())
-    splits.append(base / "cuda_cudart-sbsa")
+    splits = [plain_split_13(pname)  # shared with the cross and nvcc tests
+              for pname in ("cuda_cccl", "cuda_crt", "libnvvm", "cuda_nvcc", "cuda_cudart")]
+    splits.append(plain_split_13("cuda_cudart", "linux-sbsa"))
     toolkit_view(splits, base / "cuda")
     return base / "cuda"
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -53,13 +54,13 @@ def _need(tool: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def prefix(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def prefix(tmp_path_factory: pytest.TempPathFactory,
+           plain_split_13: Callable[..., Path]) -> dict[str, Path]:
     """Plain splits of each package and the toolkit prefix over them."""
     base = tmp_path_factory.mktemp("cross")
     dirs: dict[str, Path] = {}
     for pname in ("cuda_cccl", "cuda_crt", "libnvvm", "cuda_nvcc"):
-        dirs[pname] = base / pname
-        split_to_dir(redist_tarball(pname, WHEELS_13[pname]), dirs[pname], SplitOptions())
+        dirs[pname] = plain_split_13(pname)  # shared with the CMake and nvcc tests
     for platform in ("linux-x86_64", "linux-sbsa"):
         link = dirs[f"driver-{platform}"] = base / f"driver-{platform}"
         dirs[f"cuda_cudart-{platform}"] = base / f"cuda_cudart-{platform}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -107,16 +108,16 @@ int main() {
 
 
 @pytest.fixture(scope="module")
-def cuda13_roots(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def cuda13_roots(tmp_path_factory: pytest.TempPathFactory,
+                 plain_split_13: Callable[..., Path]) -> dict[str, Path]:
     """cccl, crt, cudart, libnvvm and nvcc 13.0 split like buildRedist would, nvcc last with
     the others' roots (``--package-root PNAME[.OUTPUT]=DIR``)."""
     from tests.support.wheeltrees import WHEELS_13, redist_tarball
 
     base = tmp_path_factory.mktemp("cuda13")
-    roots: dict[str, Path] = {}
-    for pname in ("cuda_cccl", "cuda_crt", "cuda_cudart", "libnvvm"):
-        split_to_dir(redist_tarball(pname, WHEELS_13[pname]), base / pname, SplitOptions())
-        roots[pname] = base / pname
+    # Plain splits shared with the cross and CMake tests.
+    roots = {pname: plain_split_13(pname)
+             for pname in ("cuda_cccl", "cuda_crt", "cuda_cudart", "libnvvm")}
     # cuda_cudart is single-output (as Nixpkgs): one root for include, lib, static, stubs.
     package_roots = (("cuda_cccl", str(roots["cuda_cccl"] / "out")),
                      ("cuda_crt", str(roots["cuda_crt"] / "out")),

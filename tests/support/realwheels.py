@@ -6,7 +6,15 @@ same machine reuses it, so only the first run pays for the download. Nothing her
 
 When a wheel is not cached and cannot be downloaded (offline, registry refused), the test that
 asked for it is skipped with the reason; ``CUDASPLIT_REQUIRE_WHEELS=1`` turns that skip into a
-failure (for a run that must prove the real-bytes tests ran).
+failure (for a run that must prove the real-bytes tests ran). Whether the network is there is
+decided once per run: the first download that fails to connect (pip with one retry and a 20 s
+timeout) makes every later uncached wheel skip at once, naming that failure;
+``CUDASPLIT_OFFLINE=1`` decides it before any attempt.
+
+A download says so on the terminal while it runs (pytest shows only dots otherwise): the wheel,
+its size as pip reports it, and the bytes so far every few seconds. At the end of the run,
+``tests/conftest.py`` prints which wheels the run used and downloaded, and their sizes
+(:func:`usage`).
 
 Usage::
 
@@ -18,12 +26,17 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import threading
+import time
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -93,6 +106,39 @@ def _find_wheel(wheels: Path, name: str, version: str, arch: str = "x86_64") -> 
     return hits[0] if hits else None
 
 
+@dataclass
+class Usage:
+    """What this run asked of the cache: every wheel used, those downloaded, and why the network
+    was given up on (once per run), if it was."""
+
+    used: dict[str, int] = field(default_factory=dict)        # wheel file name -> bytes
+    downloaded: dict[str, int] = field(default_factory=dict)  # wheel file name -> bytes
+    download_seconds: float = 0.0
+    offline: str | None = None
+
+
+_USAGE = Usage()
+# Where a download reports progress: tests/conftest.py points it at pytest's terminal (past
+# output capture); anywhere else, standard error.
+say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+# pip's words for "the network is not there" (as opposed to "no such version").
+_NO_NETWORK = re.compile(r"NewConnectionError|Failed to establish a new connection|Temporary "
+                         r"failure in name resolution|Name or service not known|Network is "
+                         r"unreachable|ConnectTimeout|ConnectionError|ProxyError|timed out|"
+                         r"Max retries exceeded")
+PROGRESS_EVERY = 5.0  # seconds between progress lines of one download
+
+
+def usage() -> Usage:
+    """This run's use of the wheel cache (for the summary at the end of the run)."""
+    return _USAGE
+
+
+def _record(found: Path) -> Path:
+    _USAGE.used[found.name] = found.stat().st_size
+    return found
+
+
 def wheel_file(name: str, version: str, arch: str = "x86_64") -> Path:
     """The ``.whl`` for ``name==version`` (Linux on ``arch``: x86_64 or aarch64),
     downloading it on first use."""
@@ -100,23 +146,97 @@ def wheel_file(name: str, version: str, arch: str = "x86_64") -> Path:
     with _locked(cache_dir() / ".lock"):
         found = _find_wheel(wheels, name, version, arch)
         if found is not None:
-            return found
-        argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                "--disable-pip-version-check", "-q", "-d", str(wheels)]
-        for tag in platform_tags(arch):
-            argv += ["--platform", tag]
-        argv.append(f"{name}=={version}")
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            _skip_or_fail(f"cannot download {name}=={version}: {exc}")
-            raise AssertionError("unreachable") from exc
+            return _record(found)
+        if os.environ.get("CUDASPLIT_OFFLINE") and _USAGE.offline is None:
+            _USAGE.offline = "CUDASPLIT_OFFLINE is set"
+        if _USAGE.offline is not None:
+            _skip_or_fail(f"{name}=={version} is not cached and this run is offline "
+                          f"({_USAGE.offline})")
+        started = time.monotonic()
+        code, output = _pip_download(name, version, arch, wheels)
         found = _find_wheel(wheels, name, version, arch)
-        if done.returncode != 0 or found is None:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        if code != 0 or found is None:
+            tail = output.strip().splitlines()[-1:] or ["no output"]
+            network = next((line.strip() for line in output.splitlines()
+                            if _NO_NETWORK.search(line)), None)
+            if network is not None:
+                _USAGE.offline = f"downloading {name}=={version}: {network[:200]}"
+                say(f"cudasplit tests: no network ({network[:200]}); from now on every "
+                    "real-bytes test whose wheel is not cached skips at once")
             _skip_or_fail(f"cannot download {name}=={version} (offline?): {tail[0]}")
         assert found is not None
-        return found
+        _USAGE.downloaded[found.name] = found.stat().st_size
+        _USAGE.download_seconds += time.monotonic() - started
+        return _record(found)
+
+
+def _pip_download(name: str, version: str, arch: str, wheels: Path) -> tuple[int, str]:
+    """``pip download`` of one wheel into ``wheels``, saying on the terminal what it fetches
+    and how far it got. Returns pip's exit status (-1: it could not run) and its output."""
+    argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+            "--disable-pip-version-check", "--progress-bar", "off", "--retries", "1",
+            "--timeout", "20", "-d", str(wheels)]
+    for tag in platform_tags(arch):
+        argv += ["--platform", tag]
+    argv.append(f"{name}=={version}")
+    wheels.mkdir(parents=True, exist_ok=True)
+    lines: list[str] = []
+    with tempfile.TemporaryDirectory(dir=wheels.parent, prefix=".download-") as scratch:
+        try:
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True, env={**os.environ, "TMPDIR": scratch})
+        except OSError as exc:
+            return -1, str(exc)
+        assert proc.stdout is not None
+        reader = threading.Thread(target=lambda: lines.extend(proc.stdout or ()), daemon=True)
+        reader.start()
+        _watch(proc, lines, Path(scratch), wheels, f"{name}=={version}")
+        reader.join(timeout=10)
+        proc.stdout.close()
+    return proc.returncode, "".join(lines)
+
+
+def _largest_under(path: Path) -> int:
+    """The size of the largest file at or below ``path``: the wheel being written (pip creates,
+    copies and removes files meanwhile)."""
+    largest = 0
+    for one in [path, *(path.rglob("*") if path.is_dir() else ())]:
+        try:
+            largest = max(largest, one.stat().st_size if one.is_file() else 0)
+        except OSError:
+            continue
+    return largest
+
+
+def _watch(proc: subprocess.Popen[str], lines: list[str], scratch: Path, wheels: Path,
+           what: str) -> None:
+    """Every few seconds, the bytes pip has written so far (into ``scratch``, its TMPDIR, or
+    straight into ``wheels``); kills pip after 15 minutes."""
+    before = {f.name for f in wheels.iterdir()}
+    deadline = time.monotonic() + 900
+    announced = False
+    while proc.poll() is None:
+        try:
+            proc.wait(timeout=PROGRESS_EVERY)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        if time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            lines.append(f"\npip download of {what} killed after 15 minutes\n")
+            return
+        size = next((m.group(1) for line in lines
+                     if (m := re.search(r"Downloading .*\(([\d.]+ [kMG]B)\)", line))), None)
+        if size is None:  # still asking the index
+            continue
+        if not announced:
+            say(f"cudasplit tests: downloading {what} ({size}) into {cache_dir()}")
+            announced = True
+        # pip writes into its TMPDIR, then copies into wheels/: the largest file so far.
+        got = max([_largest_under(scratch),
+                   *(_largest_under(f) for f in wheels.iterdir() if f.name not in before)])
+        say(f"cudasplit tests: {what}: {got / 1e6:,.0f} MB of {size}")
 
 
 def wheel_root(name: str, version: str, arch: str = "x86_64") -> Path:

@@ -15,7 +15,7 @@ from cudasplit._elf.plan.entries import is_origin_relative, is_stub_entry
 from cudasplit.errors import RunpathPolicyError
 
 DEFAULT_DRIVER_LINK = "/run/opengl-driver"
-# The arch names an ELF file's machine maps to (``_resolve.arch_of``): an interpreter for any
+# The arch names an ELF file's machine maps to (``resolve.arch_of``): an interpreter for any
 # other name would never be used (``--interpreter sparc=...`` was silently ignored).
 INTERPRETER_ARCHES = ("x86_64", "aarch64", "ppc64le", "ppc64", "i686", "armv7l", "riscv64")
 _TAGS = frozenset({"RUNPATH", "RPATH"})

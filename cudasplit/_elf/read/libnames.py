@@ -35,13 +35,22 @@ _GLIBC_NAMES = frozenset(
 _GLIBC_PATTERNS = ("ld-linux*.so.*", "ld64.so.*", "ld.so.*")
 
 # Libraries of the NVIDIA driver: they must match the running kernel module, so they are found
-# through the driver link at run time, never resolved at build time.
+# through the driver link at run time, never resolved at build time. Besides libcuda and the
+# libnvidia-* family, the driver ships its GL/EGL/GLES vendor libraries (which CUPTI dlopens),
+# OptiX, VDPAU and the CUDA debugger's back end.
 _DRIVER_PATTERNS = (
     "libcuda.so*",
     "libnvidia-ml.so*",
     "libnvidia-*.so*",
     "libnvcuvid.so*",
     "libnvrm*",
+    "libEGL_nvidia.so*",
+    "libGLX_nvidia.so*",
+    "libGLESv1_CM_nvidia.so*",
+    "libGLESv2_nvidia.so*",
+    "libnvoptix.so*",
+    "libvdpau_nvidia.so*",
+    "libcudadebugger.so*",
 )
 
 _SHARED_OBJECT_NAME = re.compile(r"\.so(\.|$)")

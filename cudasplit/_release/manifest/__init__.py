@@ -1,7 +1,7 @@
 """NVIDIA ``redistrib_*.json`` manifests: parsing, platform selection and tarball verification.
 
-The three jobs live in :mod:`._manifestparse`, :mod:`._manifestselect` and
-:mod:`._manifestverify`; their names are re-exported here, where the CLI and the release
+The three jobs live in :mod:`.parse`, :mod:`.select` and
+:mod:`.verify`; their names are re-exported here, where the CLI and the release
 tools import them from.
 
 A manifest names, per package and platform, one tarball (``relative_path``) with its size and

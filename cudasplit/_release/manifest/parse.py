@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from cudasplit.errors import ManifestError
+from cudasplit.errors import ManifestError, NotFoundError
 
 __all__ = ["VARIANT_KEY", "Artifact", "Manifest", "Package", "load_manifest", "parse_manifest"]
 
@@ -53,6 +53,21 @@ class Artifact:
 
 @dataclass(frozen=True, slots=True)
 class Package:
+    """One package of a manifest, with its tarballs.
+
+    Attributes:
+        pname: the manifest key (``cuda_cudart``).
+        name: its display name.
+        license: its licence name.
+        license_path: the licence file's relative path.
+        version: its version.
+        cuda_variants: the CUDA majors it is built for (``cuda_variant``; empty for plain ones).
+        artifacts: its tarballs, in manifest order.
+
+    Raises:
+        Nothing: a value.
+    """
+
     pname: str
     name: str
     license: str | None
@@ -68,6 +83,20 @@ class Package:
 
 @dataclass(frozen=True, slots=True)
 class Manifest:
+    """A parsed ``redistrib_*.json`` (:func:`load_manifest`).
+
+    Attributes:
+        source: the file it was read from, for messages.
+        release_date: ``release_date``.
+        release_label: ``release_label`` (the release's version).
+        release_product: ``release_product`` (``cuda``, ``cudnn``, ...).
+        packages: its packages, in manifest order.
+
+    Raises:
+        Nothing: a value (``package`` raises NotFoundError, also a KeyError, for a
+        package it lacks).
+    """
+
     source: str  # file name, for messages
     release_date: str | None
     release_label: str | None
@@ -78,7 +107,7 @@ class Manifest:
         for package in self.packages:
             if package.pname == pname:
                 return package
-        raise KeyError(pname)
+        raise NotFoundError(f"{self.source}: no package {pname!r}")
 
     @property
     def artifacts(self) -> tuple[Artifact, ...]:

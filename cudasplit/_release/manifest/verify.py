@@ -28,6 +28,8 @@ CHUNK = 1 << 20  # 1 MiB: large enough that hashlib drops the GIL, small enough 
 
 
 class VerifyStatus(enum.StrEnum):
+    """How one tarball fared in :func:`verify_manifest`."""
+
     OK = "ok"
     MISSING = "missing"
     SIZE_MISMATCH = "size-mismatch"
@@ -37,6 +39,20 @@ class VerifyStatus(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class VerifyResult:
+    """One tarball checked against the manifest.
+
+    Attributes:
+        artifact: the tarball as the manifest names it.
+        status: ``ok``, ``missing``, ``size-mismatch``, ``hash-mismatch`` or ``unreadable``.
+        path: where it was found.
+        actual_size: its size, where read.
+        actual_sha256: its sha256, where hashed.
+        detail: why it is not ok.
+
+    Raises:
+        Nothing: a value.
+    """
+
     artifact: Artifact
     status: VerifyStatus
     path: str | None = None
@@ -71,6 +87,17 @@ class VerifyResult:
 
 @dataclass(frozen=True, slots=True)
 class VerifyReport:
+    """What :func:`verify_manifest` found, one result per selected tarball.
+
+    Attributes:
+        manifest: the manifest file.
+        tarball_dir: where the tarballs were looked for.
+        results: one per tarball, in manifest order.
+
+    Raises:
+        Nothing: a value.
+    """
+
     manifest: str
     tarball_dir: str
     results: tuple[VerifyResult, ...]  # in manifest order

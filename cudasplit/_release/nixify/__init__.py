@@ -52,9 +52,9 @@ from cudasplit._release.nixify.plan import (
     table_needs,
 )
 from cudasplit._release.nixify.render import render_default, render_package
-from cudasplit._release.nixify.setsplan import SetsResult, plan_sets
+from cudasplit._release.nixify.setsplan import PackageSet, SetPackage, SetsResult, plan_sets
 from cudasplit._release.nixify.setsrender import render_set, write_sets
-from cudasplit._release.nixify.tables import PINS, Pin
+from cudasplit._release.nixify.tables import PINS, Assertion, Pin
 from cudasplit._release.nixify.toolkit import TOOLKIT_ATTR, compiler_packages, render_toolkit
 from cudasplit._split.progress import ProgressCallback
 from cudasplit.errors import ManifestError
@@ -66,10 +66,13 @@ __all__ = [
     "PINS",
     "PROPAGATES",
     "TARGET_PROPAGATES",
+    "Assertion",
     "NixifyResult",
     "PackagePlan",
+    "PackageSet",
     "Pin",
     "PlatformPlan",
+    "SetPackage",
     "SetsResult",
     "compiler_packages",
     "cuda_version_of",
@@ -89,6 +92,17 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class NixifyResult:
+    """What :func:`nixify_manifest` wrote.
+
+    Attributes:
+        output_dir: where.
+        packages: each package's plan (what its expression says).
+        files: the files written.
+
+    Raises:
+        Nothing: a value.
+    """
+
     output_dir: str
     packages: tuple[PackagePlan, ...]
     files: tuple[str, ...] = field(default=())

@@ -51,6 +51,18 @@ _PLACEHOLDER = re.compile(r"@([A-Za-z0-9_.+-]+)@")
 
 @dataclass(frozen=True, slots=True)
 class PlatformPlan:
+    """One platform's tarball in a package's expression.
+
+    Attributes:
+        platform: the NVIDIA platform (``linux-x86_64``).
+        url: where the tarball is fetched from.
+        sha256: its hash, from the manifest.
+        outputs: the outputs the split fills from it.
+
+    Raises:
+        Nothing: a value.
+    """
+
     platform: str
     url: str
     sha256: str
@@ -213,7 +225,8 @@ def package_roots(table: PackageSettings, needs: Mapping[str, str], cuda: str | 
                    ) -> tuple[tuple[str, str], ...]:
     """What the split needs to know about the packages the table names: ``--package-root``
     keys (``PNAME`` or ``PNAME.OUTPUT``) and the Nix expression of each directory. Names are
-    the release's (``cccl`` from CUDA 13.3, :mod:`._pkgrenames`); the split finds either."""
+    the release's (``cccl`` from CUDA 13.3, :mod:`cudasplit._rulebook.renames`); the split
+    finds either."""
     roots: dict[str, str] = {}
     for pname, key in needs.items():
         name = nix_ident(pname)

@@ -60,7 +60,7 @@ from cudasplit._rulebook import (
     version_at_least,
     version_tuple,
 )
-from cudasplit.errors import ManifestError
+from cudasplit.errors import ManifestError, NotFoundError
 
 __all__ = [
     "BROKEN",
@@ -81,8 +81,38 @@ SYSTEMS = {"linux-x86_64": "x86_64-linux", "linux-sbsa": "aarch64-linux",
            "linux-aarch64": "aarch64-linux"}
 NVIDIA_URL = "https://developer.download.nvidia.com/compute/"
 _BUILD_WORDS = {"jetson": "Jetson", "aarch64": "other aarch64-linux", "x86_64": "x86_64-linux"}
+
+
 @dataclass(frozen=True, slots=True)
 class SetPackage:
+    """One package of a generated package set (``cudaPackages_X_Y``).
+
+    Attributes:
+        pname: its name.
+        version: its version.
+        description: ``meta.description``.
+        license: its licence.
+        sources: one tarball per NVIDIA platform.
+        propagated: packages of the same set it propagates.
+        needs: its build inputs (of the set, or outside it).
+        outside: what it needs that the set lacks.
+        broken: why it is broken, if it is.
+        capabilities: Nixpkgs' capability assertions for this version.
+        has_rules: whether cudasplit has a rules file for it.
+        product: the manifest's ``release_product``.
+        redist_version: the manifest's ``release_label``.
+        builds: for a pinned package, the builds that take this version.
+        vulnerabilities: ``meta.knownVulnerabilities`` (TensorRT before 10.16.1).
+        roots: ``--package-root KEY=EXPR`` for the packages the table names (cudart's
+            ``.pc`` Cflags, nvcc's headers, NVRTC for cuBLAS and cuDNN), over the set's
+            attributes.
+        target_propagated: packages of the same set for the platform it compiles for
+            (``depsTargetTargetPropagated``: nvcc -> cudart).
+
+    Raises:
+        Nothing: a value.
+    """
+
     pname: str
     version: str
     description: str
@@ -109,6 +139,21 @@ class SetPackage:
 
 @dataclass(frozen=True, slots=True)
 class PackageSet:
+    """One generated package set, ``cudaPackages_X_Y``.
+
+    Attributes:
+        name: ``cudaPackages_13_4``.
+        cuda_version: ``13.4``.
+        manifests: the manifests it was built from.
+        packages: its packages (a pinned one once per version its builds take).
+        pins: product -> the versions this set takes.
+        warnings: pinned versions whose manifest was not given.
+
+    Raises:
+        Nothing: a value (``package`` raises NotFoundError, also a KeyError, for a
+        package it lacks).
+    """
+
     name: str                  # cudaPackages_13_4
     cuda_version: str          # 13.4
     manifests: tuple[str, ...]
@@ -121,11 +166,22 @@ class PackageSet:
         for package in self.packages:
             if package.pname == pname and (not package.builds or build in package.builds):
                 return package
-        raise KeyError(pname)
+        raise NotFoundError(f"{self.name}: no package {pname!r} for {build} builds")
 
 
 @dataclass(frozen=True, slots=True)
 class SetsResult:
+    """What :func:`nixify_sets` wrote.
+
+    Attributes:
+        output_dir: where.
+        sets: the package sets.
+        files: the files written.
+
+    Raises:
+        Nothing: a value.
+    """
+
     output_dir: str
     sets: tuple[PackageSet, ...]
     files: tuple[str, ...]

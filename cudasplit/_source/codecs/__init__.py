@@ -16,7 +16,7 @@
   without a ``memory_limit``) pipes the file through the system ``xz``/``zstd`` binary
   instead.
 
-Memory (the parallel xz decoder, ``_codecthreads.BlockPipeline``): every block that a
+Memory (the parallel xz decoder, ``threads.BlockPipeline``): every block that a
 thread starts reserves its whole decoded size from the budget, so each thread decodes its
 block start to end without waiting for the reader, and the reader drains the blocks in order.
 The budget is ``memory_limit`` when given, else :func:`default_decode_budget`:
@@ -33,10 +33,10 @@ Every failure of the data becomes :class:`~cudasplit.errors.CorruptArchiveError`
 :class:`~cudasplit.errors.SourceError` for an unreadable file) with a one-line message that
 names the source; threads are stopped and subprocesses killed and reaped on close.
 
-This module picks the decoder; each lives in its own module: detection (``_codecdetect``),
-the chunk plumbing and the reader (``_codecchunks``), the .xz container (``_xz``), the
-decoder threads (``_codecthreads``), zstd (``_zstd``), gzip/bzip2/plain (``_codecstdlib``)
-and the system tools (``_codecexternal``).
+This module picks the decoder; each lives in its own module: detection (:mod:`.detect`),
+the chunk plumbing and the reader (:mod:`.chunks`), the .xz container (:mod:`.xz`), the
+decoder threads (:mod:`.threads`), zstd (:mod:`.zstd`), gzip/bzip2/plain (:mod:`.stdlib`)
+and the system tools (:mod:`.external`).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ __all__ = ["bz2_chunks", "gzip_chunks", "plain_chunks"]
 
 def bz2_chunks(fh: IO[bytes], source: str) -> Iterator[bytes]:
     """bzip2 streams back to back; null bytes may follow the last one, anything else after
-    a stream is an error (the rule of every codec, ``_codecchunks.all_zero``).
+    a stream is an error (the rule of every codec, ``chunks.all_zero``).
 
     (``bz2.open`` silently ignores trailing garbage, hence this loop.)
     """

@@ -166,7 +166,7 @@ def read_xz_layout(fd: int, size: int, *, source: str = "") -> list[XzStream]:
 
     Truncation and trailing garbage both show up here, as a missing footer. Null bytes after
     the last stream are accepted in any number (the rule for every codec, see
-    ``_codecchunks.all_zero``; the xz format itself allows multiples of four); between
+    ``chunks.all_zero``; the xz format itself allows multiples of four); between
     streams the format's stream padding (multiples of four) applies.
     """
     streams: list[XzStream] = []

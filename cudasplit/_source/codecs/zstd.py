@@ -57,7 +57,7 @@ _ZSTD_SKIPPABLE = 0x184D2A50  # ..0x184D2A5F: metadata frames, skipped
 def zstd_frames(fh: IO[bytes], source: str) -> list[tuple[int, int]]:
     """(offset, length) of every data frame; CorruptArchiveError unless the file is exactly
     a sequence of complete frames (RFC 8878 §3.1: header, blocks up to Last_Block, checksum),
-    optionally followed by null bytes (the rule of every codec, ``_codecchunks.all_zero``)."""
+    optionally followed by null bytes (the rule of every codec, ``chunks.all_zero``)."""
     size = os.fstat(fh.fileno()).st_size
     frames: list[tuple[int, int]] = []
     offset = 0

@@ -74,7 +74,7 @@ def read_small_text(stream: BinaryIO, source: str, member: str) -> str:
 
 def package_root(roots: Mapping[str, str], pname: str, output: str) -> str | None:
     """``--package-root PNAME.OUTPUT=DIR`` for a split package, else ``PNAME=DIR``; a renamed
-    package answers to either name (cuda_cccl / cccl, :mod:`._pkgrenames`)."""
+    package answers to either name (cuda_cccl / cccl, :mod:`cudasplit._rulebook.renames`)."""
     for name in aliases(pname):
         root = roots.get(f"{name}.{output}") or roots.get(name)
         if root is not None:
@@ -88,14 +88,14 @@ def package_root(roots: Mapping[str, str], pname: str, output: str) -> str | Non
 def rewrite_pkgconfig(ctx: RewriteContext, path: str, output: str, dest: str,
                       text: str) -> Rewritten:
     name = posixpath.basename(dest)
-    extras, warnings = _pc_extras(ctx, name)
-    text = apply_extras(rewrite_pc(text, _pc_roots(ctx, name)), extras)
+    extras, warnings = _pc_extras(ctx, name, text)
+    text = apply_extras(rewrite_pc(text, _pc_roots(ctx, name, text)), extras)
     return Rewritten(text, warnings, unversioned_alias(name))
 
 
-def _pc_roots(ctx: RewriteContext, name: str) -> PcRoots:
+def _pc_roots(ctx: RewriteContext, name: str, text: str) -> PcRoots:
     package = ctx.ruleset.package
-    edits = [e for e in package.pkgconfig_edits if e.matches(name, ctx.where)]
+    edits = [e for e in package.pkgconfig_edits if e.matches(name, ctx.where, text)]
     libdir = ctx.root("lib") + "/lib"
     if any(glob.matches(name) for glob in package.pkgconfig_stubs_libdir):
         libdir = ctx.root("stubs") + "/lib/stubs"
@@ -110,9 +110,10 @@ def _pc_roots(ctx: RewriteContext, name: str) -> PcRoots:
         extra_libs=f"-Wl,-rpath,{driver}" if wants_rpath and driver else "")
 
 
-def _pc_extras(ctx: RewriteContext, name: str) -> tuple[PcExtras, tuple[Problem, ...]]:
+def _pc_extras(ctx: RewriteContext, name: str, text: str
+               ) -> tuple[PcExtras, tuple[Problem, ...]]:
     """Requires:, replacements, cudaroot removal and extra Cflags from pkgconfig_edits."""
-    edits = [e for e in ctx.ruleset.package.pkgconfig_edits if e.matches(name, ctx.where)]
+    edits = [e for e in ctx.ruleset.package.pkgconfig_edits if e.matches(name, ctx.where, text)]
     release = major_minor(name) or ctx.where.cuda_version
     requires = tuple(f"{r}-{release}" if release else r for e in edits for r in e.requires)
     roots = dict(ctx.package_roots)
@@ -177,7 +178,7 @@ def rewrite_profile(ctx: RewriteContext, path: str, output: str, dest: str,
     return Rewritten(rewrite_nvcc_profile(text, roots, extras), tuple(warnings))
 
 
-# -- the package table's text_edits (libcudss's CMake configs; _textedits.py) ------------------
+# -- the package table's text_edits (libcudss's CMake configs; textedits.py) ------------------
 
 
 def text_edits_for(ctx: RewriteContext, dest: str) -> list[TextEdit]:

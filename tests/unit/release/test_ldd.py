@@ -148,15 +148,28 @@ def _host_libs():  # type: ignore[no-untyped-def]
     return RunpathPolicy(library_paths=(os.path.dirname(os.path.realpath(found)),))
 
 
-def test_needed_only_judges_dt_needed_and_not_dlopen_targets(tmp_path: Path) -> None:
-    """A dlopen target that loads nothing (optional, or the consumer's) fails ``ldd`` but not
-    ``ldd --needed-only``; an unresolved DT_NEEDED name fails both."""
+def test_only_what_stops_a_file_loading_fails(tmp_path: Path) -> None:
+    """A healthy CUPTI split passes: the driver's own libraries (libEGL_nvidia, libGLX_nvidia,
+    libnvoptix, libnvidia-*) are driver-provided and the ICD loaders it dlopens (libOpenCL)
+    optional. An unresolved DT_NEEDED name fails, with --needed-only or without."""
+    names = ("libEGL_nvidia.so.0", "libGLX_nvidia.so.0", "libnvoptix.so.1",
+             "libnvidia-opencl.so.1", "libOpenCL.so.1", "libcudart.so.13")
+    table = ", ".join(f'"{n}"' for n in names)
     opener = compile_shared(tmp_path / "a", "libopener.so.1",
-                            'const char *name(void) { return "libcudart.so.13"; }\n',
+                            f"const char *names[] = {{{table}}};\n"
+                            "const char *name(int i) { return names[i]; }\n",
                             soname="libopener.so.1")
     lonely = compile_shared(tmp_path / "b", "liblonely.so.1", "int f(void){return 0;}",
                             soname="liblonely.so.1", needed_libs=["libnowhere.so.7"])
-    for path, plain, needed_only in ((opener, 1, 0), (lonely, 1, 1)):
+    [seen] = view_tree(opener, LddOptions(system=False))
+    assert {r.name: r.flag for r in seen.dlopen} == {
+        "libEGL_nvidia.so.0": "driver-not-found", "libGLX_nvidia.so.0": "driver-not-found",
+        "libnvoptix.so.1": "driver-not-found", "libnvidia-opencl.so.1": "driver-not-found",
+        "libOpenCL.so.1": "optional", "libcudart.so.13": "optional"}
+    for path, status in ((opener, 0), (lonely, 1)):
         codes = [CliRunner().invoke(main, ["ldd", "--no-system", *flag, str(path)]).exit_code
                  for flag in ([], ["--needed-only"])]
-        assert codes == [plain, needed_only], path
+        assert codes == [status, status], path
+    printed = CliRunner().invoke(main, ["ldd", "--no-system", str(opener)]).output
+    assert "dlopen libOpenCL.so.1 => not found (-)  !optional" in printed
+    assert "dlopen libnvoptix.so.1 => not found (-)  !driver-not-found" in printed

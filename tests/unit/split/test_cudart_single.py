@@ -101,3 +101,27 @@ def test_ldd_cli_prints_and_fails_on_a_reachable_stub(tmp_path: Path) -> None:
     assert done.exit_code == 1 and "!stub-reachable" in done.output
     closure = CliRunner().invoke(main, ["closure", str(split)])
     assert "out reaches stub-link (out:lib/libcuda.so)" in closure.output
+
+
+@pytest.mark.parametrize("stub_link", [False, True], ids=["as-shipped", "with-293320-link"])
+def test_closure_and_split_closure_agree_under_strict(tmp_path: Path, stub_link: bool) -> None:
+    """A single-output package reaching its own static archives and stubs is what it is
+    (Nixpkgs: expected): no warning, exit 0 from both commands. A stub link is a warning, and
+    ``--strict`` exits 1 from both (``split --closure --strict`` used to exit 0)."""
+    from click.testing import CliRunner
+
+    from cudasplit.cli import main
+
+    top = tree_from_reference(LIST, tmp_path / "tree")
+    if stub_link:  # what a path-based split leaves, shipped inside the archive
+        os.symlink("stubs/libcuda.so", top / "lib/libcuda.so")
+    split = CliRunner().invoke(main, ["split", str(top), "-o", str(tmp_path / "s"), "-q",
+                                      "--closure", "--strict"])
+    closure = CliRunner().invoke(main, ["closure", str(tmp_path / "s"), "--strict"])
+    warned = [line for line in closure.stdout.splitlines() if line.startswith("warning:")]
+    assert warned == (["warning: out reaches stub-link (out:lib/libcuda.so) via out"]
+                      if stub_link else [])
+    assert [line for line in split.stdout.splitlines() if line.startswith("warning:")] == warned
+    assert closure.exit_code == split.exit_code == (1 if stub_link else 0), split.output
+    report = closure_of(tmp_path / "s")
+    assert report.sizes["out"].holds.keys() >= {"static", "stubs"}  # held, not warned about
