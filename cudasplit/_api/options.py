@@ -11,7 +11,6 @@ from collections.abc import Sequence
 
 from cudasplit._elf.plan import DEFAULT_DRIVER_LINK, RunpathPolicy, parse_interpreters
 from cudasplit._model import PackageId
-from cudasplit._release.manifest import resolve_platform_word
 from cudasplit._source import PLATFORMS, parse_top_dir
 from cudasplit._split.options import unknown_platform
 from cudasplit.errors import OptionsError, RunpathPolicyError
@@ -95,6 +94,10 @@ def platform_name(word: str, cuda_version: str | None = None) -> str:
     Raises:
         OptionsError: a word that names no platform (a typo such as ``linux-x86-64``).
     """
+    # The manifest tools' word table, loaded only when a word is given: a split without
+    # --platform does not import the release tools.
+    from cudasplit._release.manifest import resolve_platform_word
+
     name = resolve_platform_word(word, cuda_version) or word
     if name not in PLATFORMS:  # a typo used to change the split silently
         raise OptionsError(unknown_platform(word, "platform"))

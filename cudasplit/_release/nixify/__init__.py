@@ -51,7 +51,7 @@ from cudasplit._release.nixify.plan import (
 from cudasplit._release.nixify.render import render_default, render_package
 from cudasplit._release.nixify.sets import SetsResult, plan_sets, render_set, write_sets
 from cudasplit._release.nixify.toolkit import TOOLKIT_ATTR, compiler_packages, render_toolkit
-from cudasplit._split.progress import ProgressCallback
+from cudasplit._run import ProgressCallback
 from cudasplit.errors import ManifestError, OutputError
 
 __all__ = [
