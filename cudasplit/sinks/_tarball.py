@@ -88,7 +88,7 @@ class TarballSink(StagedSink):
         overwrite: replace archives that exist.
         staging_parent: where members are staged.
         progress: hears the bytes packed while :meth:`finish` compresses (a
-            :class:`~cudasplit._run.Progress` whose ``unit`` is ``"archive"``).
+            :class:`Progress` whose ``unit`` is ``"archive"``).
 
     Raises:
         OutputError: an unknown format, a relative prefix, or an archive that exists.
@@ -113,6 +113,7 @@ class TarballSink(StagedSink):
         self._packer = TarPacker(fmt, level, threads, mtime_from_env() if mtime is None else mtime)
         self._overwrite = overwrite
         self._progress = progress
+        self._packing: Callable[[int], None] | None = None  # the archive in hand's meter
         # Created on the first write: a source that cannot be read leaves no directory behind.
         self._made_directory = False
         self._cleaned = False
@@ -153,8 +154,8 @@ class TarballSink(StagedSink):
                 temp = self._temp_file(final)
                 temps.append((temp, final))
                 meter = tally.meter(f"compressing {final.name}")
-                self._packer.pack(self.stage_root(output), temp,
-                                  meter if self._progress is not None else None)
+                self._packing = meter if self._progress is not None else None
+                self._pack(self.stage_root(output), temp)
                 meter.finish()
             for temp, final in temps:
                 with _translate(final):
@@ -190,6 +191,10 @@ class TarballSink(StagedSink):
         return self._directory / f"{self.stem()}-{output}{FORMATS[self._fmt]}"
 
     # -- packing --------------------------------------------------------------------------------
+
+    def _pack(self, root: Path, dest: Path) -> None:
+        """Pack one staged output into the temporary archive ``dest``."""
+        self._packer.pack(root, dest, self._packing)
 
     def _check_absent(self, final: Path) -> None:
         if not self._overwrite and os.path.lexists(final):
