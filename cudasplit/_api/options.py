@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cudasplit._elf.plan import DEFAULT_DRIVER_LINK, RunpathPolicy, parse_interpreters
+from cudasplit._elf.plan import DEFAULT_DRIVER_LINK, RunpathPolicy
 from cudasplit._model import PackageId
 from cudasplit._source import PLATFORMS, parse_top_dir
 from cudasplit._split.options import unknown_platform
@@ -58,9 +58,17 @@ def runpath_policy(
         append=tuple(append),
         keep_absolute=keep_absolute,
         tag=tag.upper(),
-        interpreters=parse_interpreters(interpreters),
+        interpreters=_interpreters(interpreters),
         ignore_missing=tuple(ignore_missing),
     )
+
+
+def _interpreters(values: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    if not values:
+        return ()  # the usual case: the library resolver (and the ELF reader) load later
+    from cudasplit._elf.plan import parse_interpreters
+
+    return parse_interpreters(values)
 
 
 def package_id(text: str) -> PackageId:

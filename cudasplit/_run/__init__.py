@@ -1,6 +1,6 @@
 """The run's own small core, below every part that runs: jobs and cores, progress, argument
-checks, and the defaults and accepted words the options show (driver link, bomb guards,
-patchers).
+checks, the defaults and accepted words the options show (driver link, bomb guards,
+patchers), and faces that load on first use.
 
 It imports nothing of the package but the core (``errors``), so the CLI's help, the option
 checks and every layer above (sources, ELF patching, splits, release tools, batches) use one
@@ -18,6 +18,7 @@ from cudasplit._run.defaults import (
     PATCHERS,
 )
 from cudasplit._run.jobs import Cores, available_cpus, cgroup_cpu_limit, check_jobs, resolve_jobs
+from cudasplit._run.lazy import lazy_face
 from cudasplit._run.progress import (
     STEP,
     ByteGrid,
@@ -50,6 +51,7 @@ __all__ = [
     "check_path",
     "check_sink",
     "check_source",
+    "lazy_face",
     "metered",
     "resolve_jobs",
     "type_name",

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from cudasplit._elf.plan import RunpathPolicy, UnknownPatcherError
 from cudasplit._model import OUTPUT_NAMES, PackageId
-from cudasplit._rulebook import default_rules_dir
 from cudasplit._run import (
     DEFAULT_MAX_MEMBERS,
     DEFAULT_MAX_RATIO,
@@ -28,7 +27,6 @@ from cudasplit._run import (
     resolve_jobs,
 )
 from cudasplit._source import PLATFORMS
-from cudasplit._split.targets import PLATFORM_MACHINES
 from cudasplit.errors import OptionsError, OptionsTypeError
 
 __all__ = ["Progress", "SplitOptions", "available_cpus", "cuda_version"]
@@ -212,6 +210,10 @@ def _check_words(options: SplitOptions) -> None:
         raise OptionsError(unknown_platform(options.platform, "platform"))
     target = options.target_platform
     if target is not None:
+        # Only when given: the ELF machines table loads the ELF reader (a split loads it while
+        # it decodes, not before).
+        from cudasplit._split.targets import PLATFORM_MACHINES
+
         _check_type("target_platform", target, str, "a str")
         if target not in PLATFORM_MACHINES:
             raise OptionsError(f"target_platform must be one of {', '.join(PLATFORM_MACHINES)}, "
@@ -284,6 +286,8 @@ def _check_count(name: str, value: object, *, minimum: int) -> None:
 
 def known_packages(rules_dir: Path | None = None) -> list[str]:
     """The pnames with a rules file in ``rules/packages/`` (what ``--package`` accepts)."""
+    from cudasplit._rulebook import default_rules_dir  # the rules load later, while decoding
+
     base = rules_dir or default_rules_dir()
     return sorted(p.stem for p in (base / "packages").glob("*.toml"))
 
