@@ -1,9 +1,10 @@
 """Jobs and cores: the one meaning of ``--jobs`` for every command, the CPUs a process may use,
 and a budget of cores that several sources share in a fixed order.
 
-``-j N`` (``jobs=N`` in the API) is the most cores a command keeps busy at once, whatever it
-runs on them (decoder threads, the writer, ELF patch workers, hashing threads, scanning
-processes). ``0`` or unset means every CPU this process may use (:func:`available_cpus`):
+``-j N`` (``jobs=N`` in the API) is the most workers a command runs at once: decoder threads
+(``xz -TN``'s N), ELF patch workers, hashing threads, scanning processes. The one thread that
+reads the tar stream and writes the files runs beside them, as ``tar`` runs beside
+``xz -TN``. ``0`` or unset means every CPU this process may use (:func:`available_cpus`):
 the smallest of
 
 * the affinity mask (``taskset``, a container's cpuset), ``os.sched_getaffinity``;
@@ -11,8 +12,9 @@ the smallest of
   process' cgroup and its parents (cgroup v2), or ``cpu.cfs_quota_us`` (v1), rounded up;
 * ``NIX_BUILD_CORES`` inside a Nix build, when it is above 0 (0 there means "all").
 
-A command may use fewer than N where more would not help (one tarball of two xz blocks keeps
-three cores busy), never more.
+A command may use fewer than N where more would not help (a tarball of two xz blocks has two
+decoder threads), never more. A batch shares N as a budget of cores (:class:`Cores`), each
+source counting its writer.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from ._terminal import fail, status_line
 @click.argument("source", type=click.Path(exists=False))
 @COMMON
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report.")
-@jobs_option("decoder threads and the reader")
+@jobs_option("decoder threads")
 def inspect_command(source: str, as_json: bool, jobs: int | None, **kw: Any) -> None:
     """List every member with kind, size, output and rule; write nothing."""
     try:
@@ -65,7 +65,7 @@ def member_table(report: Report) -> list[str]:
 @COMMON
 @PATCH
 @click.option("--json", "as_json", is_flag=True)
-@jobs_option("decoder threads and the reader")
+@jobs_option("decoder threads")
 def explain_command(source: str, path: str, as_json: bool, jobs: int | None,
                     **kw: Any) -> None:
     """Say which rule placed PATH and which rules it passed over.

@@ -31,7 +31,7 @@ def manifest_options(func: F) -> F:
                      "repeatable; default: all)."),
         click.option("--package", "package_names", multiple=True, metavar="PNAME",
                      help="Only these packages (repeatable; default: all)."),
-        jobs_option("tarballs read at once"),
+        jobs_option("tarballs hashed (verify) or scanned (features) at once", beside=False),
     ]):
         func = decorator(func)
     return func

@@ -270,10 +270,12 @@ GROUPS = (COMMON, PATCH)
 
 JOBS_HELP = ("0 or unset: every CPU this process may use (its affinity mask, the cgroup CPU "
              "quota, NIX_BUILD_CORES in a Nix build).")
+BESIDE = "The thread that reads the tar stream and writes runs beside them, as tar beside xz -TN. "
 
 
-def jobs_option(what: str) -> Decorator:
-    """``-j/--jobs N``, one meaning for every command: at most N cores busy at once; ``what``
-    says what this command runs on them."""
+def jobs_option(what: str, *, beside: bool = True) -> Decorator:
+    """``-j/--jobs N``, one meaning for every command: at most N workers at once; ``what``
+    says which workers this command runs (``beside``: a tar stream is read besides)."""
     return click.option("-j", "--jobs", type=click.IntRange(min=0), default=None, metavar="N",
-                        help=f"Keep at most N cores busy ({what}). {JOBS_HELP}")
+                        help=f"At most N workers at once: {what}. "
+                        f"{BESIDE if beside else ''}{JOBS_HELP}")

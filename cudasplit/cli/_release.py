@@ -120,7 +120,7 @@ def _roots(values: tuple[str, ...]) -> dict[str, str]:
               help="Only these packages (repeatable; default: all).")
 @click.option("--base-url", default=None, metavar="URL",
               help="Prefix of the manifest's relative paths (default: NVIDIA's redist URL).")
-@jobs_option("reading the tarballs, one after another")
+@jobs_option("decoder threads; the tarballs are read one after another")
 @click.option("--toolkit", is_flag=True, help="Also cudaToolkit.nix: one toolkit prefix "
               "(NVIDIA's layout) over every package, for CUDAToolkit_ROOT.")
 def nixify_command(manifest: str, tarball_dir: str, output_dir: str,
@@ -210,7 +210,7 @@ def nixify_sets_command(manifests: tuple[str, ...], output_dir: str,
 @click.option("--members", is_flag=True, help="One line per member instead of per directory.")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON diff (--format json).")
 @FORMAT
-@jobs_option("reading the tarballs, one after another")
+@jobs_option("decoder threads; the tarballs are read one after another")
 def diff_command(old: str, new: str, tarball_dir: str | None, old_tarballs: str | None,
                  new_tarballs: str | None, platform: str, members: bool, as_json: bool,
                  fmt: str, jobs: int | None) -> None:

@@ -34,7 +34,7 @@ from ._terminal import fail, print_issues, setup_logging, status_line
               help="Write the JSON report here.")
 @click.option("--strict", is_flag=True, help="Fail (exit 1) on problems, as in split.")
 @click.option("--overwrite", is_flag=True, help="Replace existing archives.")
-@jobs_option("the split's decoder, writer and ELF patching, then the compressor")
+@jobs_option("decoder threads and ELF patch workers, then compressor threads")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what happens.")
 def repack_command(source: str, output_dir: str, prefix: str | None, fmt: str, level: int,

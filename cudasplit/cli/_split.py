@@ -140,7 +140,7 @@ class ReportTarget:
               "package table allows it (Nixpkgs' checkCudaFhsRefs).")
 @click.option("--no-fsync", is_flag=True, help="Do not fsync before the final renames "
               "(faster on slow disks; a power loss may then leave truncated files).")
-@jobs_option("decoder threads, the writer, ELF patching; the sources of a batch share them")
+@jobs_option("decoder threads and ELF patch workers; the sources of a batch share them")
 @click.option("--memory-limit", metavar="SIZE", help="Decoded bytes the parallel decoder may "
               "hold at once (K/M/G; default: jobs+1 xz blocks, 64 MiB to 4 GiB; from -j8 without "
               "it, xz goes through `xz -TN`, ~70 MB a thread). Lower is slower, never wrong; "
