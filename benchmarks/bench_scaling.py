@@ -10,6 +10,7 @@ Usage (from the repository root)::
     #          --repeat N (interleaved rounds, default 3: median and min are printed),
     #          --only SECTION (repeatable; default: all of them),
     #          --prepare (build the tarballs only), --json FILE (every sample),
+#          --deadline SECONDS (leave out rounds that would end later; at least one runs),
     #          --report FILE [FILE...] (print the tables of earlier --json runs, merged),
     #          --fsync (cudasplit's default; off here because tar does not fsync),
     #          --memory-limit SIZE (passed to cudasplit), --cache DIR, --markdown FILE
@@ -250,12 +251,17 @@ class Bench:
             argv.insert(4, f"--memory-limit={self.args.memory_limit}")
         return run(argv)
 
-    def decode(self, path: Path, jobs: int) -> Sample:
+    def decode(self, path: Path, jobs: int, external: bool | None = None) -> Sample:
         code = ("import sys; from pathlib import Path; "
                 "from cudasplit._source.codecs import open_decompressed\n"
-                "with open_decompressed(Path(sys.argv[1]), jobs=int(sys.argv[2])) as f:\n"
-                "    while f.read(1 << 20): pass\n")
-        return run([sys.executable, "-c", code, str(path), str(jobs)])
+                "external = {'None': None, 'True': True, 'False': False}[sys.argv[3]]\n"
+                "with open_decompressed(Path(sys.argv[1]), jobs=int(sys.argv[2]), "
+                "external=external) as f:\n"
+                "    while f.read1(1 << 20): pass\n")
+        return run([sys.executable, "-c", code, str(path), str(jobs), str(external)])
+
+    def zstd_dc(self, path: Path) -> Sample:
+        return run(["zstd", "-dcq", "-T0", str(path)])
 
     def xz_dc(self, path: Path, jobs: int) -> Sample:
         return run(["xz", "-dc", f"-T{jobs}", str(path)])
@@ -268,16 +274,27 @@ class Bench:
         return run(["sh", "-c", script, "sh", str(directory), str(out), str(jobs)])
 
 
+# --deadline: a round is not started when it would end past this (time.monotonic()); at least
+# one round always runs, so a slow machine prints fewer rounds instead of nothing.
+DEADLINE = [float("inf")]
+
+
 def interleaved(named: list[tuple[str, Callable[[], Sample]]], repeat: int
                 ) -> dict[str, Stat]:
     stats = {name: Stat() for name, _ in named}
-    for _ in range(repeat):
+    last = 0.0  # how long the previous round took
+    for done in range(repeat):
+        started = time.monotonic()
+        if done and started + last > DEADLINE[0]:
+            print(f"# --deadline: {done} rounds of {repeat}", file=sys.stderr, flush=True)
+            break
         for name, thunk in named:
             sample = thunk()
             stats[name].walls.append(sample.wall)
             stats[name].rss.append(sample.rss_mb)
             print(f"#   {name}: {sample.wall:.3f} s, {sample.rss_mb:.0f} MB", file=sys.stderr,
                   flush=True)
+        last = time.monotonic() - started
     return stats
 
 
@@ -338,7 +355,7 @@ def payload(args: argparse.Namespace, only: set[str]) -> dict[str, Path]:
     pattern = args.glob or ("libcublas*" if args.from_dir else "libcublas.so*")
     tar = tar_from_dir(args.cache, directory, pattern, args.version)
     for kind in ("xz-multi", "zstd"):
-        if kind in only or (kind == "xz-multi" and only & {"decode", "patch-share"}):
+        if kind in only or "decode" in only or (kind == "xz-multi" and "patch-share" in only):
             files[kind] = compressed(tar, kind)
     if "xz-single" in only:
         single = (tar_from_dir(args.cache, directory, args.single_glob, args.version)
@@ -353,7 +370,7 @@ def run_sections(bench: Bench, files: dict[str, Path], jobs: list[int], only: se
                  repeat: int) -> dict[str, object]:
     """Every section asked for: raw statistics, for the tables and --json."""
     top = jobs[-1]
-    results: dict[str, object] = {"jobs": jobs}
+    results: dict[str, object] = {}
     if "startup" in only:
         results["startup"] = startup(bench, max(repeat, 10))
     multi = files.get("xz-multi")
@@ -362,41 +379,49 @@ def run_sections(bench: Bench, files: dict[str, Path], jobs: list[int], only: se
         for n in jobs:
             named += [(f"split -j{n}", lambda n=n: bench.cudasplit(multi, n)),
                       (f"tar -I 'xz -T{n}'", lambda n=n: bench.tar(multi, f"xz -T{n}"))]
-        results["xz-multi"] = _section(multi, interleaved(named, repeat))
+        results["xz-multi"] = _section(multi, interleaved(named, repeat), jobs)
     if "xz-single" in only and (single := files.get("xz-single")) is not None:
         named = [(f"split -j{n}", lambda n=n: bench.cudasplit(single, n))
                  for n in sorted({1, top})]
         named.append(("tar -xJf", lambda: bench.tar(single, None, "-J")))
-        results["xz-single"] = _section(single, interleaved(named, repeat))
+        results["xz-single"] = _section(single, interleaved(named, repeat), sorted({1, top}))
     if "zstd" in only and (zst := files.get("zstd")) is not None:
         named = [("split -j1", lambda: bench.cudasplit(zst, 1)),
                  ("tar -I 'zstd -T1'", lambda: bench.tar(zst, "zstd -T1"))]
         if top > 1:
             named += [(f"split -j{top}", lambda: bench.cudasplit(zst, top)),
                       ("tar -I 'zstd -T0'", lambda: bench.tar(zst, "zstd -T0"))]
-        results["zstd"] = _section(zst, interleaved(named, repeat))
+        results["zstd"] = _section(zst, interleaved(named, repeat), sorted({1, top}))
     if "batch" in only and (batch := files.get("batch")) is not None:
         tarballs = sorted(batch.glob("*.tar.xz"))
         stats = interleaved([(f"split -j{top} DIR", lambda: bench.cudasplit(batch, top)),
                              ("tar each", lambda: bench.tar_each(batch, top))], repeat)
-        results["batch"] = {**_section(batch, stats), "tarballs": [p.name for p in tarballs],
+        results["batch"] = {**_section(batch, stats, [top]),
+                            "tarballs": [p.name for p in tarballs],
                             "mb": sum(p.stat().st_size for p in tarballs) / 1e6}
     if multi is not None and "decode" in only:
         named = []
-        for n in jobs:
+        many = [n for n in jobs if n > 1] or jobs  # one thread is xz's own speed: left out
+        for n in many:
             named += [(f"decoder -j{n}", lambda n=n: bench.decode(multi, n)),
                       (f"xz -dc -T{n}", lambda n=n: bench.xz_dc(multi, n))]
-        results["decode"] = _section(multi, interleaved(named, repeat))
+        results["decode"] = _section(multi, interleaved(named, repeat), many)
+    if (zst := files.get("zstd")) is not None and "decode" in only:
+        results["decode-zstd"] = _section(zst, interleaved([
+            ("decoder in-process", lambda: bench.decode(zst, 1, False)),
+            ("decoder through zstd -dc -T0", lambda: bench.decode(zst, 1, True)),
+            ("zstd -dc -T0", lambda: bench.zstd_dc(zst))], repeat), [1])
     if multi is not None and "patch-share" in only:
         results["patch-share"] = _section(multi, interleaved([
             (f"split -j{top}", lambda: bench.cudasplit(multi, top)),
             (f"split -j{top} --no-patch", lambda: bench.cudasplit(multi, top, "--no-patch"))],
-            repeat))
+            repeat), [top])
     return results
 
 
-def _section(path: Path, stats: dict[str, Stat]) -> dict[str, object]:
-    info = {"file": path.name, "mb": path.stat().st_size / 1e6 if path.is_file() else 0.0}
+def _section(path: Path, stats: dict[str, Stat], jobs: list[int]) -> dict[str, object]:
+    info: dict[str, object] = {"file": path.name, "jobs": jobs,
+                               "mb": path.stat().st_size / 1e6 if path.is_file() else 0.0}
     if path.is_file() and path.name.endswith(".xz"):
         info["blocks"] = xz_blocks(path)
     return {**info, "stats": {name: asdict(stat) for name, stat in stats.items()}}
@@ -453,9 +478,6 @@ class Target:
 def tables(results: dict[str, object]) -> list[str]:
     out: list[str] = []
     targets: list[Target] = []
-    jobs = results.get("jobs", [1])
-    assert isinstance(jobs, list)
-    top = jobs[-1]
     if isinstance(s := results.get("startup"), dict):
         stats = {k: Stat(**v) for k, v in s["stats"].items()}
         base = stats["python -c pass"]
@@ -477,6 +499,8 @@ def tables(results: dict[str, object]) -> list[str]:
                                   (stats[name].median, stats[name].min), 0.15))
     if isinstance(m := results.get("xz-multi"), dict):
         rows = []
+        jobs = sorted(m["jobs"])
+        top = jobs[-1]
         for n in jobs:
             a, b = _stat(m, f"split -j{n}"), _stat(m, f"tar -I 'xz -T{n}'")
             rows.append(_pair_row(f"N = {n}", a, b))
@@ -488,7 +512,7 @@ def tables(results: dict[str, object]) -> list[str]:
     if isinstance(x := results.get("xz-single"), dict):
         base = _stat(x, "tar -xJf")
         rows = []
-        for n in sorted({1, top}):
+        for n in x["jobs"]:
             a = _stat(x, f"split -j{n}")
             rows.append(_pair_row(f"-j{n}", a, base))
             targets.append(Target(f"single-block xz, `-j{n}`, vs `tar -xJf`", _ratio(a, base),
@@ -497,7 +521,7 @@ def tables(results: dict[str, object]) -> list[str]:
                          PAIR, rows))
     if isinstance(z := results.get("zstd"), dict):
         pairs = [("split -j1", "tar -I 'zstd -T1'")]
-        if top > 1:
+        if (top := max(z["jobs"])) > 1:
             pairs.append((f"split -j{top}", "tar -I 'zstd -T0'"))
         rows = []
         for mine, theirs in pairs:
@@ -506,6 +530,7 @@ def tables(results: dict[str, object]) -> list[str]:
             targets.append(Target(f"zstd, `{mine}` vs `{theirs}`", _ratio(a, b), 1.10))
         out.append(table(f"zstd ({z['file']}, {z['mb']:.0f} MB, one frame)", PAIR, rows))
     if isinstance(b := results.get("batch"), dict):
+        top = max(b["jobs"])
         a, t = _stat(b, f"split -j{top} DIR"), _stat(b, "tar each")
         names = ", ".join(n.split("-")[0] for n in b["tarballs"])
         out.append(table(f"A release at once: {len(b['tarballs'])} multi-block tarballs "
@@ -516,10 +541,18 @@ def tables(results: dict[str, object]) -> list[str]:
                               _ratio(a, t), 1.0, (a.rss_mb, t.rss_mb)))
     if isinstance(d := results.get("decode"), dict):
         rows = [_pair_row(f"N = {n}", _stat(d, f"decoder -j{n}"), _stat(d, f"xz -dc -T{n}"))
-                for n in jobs]
+                for n in sorted(d["jobs"])]
         out.append(table("Decoder alone: `open_decompressed(jobs=N)` read to the end vs "
                          "`xz -dc -TN >/dev/null`", PAIR, rows))
+    if isinstance(d := results.get("decode-zstd"), dict):
+        base = _stat(d, "zstd -dc -T0")
+        rows = [_pair_row(name, _stat(d, name), base)
+                for name in ("decoder in-process", "decoder through zstd -dc -T0")]
+        out.append(table(f"zstd decoder alone ({d['file']}, {d['mb']:.0f} MB) vs "
+                         "`zstd -dc -T0 >/dev/null`: in-process (the default) or through the "
+                         "binary", PAIR, rows))
     if isinstance(p := results.get("patch-share"), dict):
+        top = max(p["jobs"])
         a = _stat(p, f"split -j{top}")
         n = _stat(p, f"split -j{top} --no-patch")
         out.append(table(f"ELF edits' share of a split (multi-block xz, -j{top})",
@@ -579,19 +612,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-limit")
     parser.add_argument("--markdown", type=Path)
     parser.add_argument("--json", type=Path, help="write every sample here")
+    parser.add_argument("--deadline", type=float, help="seconds from now: rounds that would "
+                        "end later are left out (at least one runs)")
     parser.add_argument("--report", type=Path, nargs="+",
                         help="print the tables of earlier --json files (merged), run nothing")
     args = parser.parse_args(argv)
 
     if args.report:
-        merged: dict[str, object] = {}
+        merged: dict[str, dict[str, object]] = {}
         header = []
         for path in args.report:
             data = json.loads(path.read_text())
             header.append(str(data.pop("machine", "")))
-            merged.update(data)
-        return _print(header[0] if header else "", merged, args.markdown)
+            for name, section in data.items():
+                _merge(merged.setdefault(name, {}), section)
+        return _print("\n".join(dict.fromkeys(header)), dict(merged), args.markdown)
 
+    if args.deadline:
+        DEADLINE[0] = time.monotonic() + args.deadline
     cores = available_cores()
     jobs = ([int(j) for j in args.jobs.split(",")] if args.jobs
             else [n for n in (1, 2, 4, 8, 16, 32, 64, 128) if n <= cores])
@@ -615,6 +653,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps({"machine": machine, **results}, indent=1))
     return _print(machine, results, args.markdown)
+
+
+def _merge(into: dict[str, object], section: dict[str, object]) -> None:
+    """One section of several runs (the host's two calls): their rows together."""
+    for key, value in section.items():
+        if key == "stats" and isinstance(into.get(key), dict):
+            into[key] = {**into[key], **value}  # type: ignore[dict-item]
+        elif key == "jobs" and isinstance(into.get(key), list):
+            into[key] = sorted({*into[key], *value})  # type: ignore[misc]
+        else:
+            into[key] = value
 
 
 def _print(machine: str, results: dict[str, object], markdown: Path | None) -> int:
