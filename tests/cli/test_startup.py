@@ -13,6 +13,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 import cudasplit
 from cudasplit.cli._main import COMMANDS, main
@@ -51,10 +52,17 @@ def _ours(modules: list[str]) -> set[str]:
     return {m for m in modules if m.startswith("cudasplit")}
 
 
-def test_version_loads_the_entry_and_nothing_of_the_library(tmp_path: Path) -> None:
-    loaded = _ours(_modules_after(["--version"], tmp_path))
-    assert loaded <= {"cudasplit", "cudasplit.__main__", "cudasplit.cli", "cudasplit.cli._main",
-                      "cudasplit.cli._terminal"}, loaded
+def test_version_loads_the_entry_and_not_even_click(tmp_path: Path) -> None:
+    modules = _modules_after(["--version"], tmp_path)
+    assert _ours(modules) <= {"cudasplit", "cudasplit.__main__", "cudasplit.cli"}, modules
+    assert "click" not in modules
+
+
+def test_version_says_what_click_would_say(tmp_path: Path) -> None:
+    fast = subprocess.run([sys.executable, "-m", "cudasplit", "--version"], cwd=tmp_path,
+                          capture_output=True, text=True, env=_env(), check=True)
+    assert fast.stdout == CliRunner().invoke(main, ["--version"], prog_name="cudasplit").stdout
+    assert fast.stdout == f"cudasplit, version {cudasplit.__version__}\n"
 
 
 def test_split_help_loads_the_options_and_nothing_of_the_split(tmp_path: Path) -> None:
