@@ -62,10 +62,10 @@ class ByteGrid:
 
     __slots__ = ("_next", "_on_bytes", "total")
 
-    def __init__(self, on_bytes: Callable[[int], None], start: int = 0) -> None:
+    def __init__(self, on_bytes: Callable[[int], None]) -> None:
         self._on_bytes = on_bytes
-        self.total = start
-        self._next = (start // STEP + 1) * STEP
+        self.total = 0
+        self._next = STEP
 
     def add(self, count: int) -> None:
         self.total += count
@@ -126,10 +126,10 @@ class Tally:
     item as done (with the bytes of it not reported yet); :meth:`done` is the last call.
     """
 
-    def __init__(self, source: str, progress: ProgressCallback | None, *, unit: str = "",
-                 start: int = 0) -> None:
+    def __init__(self, source: str, progress: ProgressCallback | None, *,
+                 unit: str = "") -> None:
         self.source, self.progress, self.unit = source, progress, unit
-        self.items, self.bytes = 0, start
+        self.items = self.bytes = 0
         self._lock = Lock()
 
     def advance(self, current: str, count: int) -> None:
