@@ -1,56 +1,79 @@
-"""Scaling benchmark (issue 22): ``cudasplit split -jN`` against ``tar -I 'xz -TN' -xf``.
+"""Scaling benchmark (issues 22, 34): ``cudasplit split`` against ``tar`` for every codec and
+``-jN``, a release at once, and start-up; every row with its ratio, from one run.
 
 Usage (from the repository root)::
 
-    python benchmarks/bench_scaling.py                     # libcublas from the cu12 wheel
+    python benchmarks/bench_scaling.py                     # the cu12 wheels' libraries (2 cores)
     python benchmarks/bench_scaling.py --from-dir /usr/local/cuda/targets/x86_64-linux/lib
-    python benchmarks/bench_scaling.py --tarball some.tar.xz [--zstd some.tar.zst]
+    python benchmarks/bench_scaling.py --tarball some.tar.xz [--zstd F] [--single F]
     # options: --jobs 1,2,4,8,16 (default: powers of two up to the available cores),
-    #          --repeat N (best of N, default 2),
-    #          --only xz-multi|xz-single|zstd|decode|batch|patch-share (repeatable),
-    #          --prepare (build the tarballs only),
+    #          --repeat N (interleaved rounds, default 3: median and min are printed),
+    #          --only SECTION (repeatable; default: all of them),
+    #          --prepare (build the tarballs only), --json FILE (every sample),
+#          --deadline SECONDS (leave out rounds that would end later; at least one runs),
+    #          --report FILE [FILE...] (print the tables of earlier --json runs, merged),
     #          --fsync (cudasplit's default; off here because tar does not fsync),
     #          --memory-limit SIZE (passed to cudasplit), --cache DIR, --markdown FILE
 
-The payload is real NVIDIA bytes: by default libcublas/libcublasLt (+ headers) of the
-``nvidia-cublas-cu12`` wheel laid out as a redist tarball by ``tests/wheeltrees.py`` (the wheel
-is downloaded once into ``~/.cache/cudasplit``, outside the clone); with ``--from-dir DIR`` the
-``libcublas*`` files (``--glob``) of DIR, e.g. a CUDA toolkit's ``targets/x86_64-linux/lib``,
-under ``libcublas-linux-x86_64-<version>-archive/lib/``. The tar is compressed three ways and
-cached in ``--cache`` (default ``~/.cache/cudasplit/bench-scaling``): multi-block xz
-(``xz -6 --block-size=24MiB -T0``: the blocks ``xz -T`` writes by default), single-block xz
-(``xz -6 -T1``; ``--single-preset`` to make it quicker to build) and ``zstd -12 -T0`` (one
-frame).
+Sections (``--only``), each a table, then a summary against issue 34's targets:
 
-``batch`` (needs ``--from-dir``): one multi-block tarball per library family of DIR
-(``BATCH_FAMILIES``: libcublas, libcufft, libcusparse, ...), named as NVIDIA names them, in one
-directory; ``cudasplit split -jN DIR`` (the batch) against ``tar -I 'xz -TN' -xf`` over them
-one after another, N the largest ``--jobs``. ``patch-share``: the multi-block split at the
-largest N with and without ``--no-patch``; the difference is what the ELF edits cost.
+* ``startup``: ``cudasplit --version`` and ``cudasplit split --help`` against ``python -c
+  pass`` (10 rounds), and ``python -X importtime``: of ``import cudasplit.cli``, and of a
+  whole split of the sample tarball (every import a split needs), its biggest entries.
+* ``xz-multi``: ``split -jN`` against ``tar -I 'xz -TN' -xf`` for every N.
+* ``xz-single``: ``split -j1`` and ``-j<largest N>`` against ``tar -xJf``.
+* ``zstd``: ``split -j1`` against ``tar -I 'zstd -T1' -xf``, ``-j<largest N>`` against
+  ``tar -I 'zstd -T0' -xf``.
+* ``batch``: one multi-block tarball per library family (``BATCH_FAMILIES``), ``split
+  -j<largest N> DIR`` against ``tar -I 'xz -TN' -xf`` over them one after another.
+* ``decode`` (the decoder alone against ``xz -dc -TN``) and ``patch-share`` (with and without
+  ``--no-patch``): explanations, not targets.
 
-Every command runs as a child; wall time is the best of ``--repeat`` interleaved rounds, peak
-RSS is ``ru_maxrss`` from ``os.wait4`` (the largest single process among the child and its
-reaped descendants: for ``tar -I xz`` that is max(tar, xz)). Outputs are written to a scratch
-directory beside the cache and removed between runs (untimed).
+Payload: real NVIDIA bytes. ``--from-dir DIR``: the ``--glob`` files of DIR (a CUDA toolkit's
+``targets/x86_64-linux/lib``: ``libcublas*``) under ``libcublas-linux-x86_64-<version>-archive/
+lib/``; without it, the cu12 wheels' ``libcublas.so.12`` (105 MB; batch: with libcurand and
+libcufftw), hard-linked into the cache from the wheel cache (``tests/support/realwheels.py``).
+The tar is compressed three ways and cached in ``--cache`` (default
+``~/.cache/cudasplit/bench-scaling``): multi-block xz (``xz -6 --block-size=24MiB -T0``),
+single-block xz (``xz -6 -T1``; ``--single-preset`` and ``--single-glob`` make it quicker to
+build) and ``zstd -12 -T0`` (one frame).
+
+Every command runs as a child, interleaved: round 1 runs every command once, then round 2 ...;
+wall time is reported as the median and the minimum of the rounds, the ratio as median/median
+and min/min; peak RSS is ``ru_maxrss`` from ``os.wait4`` (the largest single process among the
+child and its reaped descendants: for ``tar -I xz`` that is max(tar, xz)), the largest of the
+rounds. Outputs go to a scratch directory beside the cache, removed between runs (untimed).
+Children run with ``PYTHONDONTWRITEBYTECODE`` unset and cudasplit's modules compiled first, as
+an installed wheel has them (a checkout without ``__pycache__`` would compile on every start).
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import glob
+import json
 import os
 import platform
+import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BLOCK = 24 << 20
 SINGLE_PRESET = 6  # --single-preset: xz -6 -T1 runs at ~2 MB/s; a lower preset builds faster
+SAMPLE = ROOT / "fixtures" / "cuda_sample-linux-x86_64-12.9.79-archive.tar.xz"
+# Children run here, not in the clone: ``python -m cudasplit`` / ``-c`` put the working
+# directory first on sys.path, and a checkout there would shadow the cudasplit under test.
+CHILD_CWD = Path(tempfile.gettempdir())
+CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 @dataclass
@@ -59,22 +82,36 @@ class Sample:
     rss_mb: float
 
 
+@dataclass
+class Stat:
+    """The rounds of one command: wall median and minimum, largest peak RSS."""
+
+    walls: list[float] = field(default_factory=list)
+    rss: list[float] = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.walls)
+
+    @property
+    def min(self) -> float:
+        return min(self.walls)
+
+    @property
+    def rss_mb(self) -> float:
+        return max(self.rss)
+
+
 def available_cores() -> int:
     cores = len(os.sched_getaffinity(0))
     nix = os.environ.get("NIX_BUILD_CORES", "")
     return min(int(nix), cores) if nix.isdigit() and int(nix) > 0 else cores
 
 
-# Children run here, not in the clone: ``python -m cudasplit`` / ``-c`` put the working
-# directory first on sys.path, and a checkout there would shadow the cudasplit under test.
-CHILD_CWD = Path(tempfile.gettempdir())
-
-
-def run(argv: list[str], *, cwd: Path | None = None, stdout: int | None = None) -> Sample:
-    cwd = cwd or CHILD_CWD
+def run(argv: list[str], *, cwd: Path | None = None) -> Sample:
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=stdout if stdout is not None else
-                            subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, cwd=cwd or CHILD_CWD, env=CHILD_ENV,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert proc.stderr is not None
     err = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -88,24 +125,33 @@ def run(argv: list[str], *, cwd: Path | None = None, stdout: int | None = None) 
 
 # -- the payload ------------------------------------------------------------------------------
 
+# The cu12 wheels' libraries of the default payload: (wheel, version, file) -> family.
+WHEEL_LIBS = (("nvidia-cublas-cu12", "12.9.1.4", "nvidia/cublas/lib/libcublas.so.12"),
+              ("nvidia-curand-cu12", "10.3.10.19", "nvidia/curand/lib/libcurand.so.10"),
+              ("nvidia-cufft-cu12", "11.4.1.4", "nvidia/cufft/lib/libcufftw.so.11"))
 
-def tar_from_wheel(cache: Path) -> Path:
-    out = cache / "wheel-libcublas.tar"
-    if out.exists():
-        return out
+
+def wheel_lib_dir(cache: Path) -> Path:
+    """A directory of the wheels' libraries (hard links into the wheel cache, else copies)."""
+    out = cache / "wheel-libs"
+    out.mkdir(exist_ok=True)
     sys.path.insert(0, str(ROOT))
-    from tests.support.wheeltrees import WHEELS, redist_tarball
+    from tests.support.realwheels import wheel_root
 
-    gz = redist_tarball("libcublas", WHEELS["libcublas"])
-    tmp = out.with_suffix(".tmp")
-    with open(tmp, "wb") as fh:
-        subprocess.run(["gzip", "-dc", str(gz)], stdout=fh, check=True)
-    os.replace(tmp, out)
+    for name, version, rel in WHEEL_LIBS:
+        dest = out / Path(rel).name
+        if not dest.exists():
+            src = wheel_root(name, version) / rel
+            try:
+                os.link(src, dest)
+            except OSError:
+                shutil.copyfile(src, dest)
     return out
 
 
 def tar_from_dir(cache: Path, directory: Path, pattern: str, version: str) -> Path:
-    out = cache / f"dir-{directory.as_posix().strip('/').replace('/', '_')}.tar"
+    slug = re.sub(r"[^A-Za-z0-9.]+", "_", f"{directory.as_posix().strip('/')}_{pattern}")
+    out = cache / f"dir-{slug}.tar"
     if out.exists():
         return out
     names = sorted(os.path.basename(p) for p in glob.glob(str(directory / pattern)))
@@ -146,7 +192,7 @@ BATCH_FAMILIES = {"libcublas": "libcublas*", "libcufft": "libcufft*",
 
 def batch_dir(cache: Path, directory: Path, version: str) -> Path:
     """A directory of multi-block ``<pname>-linux-x86_64-<version>-archive.tar.xz``."""
-    out = cache / "batch"
+    out = cache / f"batch-{re.sub(r'[^A-Za-z0-9.]+', '_', directory.as_posix().strip('/'))}"
     out.mkdir(exist_ok=True)
     for pname, pattern in BATCH_FAMILIES.items():
         final = out / f"{pname}-linux-x86_64-{version}-archive.tar.xz"
@@ -188,9 +234,9 @@ class Bench:
         out.mkdir(parents=True)
         return out
 
-    def tar(self, path: Path, program: str | None) -> Sample:
+    def tar(self, path: Path, program: str | None, flag: str | None = None) -> Sample:
         out = self._fresh()
-        argv = ["tar", "-xf", str(path), "-C", str(out)]
+        argv = ["tar", *([flag] if flag else []), "-xf", str(path), "-C", str(out)]
         if program:
             argv[1:1] = ["-I", program]
         return run(argv)
@@ -205,12 +251,17 @@ class Bench:
             argv.insert(4, f"--memory-limit={self.args.memory_limit}")
         return run(argv)
 
-    def decode(self, path: Path, jobs: int) -> Sample:
+    def decode(self, path: Path, jobs: int, external: bool | None = None) -> Sample:
         code = ("import sys; from pathlib import Path; "
                 "from cudasplit._source.codecs import open_decompressed\n"
-                "with open_decompressed(Path(sys.argv[1]), jobs=int(sys.argv[2])) as f:\n"
-                "    while f.read(1 << 20): pass\n")
-        return run([sys.executable, "-c", code, str(path), str(jobs)])
+                "external = {'None': None, 'True': True, 'False': False}[sys.argv[3]]\n"
+                "with open_decompressed(Path(sys.argv[1]), jobs=int(sys.argv[2]), "
+                "external=external) as f:\n"
+                "    while f.read1(1 << 20): pass\n")
+        return run([sys.executable, "-c", code, str(path), str(jobs), str(external)])
+
+    def zstd_dc(self, path: Path) -> Sample:
+        return run(["zstd", "-dcq", "-T0", str(path)])
 
     def xz_dc(self, path: Path, jobs: int) -> Sample:
         return run(["xz", "-dc", f"-T{jobs}", str(path)])
@@ -223,6 +274,172 @@ class Bench:
         return run(["sh", "-c", script, "sh", str(directory), str(out), str(jobs)])
 
 
+# --deadline: a round is not started when it would end past this (time.monotonic()); at least
+# one round always runs, so a slow machine prints fewer rounds instead of nothing.
+DEADLINE = [float("inf")]
+
+
+def interleaved(named: list[tuple[str, Callable[[], Sample]]], repeat: int
+                ) -> dict[str, Stat]:
+    stats = {name: Stat() for name, _ in named}
+    last = 0.0  # how long the previous round took
+    for done in range(repeat):
+        started = time.monotonic()
+        if done and started + last > DEADLINE[0]:
+            print(f"# --deadline: {done} rounds of {repeat}", file=sys.stderr, flush=True)
+            break
+        for name, thunk in named:
+            sample = thunk()
+            stats[name].walls.append(sample.wall)
+            stats[name].rss.append(sample.rss_mb)
+            print(f"#   {name}: {sample.wall:.3f} s, {sample.rss_mb:.0f} MB", file=sys.stderr,
+                  flush=True)
+        last = time.monotonic() - started
+    return stats
+
+
+# -- start-up ---------------------------------------------------------------------------------
+
+
+def importtime(argv: list[str]) -> dict[str, tuple[int, int]]:
+    """``python -X importtime ARGV``: module -> (self us, cumulative us)."""
+    err = subprocess.run([sys.executable, "-X", "importtime", *argv], cwd=CHILD_CWD,
+                         env=CHILD_ENV, capture_output=True, text=True, check=True).stderr
+    found: dict[str, tuple[int, int]] = {}
+    for line in err.splitlines():
+        parts = line.removeprefix("import time:").split("|")
+        if len(parts) == 3 and parts[0].strip().isdigit():
+            found[parts[2].strip()] = (int(parts[0]), int(parts[1]))
+    return found
+
+
+def startup(bench: Bench, rounds: int) -> dict[str, object]:
+    """The start-up rows: wall of three commands, and what a split imports."""
+    me = [sys.executable]
+    stats = interleaved([
+        ("python -c pass", lambda: run([*me, "-c", "pass"])),
+        ("cudasplit --version", lambda: run([*me, "-m", "cudasplit", "--version"])),
+        ("cudasplit split --help", lambda: run([*me, "-m", "cudasplit", "split", "--help"])),
+    ], rounds)
+    cli = min((importtime(["-c", "import cudasplit.cli"]) for _ in range(3)),
+              key=lambda t: t.get("cudasplit.cli", (0, 0))[1])
+    out = bench._fresh() / "sample"
+    splits = []
+    for _ in range(3):
+        shutil.rmtree(out, ignore_errors=True)
+        splits.append(importtime(["-m", "cudasplit", "split", "-q", "--no-fsync", "-o",
+                                  str(out), str(SAMPLE)]))
+    split = min(splits, key=lambda t: sum(s for s, _ in t.values()))
+    return {"stats": {k: asdict(v) for k, v in stats.items()},
+            "import_cli_us": cli.get("cudasplit.cli", (0, 0))[1],
+            "import_cli_modules": len(cli),
+            "split_import_us": sum(s for s, _ in split.values()),
+            "split_modules": len(split),
+            "split_cudasplit_modules": sum(1 for m in split if m.startswith("cudasplit")),
+            "split_top": sorted(((m, c) for m, (_, c) in split.items()
+                                 if m.startswith("cudasplit")), key=lambda mc: -mc[1])[:6]}
+
+
+# -- the sections ---------------------------------------------------------------------------
+
+
+def payload(args: argparse.Namespace, only: set[str]) -> dict[str, Path]:
+    files: dict[str, Path] = {}
+    if args.tarball or args.zstd or args.single:
+        for kind, path in (("xz-multi", args.tarball), ("zstd", args.zstd),
+                           ("xz-single", args.single)):
+            if path:
+                files[kind] = path
+        return files
+    directory = args.from_dir or wheel_lib_dir(args.cache)
+    pattern = args.glob or ("libcublas*" if args.from_dir else "libcublas.so*")
+    tar = tar_from_dir(args.cache, directory, pattern, args.version)
+    for kind in ("xz-multi", "zstd"):
+        if kind in only or "decode" in only or (kind == "xz-multi" and "patch-share" in only):
+            files[kind] = compressed(tar, kind)
+    if "xz-single" in only:
+        single = (tar_from_dir(args.cache, directory, args.single_glob, args.version)
+                  if args.single_glob else tar)
+        files["xz-single"] = compressed(single, "xz-single", args.single_preset)
+    if "batch" in only:
+        files["batch"] = batch_dir(args.cache, directory, args.version)
+    return files
+
+
+def run_sections(bench: Bench, files: dict[str, Path], jobs: list[int], only: set[str],
+                 repeat: int) -> dict[str, object]:
+    """Every section asked for: raw statistics, for the tables and --json."""
+    top = jobs[-1]
+    results: dict[str, object] = {}
+    if "startup" in only:
+        results["startup"] = startup(bench, max(repeat, 10))
+    multi = files.get("xz-multi")
+    if multi is not None and "xz-multi" in only:
+        named: list[tuple[str, Callable[[], Sample]]] = []
+        for n in jobs:
+            named += [(f"split -j{n}", lambda n=n: bench.cudasplit(multi, n)),
+                      (f"tar -I 'xz -T{n}'", lambda n=n: bench.tar(multi, f"xz -T{n}"))]
+        results["xz-multi"] = _section(multi, interleaved(named, repeat), jobs)
+    if "xz-single" in only and (single := files.get("xz-single")) is not None:
+        named = [(f"split -j{n}", lambda n=n: bench.cudasplit(single, n))
+                 for n in sorted({1, top})]
+        named.append(("tar -xJf", lambda: bench.tar(single, None, "-J")))
+        results["xz-single"] = _section(single, interleaved(named, repeat), sorted({1, top}))
+    if "zstd" in only and (zst := files.get("zstd")) is not None:
+        named = [("split -j1", lambda: bench.cudasplit(zst, 1)),
+                 ("tar -I 'zstd -T1'", lambda: bench.tar(zst, "zstd -T1"))]
+        if top > 1:
+            named += [(f"split -j{top}", lambda: bench.cudasplit(zst, top)),
+                      ("tar -I 'zstd -T0'", lambda: bench.tar(zst, "zstd -T0"))]
+        results["zstd"] = _section(zst, interleaved(named, repeat), sorted({1, top}))
+    if "batch" in only and (batch := files.get("batch")) is not None:
+        tarballs = sorted(batch.glob("*.tar.xz"))
+        stats = interleaved([(f"split -j{top} DIR", lambda: bench.cudasplit(batch, top)),
+                             ("tar each", lambda: bench.tar_each(batch, top))], repeat)
+        results["batch"] = {**_section(batch, stats, [top]),
+                            "tarballs": [p.name for p in tarballs],
+                            "mb": sum(p.stat().st_size for p in tarballs) / 1e6}
+    if multi is not None and "decode" in only:
+        named = []
+        many = [n for n in jobs if n > 1] or jobs  # one thread is xz's own speed: left out
+        for n in many:
+            named += [(f"decoder -j{n}", lambda n=n: bench.decode(multi, n)),
+                      (f"xz -dc -T{n}", lambda n=n: bench.xz_dc(multi, n))]
+        results["decode"] = _section(multi, interleaved(named, repeat), many)
+    if (zst := files.get("zstd")) is not None and "decode" in only:
+        results["decode-zstd"] = _section(zst, interleaved([
+            ("decoder in-process", lambda: bench.decode(zst, 1, False)),
+            ("decoder through zstd -dc -T0", lambda: bench.decode(zst, 1, True)),
+            ("zstd -dc -T0", lambda: bench.zstd_dc(zst))], repeat), [1])
+    if multi is not None and "patch-share" in only:
+        results["patch-share"] = _section(multi, interleaved([
+            (f"split -j{top}", lambda: bench.cudasplit(multi, top)),
+            (f"split -j{top} --no-patch", lambda: bench.cudasplit(multi, top, "--no-patch"))],
+            repeat), [top])
+    return results
+
+
+def _section(path: Path, stats: dict[str, Stat], jobs: list[int]) -> dict[str, object]:
+    info: dict[str, object] = {"file": path.name, "jobs": jobs,
+                               "mb": path.stat().st_size / 1e6 if path.is_file() else 0.0}
+    if path.is_file() and path.name.endswith(".xz"):
+        info["blocks"] = xz_blocks(path)
+    return {**info, "stats": {name: asdict(stat) for name, stat in stats.items()}}
+
+
+# -- the tables -------------------------------------------------------------------------------
+
+
+def _stat(data: dict[str, object], name: str) -> Stat:
+    stats = data["stats"]
+    assert isinstance(stats, dict)
+    return Stat(**stats[name])
+
+
+def _ratio(a: Stat, b: Stat) -> tuple[float, float]:
+    return a.median / b.median, a.min / b.min
+
+
 def table(title: str, header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
     lines = [f"### {title}", "", "| " + " | ".join(header) + " |",
              "|" + "---|" * len(header)]
@@ -230,22 +447,163 @@ def table(title: str, header: tuple[str, ...], rows: list[tuple[str, ...]]) -> s
     return "\n".join(lines) + "\n"
 
 
-SECTIONS = ("xz-multi", "xz-single", "zstd", "decode")
+PAIR = ("", "cudasplit s (median / min)", "baseline s (median / min)", "ratio (median / min)",
+        "cudasplit RSS MB", "baseline RSS MB")
+
+
+def _pair_row(label: str, a: Stat, b: Stat) -> tuple[str, ...]:
+    median, low = _ratio(a, b)
+    return (label, f"{a.median:.2f} / {a.min:.2f}", f"{b.median:.2f} / {b.min:.2f}",
+            f"{median:.2f} / {low:.2f}", f"{a.rss_mb:.0f}", f"{b.rss_mb:.0f}")
+
+
+@dataclass
+class Target:
+    what: str
+    ratio: tuple[float, float]
+    limit: float
+    rss: tuple[float, float] | None = None
+
+    def row(self) -> tuple[str, ...]:
+        median, low = self.ratio
+        met = median <= self.limit
+        rss = ""
+        if self.rss is not None:
+            met = met and self.rss[0] <= self.rss[1]
+            rss = f"; RSS {self.rss[0]:.0f} / {self.rss[1]:.0f} MB"
+        return (self.what, f"<= {self.limit:.2f}", f"{median:.2f} / {low:.2f}{rss}",
+                "met" if met else "**not met**")
+
+
+def tables(results: dict[str, object]) -> list[str]:
+    out: list[str] = []
+    targets: list[Target] = []
+    if isinstance(s := results.get("startup"), dict):
+        stats = {k: Stat(**v) for k, v in s["stats"].items()}
+        base = stats["python -c pass"]
+        rows = [(name, f"{st.median:.3f} / {st.min:.3f}", f"{base.median:.3f} / {base.min:.3f}",
+                 f"{st.median / base.median:.1f} / {st.min / base.min:.1f}")
+                for name, st in stats.items() if name != "python -c pass"]
+        out.append(table("Start-up (10 rounds): against `python -c pass`",
+                         ("", "s (median / min)", "python -c pass s", "ratio"), rows))
+        top_imports = ", ".join(f"`{m.removeprefix('cudasplit.')}` {c / 1e3:.0f}"
+                                for m, c in s["split_top"])
+        out.append(f"`python -X importtime`: `import cudasplit.cli` "
+                   f"{s['import_cli_us'] / 1e3:.0f} ms ({s['import_cli_modules']} modules); a "
+                   f"whole split of the sample tarball imports {s['split_modules']} modules "
+                   f"({s['split_cudasplit_modules']} of cudasplit), "
+                   f"{s['split_import_us'] / 1e3:.0f} ms of imports in all; largest "
+                   f"(cumulative ms): {top_imports}.\n")
+        for name in ("cudasplit --version", "cudasplit split --help"):
+            targets.append(Target(f"`{name}` (s, not a ratio)",
+                                  (stats[name].median, stats[name].min), 0.15))
+    if isinstance(m := results.get("xz-multi"), dict):
+        rows = []
+        jobs = sorted(m["jobs"])
+        top = jobs[-1]
+        for n in jobs:
+            a, b = _stat(m, f"split -j{n}"), _stat(m, f"tar -I 'xz -T{n}'")
+            rows.append(_pair_row(f"N = {n}", a, b))
+            targets.append(Target(f"multi-block xz, N = {n}, vs `tar -I 'xz -T{n}'`",
+                                  _ratio(a, b), 1.10,
+                                  (a.rss_mb, b.rss_mb) if n == top and top > 1 else None))
+        out.append(table(f"Multi-block xz ({m['file']}, {m['mb']:.0f} MB, {m.get('blocks')} "
+                         "blocks): `cudasplit split -jN` vs `tar -I 'xz -TN' -xf`", PAIR, rows))
+    if isinstance(x := results.get("xz-single"), dict):
+        base = _stat(x, "tar -xJf")
+        rows = []
+        for n in x["jobs"]:
+            a = _stat(x, f"split -j{n}")
+            rows.append(_pair_row(f"-j{n}", a, base))
+            targets.append(Target(f"single-block xz, `-j{n}`, vs `tar -xJf`", _ratio(a, base),
+                                  1.05))
+        out.append(table(f"Single-block xz ({x['file']}, {x['mb']:.0f} MB): vs `tar -xJf`",
+                         PAIR, rows))
+    if isinstance(z := results.get("zstd"), dict):
+        pairs = [("split -j1", "tar -I 'zstd -T1'")]
+        if (top := max(z["jobs"])) > 1:
+            pairs.append((f"split -j{top}", "tar -I 'zstd -T0'"))
+        rows = []
+        for mine, theirs in pairs:
+            a, b = _stat(z, mine), _stat(z, theirs)
+            rows.append(_pair_row(f"`{mine}` vs `{theirs}`", a, b))
+            targets.append(Target(f"zstd, `{mine}` vs `{theirs}`", _ratio(a, b), 1.10))
+        out.append(table(f"zstd ({z['file']}, {z['mb']:.0f} MB, one frame)", PAIR, rows))
+    if isinstance(b := results.get("batch"), dict):
+        top = max(b["jobs"])
+        a, t = _stat(b, f"split -j{top} DIR"), _stat(b, "tar each")
+        names = ", ".join(n.split("-")[0] for n in b["tarballs"])
+        out.append(table(f"A release at once: {len(b['tarballs'])} multi-block tarballs "
+                         f"({b['mb']:.0f} MB: {names}): `cudasplit split -j{top} DIR` vs "
+                         f"`tar -I 'xz -T{top}' -xf` over each in turn", PAIR,
+                         [_pair_row(f"N = {top}", a, t)]))
+        targets.append(Target(f"a release at once, `-j{top}`, vs tar over each in turn",
+                              _ratio(a, t), 1.0, (a.rss_mb, t.rss_mb)))
+    if isinstance(d := results.get("decode"), dict):
+        rows = [_pair_row(f"N = {n}", _stat(d, f"decoder -j{n}"), _stat(d, f"xz -dc -T{n}"))
+                for n in sorted(d["jobs"])]
+        out.append(table("Decoder alone: `open_decompressed(jobs=N)` read to the end vs "
+                         "`xz -dc -TN >/dev/null`", PAIR, rows))
+    if isinstance(d := results.get("decode-zstd"), dict):
+        base = _stat(d, "zstd -dc -T0")
+        rows = [_pair_row(name, _stat(d, name), base)
+                for name in ("decoder in-process", "decoder through zstd -dc -T0")]
+        out.append(table(f"zstd decoder alone ({d['file']}, {d['mb']:.0f} MB) vs "
+                         "`zstd -dc -T0 >/dev/null`: in-process (the default) or through the "
+                         "binary", PAIR, rows))
+    if isinstance(p := results.get("patch-share"), dict):
+        top = max(p["jobs"])
+        a = _stat(p, f"split -j{top}")
+        n = _stat(p, f"split -j{top} --no-patch")
+        out.append(table(f"ELF edits' share of a split (multi-block xz, -j{top})",
+                         ("split s (median)", "--no-patch s", "ELF edits s", "share"),
+                         [(f"{a.median:.2f}", f"{n.median:.2f}", f"{a.median - n.median:.2f}",
+                           f"{(a.median - n.median) / a.median:.1%}")]))
+    if targets:
+        out.append(table("Issue 34's targets (ratio median / min; RSS cudasplit / tar at the "
+                         "largest N)", ("target", "limit", "measured", ""),
+                         [t.row() for t in targets]))
+    return out
+
+
+def machine_line(args: argparse.Namespace, cores: int) -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in
+                Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.machine())
+    tools = []
+    for tool in ("xz", "zstd"):
+        try:
+            tools.append(subprocess.run([tool, "--version"], capture_output=True, text=True,
+                                        check=True).stdout.splitlines()[0])
+        except (OSError, subprocess.CalledProcessError, IndexError):
+            tools.append(f"{tool}: none")
+    return (f"Machine: {cores} cores available ({cpu}), Python {platform.python_version()}, "
+            f"{'; '.join(tools)}; load average {os.getloadavg()[0]:.1f} at start; "
+            f"{args.repeat} interleaved rounds; cudasplit "
+            f"{'with' if args.fsync else 'without'} fsync"
+            + (f", --memory-limit {args.memory_limit}" if args.memory_limit else "") + ".\n")
+
+
+SECTIONS = ("startup", "xz-multi", "xz-single", "zstd", "batch", "decode", "patch-share")
+TARGETS = ("startup", "xz-multi", "xz-single", "zstd", "batch")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tarball", type=Path, help="an existing multi-block .tar.xz")
-    parser.add_argument("--zstd", type=Path, help="an existing .tar.zst (with --tarball)")
+    parser.add_argument("--zstd", type=Path, help="an existing .tar.zst")
     parser.add_argument("--single", type=Path, help="an existing single-block .tar.xz")
     parser.add_argument("--from-dir", type=Path, help="build the tar from DIR's --glob files")
-    parser.add_argument("--glob", default="libcublas*")
+    parser.add_argument("--glob", help="files of the payload (default libcublas*; the wheels' "
+                        "libcublas.so*)")
+    parser.add_argument("--single-glob", help="files of the single-block payload (default: "
+                        "--glob's)")
     parser.add_argument("--version", default="13.0.0.0", help="version in the top dir name")
     parser.add_argument("--cache", type=Path, default=Path(os.environ.get(
         "CUDASPLIT_CACHE", Path.home() / ".cache" / "cudasplit")) / "bench-scaling")
     parser.add_argument("--jobs", help="comma-separated N (default 1,2,4,... up to the cores)")
-    parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--only", action="append", choices=[*SECTIONS, "batch", "patch-share"])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", action="append", choices=SECTIONS)
     parser.add_argument("--single-preset", type=int, default=SINGLE_PRESET,
                         help="xz preset of the single-block tarball (default 6)")
     parser.add_argument("--prepare", action="store_true",
@@ -253,154 +611,67 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fsync", action="store_true")
     parser.add_argument("--memory-limit")
     parser.add_argument("--markdown", type=Path)
+    parser.add_argument("--json", type=Path, help="write every sample here")
+    parser.add_argument("--deadline", type=float, help="seconds from now: rounds that would "
+                        "end later are left out (at least one runs)")
+    parser.add_argument("--report", type=Path, nargs="+",
+                        help="print the tables of earlier --json files (merged), run nothing")
     args = parser.parse_args(argv)
 
+    if args.report:
+        merged: dict[str, dict[str, object]] = {}
+        header = []
+        for path in args.report:
+            data = json.loads(path.read_text())
+            header.append(str(data.pop("machine", "")))
+            for name, section in data.items():
+                _merge(merged.setdefault(name, {}), section)
+        return _print("\n".join(dict.fromkeys(header)), dict(merged), args.markdown)
+
+    if args.deadline:
+        DEADLINE[0] = time.monotonic() + args.deadline
     cores = available_cores()
     jobs = ([int(j) for j in args.jobs.split(",")] if args.jobs
             else [n for n in (1, 2, 4, 8, 16, 32, 64, 128) if n <= cores])
     only = set(args.only or SECTIONS)
     args.cache.mkdir(parents=True, exist_ok=True)
-    files: dict[str, Path] = {}
-    if args.tarball:
-        files["xz-multi"] = args.tarball
-        if args.zstd:
-            files["zstd"] = args.zstd
-        if args.single:
-            files["xz-single"] = args.single
-    else:
-        tar = (tar_from_dir(args.cache, args.from_dir, args.glob, args.version)
-               if args.from_dir else tar_from_wheel(args.cache))
-        for kind in ("xz-multi", "xz-single", "zstd"):
-            if kind in only or (kind == "xz-multi" and only & {"decode", "patch-share"}):
-                files[kind] = compressed(tar, kind, args.single_preset)
-        if "batch" in only:
-            if not args.from_dir:
-                parser.error("--only batch needs --from-dir (library families of a toolkit)")
-            files["batch"] = batch_dir(args.cache, args.from_dir, args.version)
-
+    files = payload(args, only)
     if args.prepare:
         print("\n".join(f"{kind}: {path}" for kind, path in files.items()))
         return 0
-    scratch = Path(tempfile.mkdtemp(prefix="bench-scaling-", dir=args.cache))
-    bench = Bench(args, scratch)
-    cpu = next((line.split(":", 1)[1].strip() for line in
-                Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.machine())
     where = subprocess.run([sys.executable, "-c", "import cudasplit; print(cudasplit.__file__)"],
-                           cwd=CHILD_CWD, capture_output=True, text=True,
+                           cwd=CHILD_CWD, env=CHILD_ENV, capture_output=True, text=True,
                            check=True).stdout.strip()
+    compileall.compile_dir(Path(where).parent, quiet=1)  # as an installed wheel has them
     print(f"# cudasplit under test: {where}", file=sys.stderr, flush=True)
-    report = [f"Machine: {cores} cores available ({cpu}), load average "
-              f"{os.getloadavg()[0]:.1f} at start; best of {args.repeat}; cudasplit "
-              f"{'with' if args.fsync else 'without'} fsync"
-              + (f", --memory-limit {args.memory_limit}" if args.memory_limit else "") + ".\n"]
+    machine = machine_line(args, cores)
+    scratch = Path(tempfile.mkdtemp(prefix="bench-scaling-", dir=args.cache))
     try:
-        report += run_sections(bench, files, jobs, only, args.repeat)
+        results = run_sections(Bench(args, scratch), files, jobs, only, args.repeat)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    text = "\n".join(report)
+    if args.json:
+        args.json.write_text(json.dumps({"machine": machine, **results}, indent=1))
+    return _print(machine, results, args.markdown)
+
+
+def _merge(into: dict[str, object], section: dict[str, object]) -> None:
+    """One section of several runs (the host's two calls): their rows together."""
+    for key, value in section.items():
+        if key == "stats" and isinstance(into.get(key), dict):
+            into[key] = {**into[key], **value}  # type: ignore[dict-item]
+        elif key == "jobs" and isinstance(into.get(key), list):
+            into[key] = sorted({*into[key], *value})  # type: ignore[misc]
+        else:
+            into[key] = value
+
+
+def _print(machine: str, results: dict[str, object], markdown: Path | None) -> int:
+    text = "\n".join([machine, *tables(results)])
     print(text)
-    if args.markdown:
-        args.markdown.write_text(text)
+    if markdown:
+        markdown.write_text(text)
     return 0
-
-
-def _mb(path: Path) -> str:
-    return f"{path.stat().st_size / 1e6:.0f} MB"
-
-
-def run_sections(bench: Bench, files: dict[str, Path], jobs: list[int], only: set[str],
-                 repeat: int) -> list[str]:
-    out: list[str] = []
-    multi = files.get("xz-multi")
-    if multi is not None and "xz-multi" in only:
-        names = [(f"split-j{n}", lambda n=n: bench.cudasplit(multi, n)) for n in jobs]
-        names += [(f"tar-T{n}", lambda n=n: bench.tar(multi, f"xz -T{n}")) for n in jobs]
-        best = _interleaved(names, repeat)
-        rows = []
-        for n in jobs:
-            s, t = best[f"split-j{n}"], best[f"tar-T{n}"]
-            rows.append((str(n), f"{s.wall:.2f}", f"{t.wall:.2f}", f"{s.wall / t.wall:.2f}",
-                         f"{s.rss_mb:.0f}", f"{t.rss_mb:.0f}"))
-        out.append(table(f"Multi-block xz ({_mb(multi)}, {xz_blocks(multi)} blocks): "
-                         "`cudasplit split -jN` vs `tar -I 'xz -TN' -xf`",
-                         ("N", "split s", "tar s", "ratio", "split RSS MB", "tar RSS MB"),
-                         rows))
-    if multi is not None and "decode" in only:
-        names = [(f"decode-j{n}", lambda n=n: bench.decode(multi, n)) for n in jobs]
-        names += [(f"xzdc-T{n}", lambda n=n: bench.xz_dc(multi, n)) for n in jobs]
-        best = _interleaved(names, repeat)
-        rows = [(str(n), f"{best[f'decode-j{n}'].wall:.2f}", f"{best[f'xzdc-T{n}'].wall:.2f}",
-                 f"{best[f'decode-j{n}'].wall / best[f'xzdc-T{n}'].wall:.2f}",
-                 f"{best[f'decode-j{n}'].rss_mb:.0f}", f"{best[f'xzdc-T{n}'].rss_mb:.0f}")
-                for n in jobs]
-        out.append(table("Decoder alone: `open_decompressed(jobs=N)` read to the end vs "
-                         "`xz -dc -TN >/dev/null`",
-                         ("N", "decoder s", "xz -dc s", "ratio", "decoder RSS MB", "xz RSS MB"),
-                         rows))
-    for kind, label in (("xz-single", "`tar -xJf`"), ("zstd", "`tar --zstd -xf`")):
-        path = files.get(kind)
-        if path is None or kind not in only:
-            continue
-        flag = "-J" if kind == "xz-single" else "--zstd"
-        ends = sorted({jobs[0], jobs[-1]})
-        names = [(f"split-j{n}", lambda n=n, p=path: bench.cudasplit(p, n)) for n in ends]
-        names.append(("tar", lambda p=path, f=flag: run(["tar", f, "-xf", str(p), "-C",
-                                                        str(bench._fresh())])))
-        best = _interleaved(names, repeat)
-        t = best["tar"]
-        rows = [(str(n), f"{best[f'split-j{n}'].wall:.2f}", f"{t.wall:.2f}",
-                 f"{best[f'split-j{n}'].wall / t.wall:.2f}", f"{best[f'split-j{n}'].rss_mb:.0f}",
-                 f"{t.rss_mb:.0f}") for n in ends]
-        what = "single-block xz" if kind == "xz-single" else "zstd (one frame)"
-        out.append(table(f"{what} ({_mb(path)}): `cudasplit split -jN` vs {label}",
-                         ("N", "split s", "tar s", "ratio", "split RSS MB", "tar RSS MB"),
-                         rows))
-    out += _batch_and_patch_share(bench, files, jobs[-1], only, repeat)
-    return out
-
-
-def _batch_and_patch_share(bench: Bench, files: dict[str, Path], top: int, only: set[str],
-                           repeat: int) -> list[str]:
-    out: list[str] = []
-    batch = files.get("batch")
-    if batch is not None and "batch" in only:
-        tarballs = sorted(batch.glob("*.tar.xz"))
-        best = _interleaved([("split", lambda: bench.cudasplit(batch, top)),
-                             ("tar", lambda: bench.tar_each(batch, top))], repeat)
-        s, t = best["split"], best["tar"]
-        size = sum(p.stat().st_size for p in tarballs) / 1e6
-        out.append(table(f"A release at once: {len(tarballs)} multi-block tarballs "
-                         f"({size:.0f} MB: {', '.join(p.name.split('-')[0] for p in tarballs)}):"
-                         f" `cudasplit split -j{top} DIR` vs `tar -I 'xz -T{top}' -xf` over "
-                         "them one after another",
-                         ("N", "split s", "tar s", "ratio", "split RSS MB", "tar RSS MB"),
-                         [(str(top), f"{s.wall:.2f}", f"{t.wall:.2f}", f"{s.wall / t.wall:.2f}",
-                           f"{s.rss_mb:.0f}", f"{t.rss_mb:.0f}")]))
-    multi = files.get("xz-multi")
-    if multi is not None and "patch-share" in only:
-        best = _interleaved([("patch", lambda: bench.cudasplit(multi, top)),
-                             ("no-patch", lambda: bench.cudasplit(multi, top, "--no-patch"))],
-                            repeat)
-        p, n = best["patch"], best["no-patch"]
-        out.append(table(f"ELF edits' share of a split (multi-block xz, {_mb(multi)}, -j{top})",
-                         ("split s", "--no-patch s", "ELF edits s", "share"),
-                         [(f"{p.wall:.2f}", f"{n.wall:.2f}", f"{p.wall - n.wall:.2f}",
-                           f"{(p.wall - n.wall) / p.wall:.1%}")]))
-    return out
-
-
-def _interleaved(named: list[tuple[str, object]], repeat: int) -> dict[str, Sample]:
-    rounds: list[dict[str, Sample]] = []
-    for _ in range(repeat):
-        results: dict[str, Sample] = {}
-        for name, thunk in named:
-            results[name] = thunk()  # type: ignore[operator]
-            print(f"#   {name}: {results[name].wall:.2f} s, {results[name].rss_mb:.0f} MB",
-                  file=sys.stderr, flush=True)
-        rounds.append(results)
-    return {name: Sample(min(r[name].wall for r in rounds), max(r[name].rss_mb for r in rounds))
-            for name, _ in named}
 
 
 if __name__ == "__main__":

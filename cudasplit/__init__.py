@@ -20,58 +20,85 @@ It is the only way in: the ``cudasplit`` command (:mod:`cudasplit.cli`) uses not
 
 from __future__ import annotations
 
-import importlib
 import logging
+import sys
 from typing import TYPE_CHECKING, Any
 
-from cudasplit._api.batch import BatchResult, batch_report, directory_kind, split_many
-from cudasplit._api.entry import Explanation, explain, inspect, split, split_nix, split_to_dir
-from cudasplit._api.options import package_id, platform_name, runpath_policy
-from cudasplit._api.rules import check_rule_file, package_entry_lines, ruleset_for, ruleset_toml
-from cudasplit._elf.plan import (
-    DEFAULT_DRIVER_LINK,
-    RunpathPlan,
-    RunpathPolicy,
-    plan_runpath,
-)
-from cudasplit._layout import Layout, LayoutSpec
-from cudasplit._model import OUTPUT_NAMES, Kind, Member, MemberType, PackageId
-from cudasplit._release.manifest import load_manifest, select_artifacts
-from cudasplit._release.repack import RepackOptions, RepackResult, repack_to_dir
-from cudasplit._report import MemberRecord, OutputRecord, Problem, Report, relative_report
-from cudasplit._rulebook import RuleSet, load_ruleset
-from cudasplit._source import DEFAULT_MAX_MEMBERS, open_source
-from cudasplit._split.pipeline import Progress, SplitOptions
-from cudasplit.errors import (
-    CorruptArchiveError,
-    CudasplitError,
-    ElfError,
-    LimitExceededError,
-    ManifestError,
-    NixEnvironmentError,
-    NotFoundError,
-    OptionsError,
-    OptionsTypeError,
-    OutputError,
-    PatchError,
-    ProblemsFound,
-    RulesError,
-    RunpathPolicyError,
-    SourceError,
-    SourceNotADirectoryError,
-    SourceNotFoundError,
-    ToolkitError,
-    UnsafeMemberError,
-)
-from cudasplit.sinks import DirectorySink, MemorySink, Sink, StagedSink, TarballSink
+__version__ = "0.1.0"
+
+# Every public name loads on first use (PEP 562): ``import cudasplit`` imports nothing of the
+# package, and ``cudasplit split`` loads the split and nothing else (no release tools, guards,
+# LIEF, JSON Schema; tests/cli/test_startup.py checks which modules a split imports).
+#
+# To add a public name: put it under its module in _HOMES, import it under TYPE_CHECKING
+# below (what type checkers and editors read), and list it in __all__. tests/cli/test_api.py
+# fails, naming the name, when the three disagree.
+_HOMES: dict[str, tuple[str, ...]] = {
+    "cudasplit.errors": (
+        "CorruptArchiveError", "CudasplitError", "ElfError", "LimitExceededError", "ManifestError",
+        "NixEnvironmentError", "OptionsError", "OptionsTypeError", "OutputError", "PatchError",
+        "ProblemsFound", "RulesError", "RunpathPolicyError", "SourceError", "ToolkitError",
+        "UnsafeMemberError", "NotFoundError", "SourceNotADirectoryError", "SourceNotFoundError"),
+    "cudasplit._run": ("DEFAULT_DRIVER_LINK", "DEFAULT_MAX_MEMBERS", "Progress"),
+    "cudasplit._model": ("OUTPUT_NAMES", "Kind", "Member", "MemberType", "PackageId"),
+    "cudasplit._layout": ("Layout", "LayoutSpec"),
+    "cudasplit._report": (
+        "MemberRecord", "OutputRecord", "Problem", "Report", "relative_report", "CopyRecord"),
+    "cudasplit._split.options": ("SplitOptions",),
+    "cudasplit._api.options": ("package_id", "platform_name", "runpath_policy"),
+    "cudasplit._api.entry": (
+        "Explanation", "explain", "inspect", "split", "split_nix", "split_to_dir", "RuleTrial"),
+    "cudasplit._api.batch": ("BatchResult", "batch_report", "directory_kind", "split_many"),
+    "cudasplit._api.rules": (
+        "check_rule_file", "package_entry_lines", "ruleset_for", "ruleset_toml"),
+    "cudasplit._elf.plan": ("RunpathPlan", "RunpathPolicy", "plan_runpath"),
+    "cudasplit._rulebook": (
+        "RuleSet", "load_ruleset", "AddNeeded", "Decision", "DlopenNeed", "DropEdit", "Gate",
+        "LinkInto", "OutputWhen", "PackageSettings", "PcEdit", "Rename", "Rule", "RuleRef",
+        "RunpathPackage", "TextEdit", "TextEditsFrom", "Where"),
+    "cudasplit._source": ("open_source", "Limits", "Source"),
+    "cudasplit.sinks": ("DirectorySink", "MemorySink", "Sink", "StagedSink", "TarballSink"),
+    "cudasplit._release.repack": ("RepackOptions", "RepackResult", "repack_to_dir"),
+    "cudasplit._api.checks": ("LoadView", "closure_of", "ldd"),
+    "cudasplit._api.release": (
+        "diff_releases", "manifest_features", "nixify_manifest", "nixify_sets", "verify_manifest"),
+    "cudasplit._release.manifest": (
+        "load_manifest", "select_artifacts", "Artifact", "Manifest", "Package", "VerifyReport",
+        "VerifyResult", "VerifyStatus"),
+    "cudasplit._release.features": (
+        "features_of", "FeatureReport", "FeatureResult", "FeatureStatus"),
+    "cudasplit._release.closuresize": ("measure_outputs",),
+    "cudasplit._release.toolkit": ("ToolkitView", "toolkit_view"),
+    "cudasplit._api.guards": (
+        "DEFAULT_FORBIDDEN_OUTPUTS", "Ambiguity", "BudgetReport", "DlopenAudit",
+        "ambiguous_runpaths", "closure_budget", "consumer_guards_hook", "dlopen_audit"),
+    "cudasplit._release.nixify": (
+        "Assertion", "NixifyResult", "PackagePlan", "PackageSet", "Pin", "PlatformPlan",
+        "SetPackage", "SetsResult"),
+    "cudasplit._release.budget": ("BudgetViolation", "Link"),
+    "cudasplit._release.diff": ("Change", "ReleaseDiff"),
+    "cudasplit._release.closure": ("ClosureReport", "ClosureWarning"),
+    "cudasplit._api.inside": (
+        "ExportedSymbol", "FilePlan", "GpuCode", "Inside", "PrunePlan", "VersionNeed",
+        "exported_symbols", "gpu_prune_plan", "inside_of", "sbom"),
+    "cudasplit._release.featurescan": ("Features",),
+    "cudasplit._globs": ("Glob",),
+    "cudasplit._release.closurescan": ("OutputSize", "Reference"),
+    "cudasplit._release.ldd": ("Resolution",),
+}
+_LAZY = {name: module for module, names in _HOMES.items() for name in names}
 
 if TYPE_CHECKING:
+    from cudasplit._api.batch import BatchResult, batch_report, directory_kind, split_many
     from cudasplit._api.checks import LoadView, closure_of, ldd
-
-    # Types the public functions take and return, and the fields of their records: public
-    # too, so a caller can name them (tests/cli/test_public_types.py walks the signatures).
     from cudasplit._api.entry import (
+        Explanation,
         RuleTrial,
+        explain,
+        inspect,
+        split,
+        split_nix,
+        split_to_dir,
     )
     from cudasplit._api.guards import (
         DEFAULT_FORBIDDEN_OUTPUTS,
@@ -95,6 +122,7 @@ if TYPE_CHECKING:
         inside_of,
         sbom,
     )
+    from cudasplit._api.options import package_id, platform_name, runpath_policy
     from cudasplit._api.release import (
         diff_releases,
         manifest_features,
@@ -102,38 +130,19 @@ if TYPE_CHECKING:
         nixify_sets,
         verify_manifest,
     )
-    from cudasplit._globs import (
-        Glob,
-    )
-    from cudasplit._release.budget import (
-        BudgetViolation,
-        Link,
-    )
-    from cudasplit._release.closure import (
-        ClosureReport,
-        ClosureWarning,
-    )
-    from cudasplit._release.closurescan import (
-        OutputSize,
-        Reference,
-    )
+    from cudasplit._api.rules import check_rule_file, package_entry_lines, ruleset_for, ruleset_toml
+    from cudasplit._elf.plan import RunpathPlan, RunpathPolicy, plan_runpath
+    from cudasplit._globs import Glob
+    from cudasplit._layout import Layout, LayoutSpec
+    from cudasplit._model import OUTPUT_NAMES, Kind, Member, MemberType, PackageId
+    from cudasplit._release.budget import BudgetViolation, Link
+    from cudasplit._release.closure import ClosureReport, ClosureWarning
+    from cudasplit._release.closurescan import OutputSize, Reference
     from cudasplit._release.closuresize import measure_outputs
-    from cudasplit._release.diff import (
-        Change,
-        ReleaseDiff,
-    )
-    from cudasplit._release.features import (
-        FeatureReport,
-        FeatureResult,
-        FeatureStatus,
-        features_of,
-    )
-    from cudasplit._release.featurescan import (
-        Features,
-    )
-    from cudasplit._release.ldd import (
-        Resolution,
-    )
+    from cudasplit._release.diff import Change, ReleaseDiff
+    from cudasplit._release.features import FeatureReport, FeatureResult, FeatureStatus, features_of
+    from cudasplit._release.featurescan import Features
+    from cudasplit._release.ldd import Resolution
     from cudasplit._release.manifest import (
         Artifact,
         Manifest,
@@ -141,6 +150,8 @@ if TYPE_CHECKING:
         VerifyReport,
         VerifyResult,
         VerifyStatus,
+        load_manifest,
+        select_artifacts,
     )
     from cudasplit._release.nixify import (
         Assertion,
@@ -152,9 +163,15 @@ if TYPE_CHECKING:
         SetPackage,
         SetsResult,
     )
+    from cudasplit._release.repack import RepackOptions, RepackResult, repack_to_dir
     from cudasplit._release.toolkit import ToolkitView, toolkit_view
     from cudasplit._report import (
         CopyRecord,
+        MemberRecord,
+        OutputRecord,
+        Problem,
+        Report,
+        relative_report,
     )
     from cudasplit._rulebook import (
         AddNeeded,
@@ -169,82 +186,55 @@ if TYPE_CHECKING:
         Rename,
         Rule,
         RuleRef,
+        RuleSet,
         RunpathPackage,
         TextEdit,
         TextEditsFrom,
         Where,
+        load_ruleset,
     )
-    from cudasplit._source import (
-        Limits,
-        Source,
+    from cudasplit._run import DEFAULT_DRIVER_LINK, DEFAULT_MAX_MEMBERS, Progress
+    from cudasplit._source import Limits, Source, open_source
+    from cudasplit._split.options import SplitOptions
+    from cudasplit.errors import (
+        CorruptArchiveError,
+        CudasplitError,
+        ElfError,
+        LimitExceededError,
+        ManifestError,
+        NixEnvironmentError,
+        NotFoundError,
+        OptionsError,
+        OptionsTypeError,
+        OutputError,
+        PatchError,
+        ProblemsFound,
+        RulesError,
+        RunpathPolicyError,
+        SourceError,
+        SourceNotADirectoryError,
+        SourceNotFoundError,
+        ToolkitError,
+        UnsafeMemberError,
     )
-
-# The release and inspection tools load on first use (PEP 562): a split never needs them, and
-# importing them with the rest cost every ``cudasplit split`` about 40 ms (measured with
-# ``python -X importtime``), which is 4 % of splitting a 300 MB .tar.zst.
-_LAZY = {
-    "LoadView": "cudasplit._api.checks", "closure_of": "cudasplit._api.checks", "ldd":
-    "cudasplit._api.checks",
-    "diff_releases": "cudasplit._api.release", "manifest_features": "cudasplit._api.release",
-    "nixify_manifest": "cudasplit._api.release", "verify_manifest": "cudasplit._api.release",
-    "features_of": "cudasplit._release.features",
-    # Guards for consumers' builds.
-    "DEFAULT_FORBIDDEN_OUTPUTS": "cudasplit._api.guards", "Ambiguity": "cudasplit._api.guards",
-    "BudgetReport": "cudasplit._api.guards", "DlopenAudit": "cudasplit._api.guards",
-    "ambiguous_runpaths": "cudasplit._api.guards", "closure_budget": "cudasplit._api.guards",
-    "consumer_guards_hook": "cudasplit._api.guards", "dlopen_audit": "cudasplit._api.guards",
-    "measure_outputs": "cudasplit._release.closuresize",
-    "ToolkitView": "cudasplit._release.toolkit", "toolkit_view": "cudasplit._release.toolkit",
-    "nixify_sets": "cudasplit._api.release",
-    # What is inside files and releases (GPU code, glibc floors, symbols, prune plan, SBOM).
-    **{name: "cudasplit._api.inside" for name in (
-        "ExportedSymbol", "FilePlan", "GpuCode", "Inside", "PrunePlan", "VersionNeed",
-        "exported_symbols", "gpu_prune_plan", "inside_of", "sbom")},
-    # Types public functions take or return, and their records' fields (loaded on first use).
-    "RuleTrial": "cudasplit._api.entry",
-    "Glob": "cudasplit._globs",
-    "BudgetViolation": "cudasplit._release.budget", "Link": "cudasplit._release.budget",
-    "ClosureReport": "cudasplit._release.closure", "ClosureWarning": "cudasplit._release.closure",
-    "OutputSize": "cudasplit._release.closurescan", "Reference": "cudasplit._release.closurescan",
-    "Change": "cudasplit._release.diff", "ReleaseDiff": "cudasplit._release.diff",
-    "FeatureReport": "cudasplit._release.features", "FeatureResult": "cudasplit._release.features",
-    "FeatureStatus": "cudasplit._release.features",
-    "Features": "cudasplit._release.featurescan",
-    "Resolution": "cudasplit._release.ldd",
-    "Artifact": "cudasplit._release.manifest", "Manifest": "cudasplit._release.manifest",
-    "Package": "cudasplit._release.manifest", "VerifyReport": "cudasplit._release.manifest",
-    "VerifyResult": "cudasplit._release.manifest", "VerifyStatus": "cudasplit._release.manifest",
-    "Assertion": "cudasplit._release.nixify", "NixifyResult": "cudasplit._release.nixify",
-    "PackagePlan": "cudasplit._release.nixify", "PackageSet": "cudasplit._release.nixify",
-    "Pin": "cudasplit._release.nixify", "PlatformPlan": "cudasplit._release.nixify",
-    "SetPackage": "cudasplit._release.nixify", "SetsResult": "cudasplit._release.nixify",
-    "CopyRecord": "cudasplit._report",
-    "AddNeeded": "cudasplit._rulebook", "Decision": "cudasplit._rulebook",
-    "DlopenNeed": "cudasplit._rulebook", "DropEdit": "cudasplit._rulebook",
-    "Gate": "cudasplit._rulebook", "LinkInto": "cudasplit._rulebook",
-    "OutputWhen": "cudasplit._rulebook", "PackageSettings": "cudasplit._rulebook",
-    "PcEdit": "cudasplit._rulebook", "Rename": "cudasplit._rulebook",
-    "Rule": "cudasplit._rulebook", "RuleRef": "cudasplit._rulebook",
-    "RunpathPackage": "cudasplit._rulebook", "TextEdit": "cudasplit._rulebook",
-    "TextEditsFrom": "cudasplit._rulebook", "Where": "cudasplit._rulebook",
-    "Limits": "cudasplit._source", "Source": "cudasplit._source",
-}
+    from cudasplit.sinks import DirectorySink, MemorySink, Sink, StagedSink, TarballSink
 
 
 def __getattr__(name: str) -> Any:
     where = _LAZY.get(name)
     if where is None:
         raise AttributeError(f"module 'cudasplit' has no attribute {name!r}")
-    value = getattr(importlib.import_module(where, __name__), name)
+    # __import__, not importlib.import_module: the same import, but one that
+    # ``python -X importtime`` shows (benchmarks measure the split's imports with it).
+    __import__(where)
+    value = getattr(sys.modules[where], name)
     globals()[name] = value  # once loaded, an ordinary attribute
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    return list(__all__)
 
-
-__version__ = "0.1.0"
 
 # The library logs (e.g. the LIEF fallback) but never prints: without this, logging's
 # last-resort handler would write warnings to stderr of an application that set up nothing.

@@ -3,10 +3,12 @@
 The package is folders by part of the job, and imports run one way, top to bottom::
 
     cli/  ->  cudasplit (the public API)  ->  _api/  ->  _release/  ->  _split/  ->  _nix/
-          ->  sinks/  ->  _source/ | _rulebook/  ->  _elf/ (patch -> plan -> read)  ->  core
+          ->  sinks/  ->  _source/ | _rulebook/  ->  _elf/ (patch -> plan -> read)  ->  _run/
+          ->  core
 
-The core is a few root modules every part may use (``errors``, ``_model``, ``_report``,
-``_layout``, ``_globs``). Every import counts: module level, inside functions (lazy), and under
+``_run/`` is the run's own small core (jobs and cores, progress, argument checks, the defaults
+the help shows), below every part that runs. The core is a few root modules every part may use
+(``errors``, ``_model``, ``_report``, ``_layout``, ``_globs``). Every import counts: module level, inside functions (lazy), and under
 ``if TYPE_CHECKING:`` (a typing-only import still ties the two modules together).
 """
 
@@ -36,11 +38,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("_elf.patch",),
     ("_elf.plan",),
     ("_elf.read", "_elf"),
+    ("_run",),
     ("errors", "_model", "_report", "_layout", "_globs"),
 )
 # The only names allowed at the top of the package: the public face, the folders, the core.
 TOP = {"__init__", "__main__", "errors", "cli", "sinks", "_api", "_release", "_split", "_nix",
-       "_source", "_rulebook", "_elf", "_model", "_report", "_layout", "_globs"}
+       "_source", "_rulebook", "_elf", "_run", "_model", "_report", "_layout", "_globs"}
 
 
 @dataclass(frozen=True)
@@ -173,7 +176,7 @@ def test_no_import_cycles_not_even_typing_only_or_lazy() -> None:
 
 # Folders whose ``__init__`` is their face: code outside such a folder imports the face, never
 # a leaf module (a test may still import a leaf module whole, to replace one of its seams).
-FACES = ("_elf.read", "_elf.plan", "_elf.patch", "_nix", "_rulebook", "_source",
+FACES = ("_elf.read", "_elf.plan", "_elf.patch", "_nix", "_rulebook", "_run", "_source",
          "_source.codecs", "_release.manifest", "_release.nixify", "_split.rewrites")
 
 

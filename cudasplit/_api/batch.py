@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,9 +18,9 @@ from typing import Any
 from cudasplit._api.entry import split_to_dir
 from cudasplit._model import PackageId
 from cudasplit._report import Report, relative_report
+from cudasplit._run import Cores, Progress, check_optional, check_path
 from cudasplit._source import decode_threads, detect_codec, package_from_filename, parse_top_dir
-from cudasplit._split.args import check_optional, check_path
-from cudasplit._split.pipeline import Progress, SplitOptions
+from cudasplit._split.options import SplitOptions
 from cudasplit.errors import CudasplitError, OptionsTypeError, SourceError, source_os_error
 
 PathLike = str | os.PathLike[str]
@@ -147,7 +147,8 @@ def split_many(sources: Sequence[PathLike], output_dir: PathLike,
     The jobs are a budget of cores: largest source first, each takes the cores it can keep
     busy (a multi-block xz tarball one per block, up to all of them; a single-block or zstd
     one two) and starts when they are free, so a release's big library decodes on every core
-    while its small packages run side by side.
+    while its small packages run side by side. Sources start in that order, always (size,
+    then the order given): never a small one before the biggest.
 
     Args:
         sources: tarball paths, or directories holding tarballs (expanded to their files).
@@ -174,9 +175,12 @@ def split_many(sources: Sequence[PathLike], output_dir: PathLike,
         raise SourceError("two sources would share one output directory: "
                           + ", ".join(sorted({n for n in names if names.count(n) > 1})))
     jobs = opts.effective_jobs()
-    cores = _Cores(jobs)
+    cores = Cores(jobs)
     cancel = threading.Event()
     progress = _cancellable(opts.progress, cancel)
+    # Largest first: a big tarball started last would finish alone on the few cores it got.
+    order = sorted(range(len(paths)), key=lambda i: (-_file_size(paths[i]), i))
+    turn_of = {index: turn for turn, index in enumerate(order)}
 
     def one(index: int) -> BatchResult:
         path, target = paths[index], Path(output_dir) / names[index]
@@ -184,15 +188,14 @@ def split_many(sources: Sequence[PathLike], output_dir: PathLike,
         # The memory cap is the whole batch's: each source gets the share of its cores.
         share = (None if opts.memory_limit is None
                  else max(1 << 20, opts.memory_limit * want // jobs))
-        with cores.take(want):
+        # Its turn, not whichever worker thread asks first: the start order is fixed.
+        with cores.take(want, turn_of[index]):
             inner = replace(opts, jobs=want, memory_limit=share, progress=progress)
             try:
                 return BatchResult(str(path), str(target), split_to_dir(path, target, inner),
                                    None)
             except CudasplitError as exc:
                 return BatchResult(str(path), str(target), getattr(exc, "report", None), exc)
-    # Largest first: a big tarball started last would finish alone on the few cores it got.
-    order = sorted(range(len(paths)), key=lambda i: -_file_size(paths[i]))
     root_existed = Path(output_dir).exists()
     try:
         with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(paths)))) as pool:
@@ -209,36 +212,6 @@ def split_many(sources: Sequence[PathLike], output_dir: PathLike,
             # Workers race to create DIR; whichever aborts last may not know it made DIR.
             with contextlib.suppress(OSError):
                 Path(output_dir).rmdir()  # only if empty
-
-
-class _Cores:
-    """The batch's jobs as a budget of cores. A source starts once the cores it can use are
-    free, or when nothing else runs (so one wanting more than there are still starts).
-
-    A multi-block xz tarball can use a core per block and takes them all: it decodes as fast
-    alone as ``xz -TN`` would, instead of crawling on its 1/len(batch) share; single-block and
-    zstd tarballs use two (the decoder, the writer), so many of them run side by side.
-    """
-
-    def __init__(self, total: int) -> None:
-        self._free = total
-        self._running = 0
-        self._changed = threading.Condition()
-
-    @contextlib.contextmanager
-    def take(self, want: int) -> Iterator[None]:
-        with self._changed:
-            self._changed.wait_for(lambda: self._free >= want or self._running == 0)
-            self._free -= want
-            self._running += 1
-        try:
-            yield
-        finally:
-            with self._changed:
-                self._free += want
-                self._running -= 1
-                # Waiters want different numbers of cores: each checks for itself.
-                self._changed.notify_all()
 
 
 def _cores_for(path: Path, jobs: int) -> int:

@@ -10,7 +10,7 @@ from cudasplit._elf.plan import DEFAULT_DRIVER_LINK
 from cudasplit._nix import nix_outputs
 from cudasplit._release.closure import ClosureReport, closure_of_dir, closure_of_roots
 from cudasplit._release.ldd import LddOptions, LoadView, view_tree
-from cudasplit._split.progress import ProgressCallback
+from cudasplit._run import ProgressCallback
 
 PathLike = str | os.PathLike[str]
 

@@ -1,6 +1,9 @@
 """The public entry points for one source: thin wrappers that pick a sink and run the pipeline.
 
-Several sources at once are :mod:`cudasplit._api.batch`'s job.
+Each opens its source and starts decoding it first (:func:`cudasplit._split.start.started`),
+then loads the pipeline, the sinks and the Nix environment while the archive decodes: those
+imports are below in the functions on purpose (``python -X importtime``: they are most of a
+short split's start-up). Several sources at once are :mod:`cudasplit._api.batch`'s job.
 """
 
 from __future__ import annotations
@@ -11,19 +14,20 @@ import posixpath
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cudasplit._layout import LayoutSpec
 from cudasplit._model import OUTPUT_NAMES, Kind
-from cudasplit._nix import nix_outputs, with_nix_defaults
 from cudasplit._report import MemberRecord, Report
-from cudasplit._rulebook import Rename, RuleSet, load_ruleset
-from cudasplit._source import Source
-from cudasplit._split.args import check_optional, check_path, check_sink, check_source
-from cudasplit._split.pipeline import SplitOptions, SplitRun, member_kind, open_for
-from cudasplit._split.pipeline import split as _split
+from cudasplit._run import check_optional, check_path, check_sink, check_source
+from cudasplit._split.options import SplitOptions
+from cudasplit._split.start import started
 from cudasplit.errors import OptionsTypeError, SourceError
-from cudasplit.sinks import DirectorySink, Sink
+
+if TYPE_CHECKING:
+    from cudasplit._rulebook import Rename, RuleSet
+    from cudasplit._source import Source
+    from cudasplit.sinks import Sink
 
 EXPLAIN_SCHEMA = 1  # the "schema" of Explanation.as_dict
 
@@ -57,7 +61,11 @@ def split(source: PathLike | Source, sink: Sink, options: SplitOptions | None = 
     """
     _check_call(source, options)
     check_sink(sink)
-    return _split(source, sink, options=options)
+    opts = options or SplitOptions()
+    with started(source, opts) as opened:
+        from cudasplit._split.pipeline import split as _split
+
+        return _split(opened, sink, options=opts)
 
 
 def _check_call(source: object, options: object) -> None:
@@ -93,11 +101,15 @@ def split_to_dir(source: PathLike | Source, output_dir: PathLike,
     _check_call(source, options)
     check_path(output_dir, "output_dir")
     opts = options or SplitOptions()
-    if opts.dry_run:
-        return _split(source, None, options=opts, layout=LayoutSpec.under(output_dir))
-    sink = DirectorySink.for_output_dir(Path(output_dir), list(OUTPUT_NAMES),
-                                        overwrite=opts.overwrite, durable=opts.fsync)
-    return _split(source, sink, options=opts)
+    with started(source, opts) as opened:
+        from cudasplit._split.pipeline import split as _split
+        from cudasplit.sinks import DirectorySink
+
+        if opts.dry_run:
+            return _split(opened, None, options=opts, layout=LayoutSpec.under(output_dir))
+        sink = DirectorySink.for_output_dir(Path(output_dir), list(OUTPUT_NAMES),
+                                            overwrite=opts.overwrite, durable=opts.fsync)
+        return _split(opened, sink, options=opts)
 
 
 def split_nix(source: PathLike | Source, env: dict[str, str] | None = None,
@@ -128,12 +140,18 @@ def split_nix(source: PathLike | Source, env: dict[str, str] | None = None,
     _check_call(source, options)
     if env is not None and not isinstance(env, Mapping):
         raise OptionsTypeError(f"env must be a mapping or None, not {type(env).__name__}")
+    from cudasplit._nix import nix_outputs, with_nix_defaults
+
     roots = nix_outputs(env)
     opts = replace(options or SplitOptions(), outputs=tuple(roots), nix_build=True)
     opts = replace(opts, runpath=with_nix_defaults(opts.runpath, env))  # loader, libs, failure
-    if opts.dry_run:
-        return _split(source, None, options=opts, layout=LayoutSpec.fixed(roots))
-    return _split(source, DirectorySink(roots), options=opts)
+    with started(source, opts) as opened:
+        from cudasplit._split.pipeline import split as _split
+        from cudasplit.sinks import DirectorySink
+
+        if opts.dry_run:
+            return _split(opened, None, options=opts, layout=LayoutSpec.fixed(roots))
+        return _split(opened, DirectorySink(roots), options=opts)
 
 
 def inspect(source: PathLike | Source, options: SplitOptions | None = None,
@@ -159,8 +177,11 @@ def inspect(source: PathLike | Source, options: SplitOptions | None = None,
             the report), or DT_NEEDED names resolve nowhere where that fails the run.
     """
     _check_call(source, options)
-    return _split(source, None, options=replace(options or SplitOptions(), dry_run=True),
-                  layout=layout)
+    opts = replace(options or SplitOptions(), dry_run=True)
+    with started(source, opts) as opened:
+        from cudasplit._split.pipeline import split as _split
+
+        return _split(opened, None, options=opts, layout=layout)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,12 +255,14 @@ def explain(source: PathLike | Source, path: str, options: SplitOptions | None =
     if not isinstance(path, str):
         raise OptionsTypeError(f"path must be a str, not {type(path).__name__}")
     opts = replace(options or SplitOptions(), dry_run=True)
-    source = open_for(source, opts)
     wanted = _wanted(path)
-    # One pass over the member records; only the ELF file asked about is read and planned.
-    run = SplitRun(source, None, opts, plan_elf=lambda record: _names(record, wanted))
-    report = run.run()
-    record = _find_member(report, path, source.description)
+    with started(source, opts) as opened:
+        from cudasplit._split.pipeline import SplitRun
+
+        # One pass over the member records; only the ELF file asked about is read and planned.
+        run = SplitRun(opened, None, opts, plan_elf=lambda record: _names(record, wanted))
+        report = run.run()
+    record = _find_member(report, path, opened.description)
     assert run.ruleset is not None
     explanation = _explain_record(run.ruleset, record.path, Kind(record.kind), record.output,
                                   record.note)
@@ -312,8 +335,6 @@ __all__ = [
     "RuleTrial",
     "explain",
     "inspect",
-    "load_ruleset",
-    "member_kind",
     "split",
     "split_nix",
     "split_to_dir",

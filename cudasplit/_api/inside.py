@@ -19,6 +19,7 @@ from cudasplit._elf.read import (
 )
 from cudasplit._release.pruneplan import FilePlan, PrunePlan, prune_plan
 from cudasplit._release.sbom import sbom_json, sbom_of
+from cudasplit._run import resolve_jobs
 from cudasplit.errors import ElfError, OptionsTypeError
 
 PathLike = str | os.PathLike[str]
@@ -67,7 +68,7 @@ def exported_symbols(path: PathLike) -> tuple[ExportedSymbol, ...]:
 
 
 def gpu_prune_plan(source: PathLike, gpu_archs: str | Sequence[str], *,
-                   jobs: int = 1) -> PrunePlan:
+                   jobs: int | None = None) -> PrunePlan:
     """A report-only plan: for each library of ``source``, the GPU code the GPUs in
     ``gpu_archs`` would use and the bytes the rest takes (nothing is ever changed).
 
@@ -75,7 +76,8 @@ def gpu_prune_plan(source: PathLike, gpu_archs: str | Sequence[str], *,
         source: a tarball, an unpacked tree, a split directory or one file.
         gpu_archs: compute capabilities: ``"8.0 9.0"``, ``"8.0;9.0"`` (Nixpkgs'
             ``cudaCapabilities``), ``"sm_90a"``, or a list of them.
-        jobs: decoder threads for a tarball.
+        jobs: at most this many decoder threads for a tarball; ``None`` or 0: every
+            available CPU.
 
     Returns:
         A :class:`PrunePlan` (``text_lines()``, ``as_dict()``).
@@ -84,12 +86,12 @@ def gpu_prune_plan(source: PathLike, gpu_archs: str | Sequence[str], *,
         OptionsError: ``gpu_archs`` names no compute capability.
         SourceError: the source cannot be read.
     """
-    return prune_plan(source, gpu_archs, jobs=jobs)
+    return prune_plan(source, gpu_archs, jobs=resolve_jobs(jobs))
 
 
 def sbom(sources: Sequence[PathLike], *, manifest: PathLike | None = None,
          platform: str = "linux-x86_64", name: str | None = None,
-         licence: str | None = None, jobs: int = 1) -> str:
+         licence: str | None = None, jobs: int | None = None) -> str:
     """A CycloneDX 1.6 JSON SBOM: every file with its sha256, size, package, output and
     licence, nested in its package; GPU architectures and glibc floors as properties. The same
     input gives the same bytes (``SOURCE_DATE_EPOCH`` sets the timestamp, else 1970).
@@ -102,7 +104,7 @@ def sbom(sources: Sequence[PathLike], *, manifest: PathLike | None = None,
         name: the name of what the SBOM describes (default: the manifest's or first
             source's file name).
         licence: the licence name of packages a manifest does not name one for.
-        jobs: decoder threads.
+        jobs: at most this many decoder threads; ``None`` or 0: every available CPU.
 
     Returns:
         The JSON text, validated against the CycloneDX 1.6 schema.
@@ -115,7 +117,7 @@ def sbom(sources: Sequence[PathLike], *, manifest: PathLike | None = None,
     if isinstance(sources, (str, os.PathLike)):
         raise OptionsTypeError("sources must be a list of paths, not one path")
     packages = sbom_of(list(sources), manifest=None if manifest is None else os.fspath(manifest),
-                       platform=platform, licence=licence, jobs=jobs)
+                       platform=platform, licence=licence, jobs=resolve_jobs(jobs))
     label = name or os.path.basename(os.fspath(manifest if manifest is not None
                                                  else sources[0]))
     return sbom_json(packages, label)

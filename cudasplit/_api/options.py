@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cudasplit._elf.plan import DEFAULT_DRIVER_LINK, RunpathPolicy, parse_interpreters
+from cudasplit._elf.plan import DEFAULT_DRIVER_LINK, RunpathPolicy
 from cudasplit._model import PackageId
-from cudasplit._release.manifest import resolve_platform_word
 from cudasplit._source import PLATFORMS, parse_top_dir
 from cudasplit._split.options import unknown_platform
 from cudasplit.errors import OptionsError, RunpathPolicyError
@@ -59,9 +58,17 @@ def runpath_policy(
         append=tuple(append),
         keep_absolute=keep_absolute,
         tag=tag.upper(),
-        interpreters=parse_interpreters(interpreters),
+        interpreters=_interpreters(interpreters),
         ignore_missing=tuple(ignore_missing),
     )
+
+
+def _interpreters(values: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    if not values:
+        return ()  # the usual case: the library resolver (and the ELF reader) load later
+    from cudasplit._elf.plan import parse_interpreters
+
+    return parse_interpreters(values)
 
 
 def package_id(text: str) -> PackageId:
@@ -95,6 +102,10 @@ def platform_name(word: str, cuda_version: str | None = None) -> str:
     Raises:
         OptionsError: a word that names no platform (a typo such as ``linux-x86-64``).
     """
+    # The manifest tools' word table, loaded only when a word is given: a split without
+    # --platform does not import the release tools.
+    from cudasplit._release.manifest import resolve_platform_word
+
     name = resolve_platform_word(word, cuda_version) or word
     if name not in PLATFORMS:  # a typo used to change the split silently
         raise OptionsError(unknown_platform(word, "platform"))

@@ -21,7 +21,7 @@ from cudasplit._release.nixify import (
     plan_sets,
     write_sets,
 )
-from cudasplit._split.progress import ProgressCallback
+from cudasplit._run import ProgressCallback, check_jobs, resolve_jobs
 
 PathLike = str | os.PathLike[str]
 
@@ -31,7 +31,7 @@ __all__ = ["diff_releases", "manifest_features", "nixify_manifest", "nixify_sets
 
 def verify_manifest(manifest: PathLike, tarball_dir: PathLike, *,
                     platforms: Sequence[str] = (), cuda_variants: Sequence[str] = (),
-                    packages: Sequence[str] = (), jobs: int = 0,
+                    packages: Sequence[str] = (), jobs: int | None = None,
                     progress: ProgressCallback | None = None) -> VerifyReport:
     """Size and sha256 of every tarball ``manifest`` names. Missing or altered tarballs
     are results (``report.ok`` is False), not exceptions.
@@ -42,8 +42,9 @@ def verify_manifest(manifest: PathLike, tarball_dir: PathLike, *,
         platforms: platform words to keep (empty: all).
         cuda_variants: CUDA majors of variant packages to keep (empty: all).
         packages: package names to keep (empty: all).
-        jobs: tarballs hashed at once (0: the available CPUs, at most 8).
-        progress: called with a :class:`Progress` after every tarball.
+        jobs: tarballs hashed at once (``None`` or 0: every CPU the process may use).
+        progress: called with a :class:`Progress` as the bytes are hashed and after every
+            tarball.
 
     Returns:
         A verify report (``ok``, ``counts()``, ``results``, ``as_dict()``).
@@ -51,6 +52,7 @@ def verify_manifest(manifest: PathLike, tarball_dir: PathLike, *,
     Raises:
         ManifestError: the manifest cannot be read.
     """
+    check_jobs(jobs)
     return verify(load_manifest(manifest), tarball_dir, platforms=platforms,
                   cuda_variants=cuda_variants or None, packages=packages or None, jobs=jobs,
                   progress=progress)
@@ -58,7 +60,7 @@ def verify_manifest(manifest: PathLike, tarball_dir: PathLike, *,
 
 def manifest_features(manifest: PathLike, tarball_dir: PathLike, *,
                       platforms: Sequence[str] = (), cuda_variants: Sequence[str] = (),
-                      packages: Sequence[str] = (), jobs: int = 0,
+                      packages: Sequence[str] = (), jobs: int | None = None,
                       extended: bool = False,
                       progress: ProgressCallback | None = None) -> FeatureReport:
     """The feature manifest (``feature_*.json`` schema) of the tarballs ``manifest``
@@ -71,9 +73,10 @@ def manifest_features(manifest: PathLike, tarball_dir: PathLike, *,
         platforms: platform words to keep (empty: all).
         cuda_variants: CUDA majors of variant packages to keep (empty: all).
         packages: package names to keep (empty: all).
-        jobs: tarballs scanned at once (0: the available CPUs).
+        jobs: tarballs scanned at once, in processes (``None`` or 0: every CPU the process may use).
         extended: add SONAMEs provided and needed.
-        progress: called with a :class:`Progress` after every tarball.
+        progress: called with a :class:`Progress` as the tarballs are read and after every
+            tarball.
 
     Returns:
         A feature report (``to_feature_json()``, ``complete``).
@@ -81,6 +84,7 @@ def manifest_features(manifest: PathLike, tarball_dir: PathLike, *,
     Raises:
         ManifestError: the manifest cannot be read.
     """
+    check_jobs(jobs)
     return features_for_manifest(
         load_manifest(manifest), tarball_dir, platforms=platforms,
         cuda_variants=cuda_variants or None, packages=packages or None, jobs=jobs,
@@ -89,7 +93,7 @@ def manifest_features(manifest: PathLike, tarball_dir: PathLike, *,
 
 def nixify_manifest(manifest: PathLike, tarball_dir: PathLike, output_dir: PathLike, *,
                     platforms: Sequence[str] = (), packages: Sequence[str] = (),
-                    base_url: str | None = None, jobs: int = 1,
+                    base_url: str | None = None, jobs: int | None = None,
                     progress: ProgressCallback | None = None,
                     toolkit: bool = False) -> NixifyResult:
     """Write one Nix expression per package of ``manifest`` plus ``default.nix`` into
@@ -102,8 +106,10 @@ def nixify_manifest(manifest: PathLike, tarball_dir: PathLike, output_dir: PathL
         platforms: platform words to keep (empty: every linux platform at hand).
         packages: package names to keep (empty: all).
         base_url: prefix of the manifest's relative paths (default: NVIDIA's redist URL).
-        jobs: decompression threads per tarball.
-        progress: called with a :class:`Progress` after every tarball.
+        jobs: cores for reading the tarballs, one after another (``None`` or 0: every CPU
+            the process may use).
+        progress: called with a :class:`Progress` as the tarballs are read and after every
+            tarball.
         toolkit: also write ``cudaToolkit.nix``, one toolkit prefix over every package.
 
     Returns:
@@ -116,7 +122,8 @@ def nixify_manifest(manifest: PathLike, tarball_dir: PathLike, output_dir: PathL
     """
     return nixify(load_manifest(manifest), tarball_dir, output_dir,
                   platforms=platforms or None, packages=packages or None,
-                  base_url=base_url or DEFAULT_BASE_URL, jobs=jobs, progress=progress,
+                  base_url=base_url or DEFAULT_BASE_URL, jobs=resolve_jobs(jobs),
+                  progress=progress,
                   toolkit=toolkit)
 
 
@@ -150,7 +157,7 @@ def nixify_sets(manifests: Sequence[PathLike], output_dir: PathLike, *,
 
 def diff_releases(old: PathLike, new: PathLike, *, tarball_dir: PathLike | None = None,
                   old_tarballs: PathLike | None = None, new_tarballs: PathLike | None = None,
-                  platform: str = "linux-x86_64", jobs: int = 1,
+                  platform: str = "linux-x86_64", jobs: int | None = None,
                   progress: ProgressCallback | None = None) -> ReleaseDiff:
     """What changed between two releases: packages, outputs, members, SONAMEs.
 
@@ -161,8 +168,9 @@ def diff_releases(old: PathLike, new: PathLike, *, tarball_dir: PathLike | None 
         old_tarballs: where ``old``'s tarballs are (default: ``tarball_dir``).
         new_tarballs: where ``new``'s tarballs are (default: ``tarball_dir``).
         platform: the platform compared when ``old`` and ``new`` are manifests.
-        jobs: decompression threads per tarball.
-        progress: called with a :class:`Progress` after every member read.
+        jobs: cores for reading the tarballs, one after another (``None`` or 0: every CPU
+            the process may use).
+        progress: called with a :class:`Progress` as the tarballs are read (both passes).
 
     Returns:
         A release diff (``changes``, ``text_lines()``, ``as_dict()``, ``draw("dot")``).
@@ -172,8 +180,9 @@ def diff_releases(old: PathLike, new: PathLike, *, tarball_dir: PathLike | None 
         SourceError: a tarball or directory cannot be read.
         RulesError: a rule file is invalid.
     """
+    cores = resolve_jobs(jobs)
     before = snapshot(old, tarball_dir=old_tarballs or tarball_dir, platform=platform,
-                      jobs=jobs, progress=progress)
-    after = snapshot(new, tarball_dir=new_tarballs or tarball_dir, platform=platform, jobs=jobs,
-                     progress=progress)
+                      jobs=cores, progress=progress)
+    after = snapshot(new, tarball_dir=new_tarballs or tarball_dir, platform=platform,
+                     jobs=cores, progress=progress)
     return diff_snapshots(before, after)

@@ -37,7 +37,7 @@ from cudasplit._model import OUTPUT_NAMES
 from cudasplit._release.closurescan import ClosureScanner, OutputSize, Reference
 from cudasplit._release.graph import Graph
 from cudasplit._report import plural
-from cudasplit._split.progress import ProgressCallback, Tally
+from cudasplit._run import ProgressCallback, Tally
 from cudasplit.errors import OutputError
 
 __all__ = ["ClosureReport", "ClosureWarning", "Reference", "closure_of_dir", "closure_of_roots"]

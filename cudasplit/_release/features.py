@@ -16,8 +16,15 @@ import enum
 import json
 import os
 import zipfile
-from collections.abc import Iterable, Iterator
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    Executor,
+    Future,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    wait,
+)
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -25,8 +32,8 @@ from typing import Any, BinaryIO
 from cudasplit._model import Member
 from cudasplit._release.featurescan import Features, FeatureScan
 from cudasplit._release.manifest import Artifact, Manifest, find_tarball, select_artifacts
+from cudasplit._run import ProgressCallback, Tally, resolve_jobs
 from cudasplit._source import open_source, zip_members
-from cudasplit._split.progress import ProgressCallback, Tally
 from cudasplit.errors import CudasplitError
 
 __all__ = ["FeatureReport", "FeatureResult", "FeatureStatus", "Features", "features_for_manifest",
@@ -34,7 +41,7 @@ __all__ = ["FeatureReport", "FeatureResult", "FeatureStatus", "Features", "featu
 
 
 def features_of(tarball: str | os.PathLike[str], *, extended: bool = False,
-                jobs: int = 1) -> Features:
+                jobs: int = 1, on_bytes: Callable[[int], None] | None = None) -> Features:
     """Stream one tarball (or a Windows ``.zip``, or an unpacked directory) once and
     report which outputs it has, as NVIDIA's ``feature_*.json`` says them.
 
@@ -42,6 +49,7 @@ def features_of(tarball: str | os.PathLike[str], *, extended: bool = False,
         tarball: the tarball, zip or directory.
         extended: also read each ELF member's dynamic section (SONAME, NEEDED).
         jobs: decompression threads.
+        on_bytes: called with the tar bytes read so far, every few MiB (progress).
 
     Returns:
         The :class:`Features` of the tarball.
@@ -52,17 +60,22 @@ def features_of(tarball: str | os.PathLike[str], *, extended: bool = False,
     path = Path(tarball)
     scan = FeatureScan(extended)
     try:
-        for member, stream in _members(path, jobs):
+        for member, stream in _members(path, jobs, on_bytes):
             scan.take(member, stream, str(path))
         return scan.result()
     finally:
         scan.close()
 
 
-def _members(path: Path, jobs: int) -> Iterator[tuple[Member, BinaryIO | None]]:
+def _members(path: Path, jobs: int, on_bytes: Callable[[int], None] | None
+             ) -> Iterator[tuple[Member, BinaryIO | None]]:
     if path.is_file() and zipfile.is_zipfile(path):
         return zip_members(path)
-    return open_source(path, jobs=jobs).members()
+    source = open_source(path, jobs=jobs)
+    meter = getattr(source, "meter", None)
+    if on_bytes is not None and callable(meter):
+        meter(on_bytes)
+    return source.members()
 
 
 class FeatureStatus(enum.StrEnum):
@@ -146,10 +159,11 @@ def dump_feature_json(data: Any) -> str:
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
-def _scan_one(artifact: Artifact, path: str, extended: bool) -> FeatureResult:
+def _scan_one(artifact: Artifact, path: str, extended: bool,
+              on_bytes: Callable[[int], None] | None = None) -> FeatureResult:
     """Worker body (a top-level function so a process pool can pickle it)."""
     try:
-        features = features_of(path, extended=extended)
+        features = features_of(path, extended=extended, on_bytes=on_bytes)
     except CudasplitError as exc:
         return FeatureResult(artifact, FeatureStatus.ERROR, path, None, str(exc))
     except OSError as exc:
@@ -165,12 +179,13 @@ def features_for_manifest(
     platforms: Iterable[str] | None = None,
     cuda_variants: Iterable[str] | None = None,
     packages: Iterable[str] | None = None,
-    jobs: int = 0,
+    jobs: int | None = None,
     extended: bool = False,
     executor: str = "auto",
     progress: ProgressCallback | None = None,
 ) -> FeatureReport:
-    """Scan every selected tarball found in ``tarball_dir`` concurrently (``jobs`` at a time).
+    """Scan every selected tarball found in ``tarball_dir`` concurrently (``jobs`` at a time;
+    ``None``/0: every available CPU); ``progress`` hears the tar bytes read as they are read.
 
     ``executor``: ``"process"``, ``"thread"`` or ``"auto"`` (processes when more than one
     tarball is scanned at once). Processes were measured to scale (8 tarballs on 16 cores:
@@ -182,22 +197,83 @@ def features_for_manifest(
                                  packages=packages)
     found = [(a, find_tarball(a, tarball_dir)) for a in artifacts]
     todo = [(a, str(p)) for a, p in found if p is not None]
-    workers = jobs if jobs > 0 else max(1, len(os.sched_getaffinity(0)))
     scanned: dict[int, FeatureResult] = {}
     if todo:
-        workers = min(workers, len(todo))
+        workers = min(resolve_jobs(jobs), len(todo))
         if executor == "auto":
             executor = "process" if workers > 1 else "thread"
-        with _executor(executor, workers) as pool:
-            futures = [pool.submit(_scan_one, a, p, extended) for a, p in todo]
-            tally = Tally(manifest.source, progress)
-            for (a, _), future in zip(todo, futures, strict=True):
-                scanned[id(a)] = future.result()
-                tally.add(a.filename, a.size)
-            tally.done()
+        tally = Tally(manifest.source, progress)
+        done = (_scan_in_processes(todo, workers, extended, tally) if executor == "process"
+                else _scan_in_threads(todo, workers, extended, tally, executor))
+        scanned = {id(a): result for (a, _), result in zip(todo, done, strict=True)}
+        tally.done()
     results = tuple(scanned.get(id(a)) or FeatureResult(a, FeatureStatus.MISSING)
                     for a, _ in found)
     return FeatureReport(manifest.source, os.fspath(tarball_dir), extended, results)
+
+
+def _scan_in_threads(todo: Sequence[tuple[Artifact, str]], workers: int, extended: bool,
+                     tally: Tally, executor: str) -> list[FeatureResult]:
+    """Threads report their bytes straight to the tally (it is thread-safe)."""
+    def one(artifact: Artifact, path: str) -> FeatureResult:
+        meter = tally.meter(artifact.filename)
+        result = _scan_one(artifact, path, extended,
+                           meter if tally.progress is not None else None)
+        meter.finish()
+        return result
+
+    with _executor(executor, workers) as pool:
+        return list(pool.map(one, *zip(*todo, strict=True)))
+
+
+# Tar bytes read by every worker process of a scan, shared with the parent (progress).
+_SHARED_BYTES: Any = None
+
+
+def _share_bytes(counter: Any) -> None:
+    """Worker process initializer: where this process adds the bytes it reads."""
+    global _SHARED_BYTES
+    _SHARED_BYTES = counter
+
+
+def _scan_in_process(artifact: Artifact, path: str, extended: bool) -> FeatureResult:
+    """Worker body in a process: ``_scan_one``, its bytes added to the shared counter."""
+    counter = _SHARED_BYTES
+    if counter is None:
+        return _scan_one(artifact, path, extended)
+    last = [0]
+
+    def on_bytes(so_far: int) -> None:
+        with counter.get_lock():
+            counter.value += so_far - last[0]
+        last[0] = so_far
+    return _scan_one(artifact, path, extended, on_bytes)
+
+
+def _scan_in_processes(todo: Sequence[tuple[Artifact, str]], workers: int, extended: bool,
+                       tally: Tally) -> list[FeatureResult]:
+    """Processes scale where threads do not (tar parsing is Python); their bytes come back
+    through a shared counter that this process reads while it waits."""
+    import multiprocessing
+
+    counter = multiprocessing.Value("q", 0) if tally.progress is not None else None
+    with ProcessPoolExecutor(max_workers=workers, initializer=_share_bytes,
+                             initargs=(counter,)) as pool:
+        futures: list[Future[FeatureResult]] = [
+            pool.submit(_scan_in_process, a, p, extended) for a, p in todo]
+        pending = set(futures)
+        finished: set[Future[FeatureResult]] = set()
+        while pending:
+            _, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            if counter is not None:
+                current = next((a.filename for (a, _), f in zip(todo, futures, strict=True)
+                                if f in pending), "")
+                tally.reach(current, counter.value)
+            for (artifact, _), future in zip(todo, futures, strict=True):
+                if future.done() and future not in finished:
+                    finished.add(future)
+                    tally.add(artifact.filename)
+        return [f.result() for f in futures]
 
 
 def _executor(kind: str, workers: int) -> Executor:

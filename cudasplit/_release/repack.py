@@ -8,8 +8,8 @@ from pathlib import Path
 
 from cudasplit._layout import LayoutSpec
 from cudasplit._report import Report
+from cudasplit._run import check_optional, check_path, check_source, resolve_jobs
 from cudasplit._source import Source
-from cudasplit._split.args import check_optional, check_path, check_source
 from cudasplit._split.pipeline import SplitOptions
 from cudasplit._split.pipeline import split as _split
 from cudasplit.sinks._tarball import DEFAULT_FORMAT, DEFAULT_LEVEL, TarballSink
@@ -25,7 +25,10 @@ class RepackOptions:
         prefix: where the outputs unpack: ``<prefix>/<output>`` (default ``/<stem>``).
         fmt: ``zst``, ``xz`` or ``gz``.
         level: the compression level.
-        threads: zstd workers; 0: single-threaded (the bytes are the same for any value >= 1).
+        threads: zstd compressor threads; ``None``: the split's cores
+            (``SplitOptions.jobs``); 0: single-threaded; -1: every CPU the process may use.
+            The bytes are the same for any value >= 1 (so on any machine by default) and
+            differ with 0.
         mtime: the members' mtime (``None``: ``SOURCE_DATE_EPOCH`` or a fixed default).
         staging_parent: where members are staged (default: the output directory).
 
@@ -36,7 +39,7 @@ class RepackOptions:
     prefix: str | None = None      # outputs unpack to <prefix>/<output>; default /<stem>
     fmt: str = DEFAULT_FORMAT      # zst | xz | gz
     level: int = DEFAULT_LEVEL
-    threads: int = 0               # zstd workers; 0: single-threaded
+    threads: int | None = None     # zstd threads; None: the split's jobs; 0: single-threaded
     mtime: int | None = None       # None: SOURCE_DATE_EPOCH or the fixed default
     staging_parent: Path | None = None  # where members are staged; default: the output dir
 
@@ -93,9 +96,12 @@ def repack_to_dir(source: PathLike | Source, output_dir: PathLike,
     if opts.dry_run:  # the same layout the archives will name, so the plans are the same
         return RepackResult(_split(source, None, options=opts,
                                    layout=LayoutSpec.unpacked_at(pack.prefix)))
+    threads = (opts.effective_jobs() if pack.threads is None
+               else resolve_jobs(None) if pack.threads < 0 else pack.threads)
     sink = TarballSink(Path(output_dir), prefix=pack.prefix, fmt=pack.fmt,
-                       level=pack.level, threads=pack.threads, mtime=pack.mtime,
-                       overwrite=opts.overwrite, staging_parent=pack.staging_parent)
+                       level=pack.level, threads=threads, mtime=pack.mtime,
+                       overwrite=opts.overwrite, staging_parent=pack.staging_parent,
+                       progress=opts.progress)
     report = _split(source, sink, options=opts)
     return RepackResult(report, list(sink.written))
 

@@ -20,10 +20,10 @@ from cudasplit._elf.read import read_inside
 from cudasplit._model import OUTPUT_NAMES
 from cudasplit._release.manifest import find_tarball, load_manifest, select_artifacts
 from cudasplit._release.sonames import ElfNames, scan_elf_dir, scan_elf_source
+from cudasplit._run import ProgressCallback, Tally
 from cudasplit._source import parse_top_dir
 from cudasplit._split.pipeline import SplitOptions
 from cudasplit._split.pipeline import split as _split
-from cudasplit._split.progress import ProgressCallback
 from cudasplit.errors import SourceError
 
 __all__ = ["Entry", "Snapshot", "snapshot"]
@@ -82,7 +82,9 @@ def snapshot(path: str | os.PathLike[str], *, tarball_dir: str | os.PathLike[str
     if target.is_dir() and _split_layout(target):
         return _from_split_dir(target)
     snap = Snapshot(str(target))
-    _add_source(snap, target, None, jobs, progress)
+    tally = Tally(str(target), progress)
+    _add_source(snap, target, None, jobs, tally)
+    tally.done()
     return snap
 
 
@@ -100,20 +102,26 @@ def _from_manifest(path: Path, tarball_dir: Path, platform: str, jobs: int,
                    progress: ProgressCallback | None) -> Snapshot:
     manifest = load_manifest(path)
     snap = Snapshot(str(path))
+    tally = Tally(str(path), progress)
     for artifact in select_artifacts(manifest, platforms=(platform,)):
         found = find_tarball(artifact, tarball_dir)
         if found is None:
             raise SourceError(f"no tarball for {artifact.label} ({artifact.filename})",
                               source=str(tarball_dir))
-        _add_source(snap, found, artifact.package, jobs, progress)
+        _add_source(snap, found, artifact.package, jobs, tally)
         snap.versions[artifact.package] = manifest.package(artifact.package).version
+    tally.done()
     return snap
 
 
 def _add_source(snap: Snapshot, path: Path, package: str | None, jobs: int,
-                progress: ProgressCallback | None = None) -> None:
-    report = _split(path, None, options=SplitOptions(dry_run=True, patch=False, jobs=jobs,
-                                                     progress=progress))
+                tally: Tally) -> None:
+    # Two passes over the tarball (the plan, then the ELF members); progress moves by the
+    # bytes of both.
+    meter = tally.meter(path.name)
+    metering = tally.progress is not None
+    report = _split(path, None, options=SplitOptions(
+        dry_run=True, patch=False, jobs=jobs, progress=meter.progress() if metering else None))
     name = package or str(report.package.get("name") or path.name)
     snap.versions.setdefault(name, str(report.package.get("version") or ""))
     dests = {}
@@ -124,11 +132,12 @@ def _add_source(snap: Snapshot, path: Path, package: str | None, jobs: int,
             if record.gpu or record.glibc:
                 snap.inside[(name, record.dest)] = (tuple(record.gpu or ()),
                                                     tuple(record.glibc or ()))
-    for facts in scan_elf_source(path, jobs=jobs):
+    for facts in scan_elf_source(path, jobs=jobs, on_bytes=meter.again() if metering else None):
         dest = dests.get(facts.path)
         if dest is not None:
             snap.elf[(name, dest)] = ElfNames(dest, facts.soname, facts.needed, facts.dlopen,
                                               facts.exports)
+    meter.finish()
 
 
 def _add_inside(snap: Snapshot, package: str, rel: str, full: Path) -> None:

@@ -74,11 +74,17 @@ class PackageLinks:
         return frozenset(n for f in self.files for n in f.dlopen) - self.sonames
 
 
-def scan_elf_source(path: str | os.PathLike[str], *, jobs: int = 1) -> tuple[ElfNames, ...]:
-    """Every ELF member of a tarball or unpacked redistributable, read in one pass."""
+def scan_elf_source(path: str | os.PathLike[str], *, jobs: int = 1,
+                    on_bytes: Callable[[int], None] | None = None) -> tuple[ElfNames, ...]:
+    """Every ELF member of a tarball or unpacked redistributable, read in one pass
+    (``on_bytes``: the tar bytes read so far, every few MiB)."""
     facts: list[ElfNames] = []
+    source = open_source(path, jobs=jobs)
+    meter = getattr(source, "meter", None)
+    if on_bytes is not None and callable(meter):
+        meter(on_bytes)
     with tempfile.NamedTemporaryFile(prefix="cudasplit-soname-") as spool:
-        for member, stream in open_source(path, jobs=jobs).members():
+        for member, stream in source.members():
             if member.type is not MemberType.FILE or stream is None:
                 continue
             if kind_from_head(member.head) is None:

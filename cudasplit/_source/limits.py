@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from cudasplit._run import DEFAULT_MAX_MEMBERS, DEFAULT_MAX_RATIO, DEFAULT_MAX_TOTAL_BYTES
 from cudasplit._source.names import short_name
 from cudasplit.errors import LimitExceededError
 
@@ -17,17 +18,10 @@ __all__ = [
     "Limits",
 ]
 
-# Decompression bomb guard defaults (``--max-size`` / ``--max-ratio`` raise them). The ratio
-# only counts once the archive has expanded past ``RATIO_GRACE``: tiny archives of small
-# files have high ratios without being dangerous.
-DEFAULT_MAX_TOTAL_BYTES = 64 << 30
-DEFAULT_MAX_RATIO = 200.0
+# The ratio only counts once the archive has expanded past ``RATIO_GRACE``: tiny archives of
+# small files have high ratios without being dangerous. The defaults themselves are the run
+# core's (the help shows them).
 RATIO_GRACE = 16 << 20
-# Member count guard (``--max-members``). The largest redistributables hold a few thousand
-# members (cuda_cccl 13.0: 1,845 entries; nsight's Qt and Python trees fewer than 10,000);
-# every member costs a report record, a file and ~1.1 KB of memory in the pipeline, so a
-# million empty ones (3.5 MB of .tar.zst) is a bomb of its own.
-DEFAULT_MAX_MEMBERS = 100_000
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,11 +5,13 @@ Each member is checked and charged against the bomb limits before its data is re
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO, cast
 
 from cudasplit._model import Member, MemberType, PackageId
+from cudasplit._run import ByteGrid
 from cudasplit._source.base import HEAD_SIZE
 from cudasplit._source.codecs import CHUNK, open_decompressed
 from cudasplit._source.limits import Guard, Limits
@@ -59,6 +61,10 @@ class TarSource:
         self._sizes: dict[str, int] = {}
         # Said about the archive as a whole, for the run's report (data after the end).
         self.warnings: list[str] = []
+        # The decoder, once started (start() or the first members()), and its progress meter.
+        self._decoding: contextlib.ExitStack | None = None
+        self._stream: BinaryIO | None = None
+        self._on_bytes: Callable[[int], None] | None = None
 
     @property
     def package(self) -> PackageId:
@@ -67,12 +73,55 @@ class TarSource:
             return package_from_filename(self.path)
         return self._package
 
+    def start(self) -> None:
+        """Start decoding now (the decoder threads, or the ``xz``/``zstd`` child), before
+        :meth:`members` is asked: a caller with work left before the first member (loading the
+        rest of a split) does it while the archive decodes. Idempotent; :meth:`close` stops
+        a decoder that :meth:`members` never took over.
+
+        Raises:
+            SourceError: the file cannot be opened or its structure is damaged (as
+                :meth:`members` would on its first member).
+        """
+        if self._decoding is not None:
+            return
+        decoding = contextlib.ExitStack()
+        with decoding:
+            self._stream = decoding.enter_context(open_decompressed(
+                self.path, jobs=self.jobs, memory_limit=self.memory_limit))
+            self._decoding = decoding.pop_all()
+        self._attach_meter()
+
+    def meter(self, on_bytes: Callable[[int], None] | None) -> None:
+        """Report the tar bytes read so far (members' data, skipped data and headers alike)
+        to ``on_bytes``, every :data:`~cudasplit._run.STEP` bytes, from now on."""
+        self._on_bytes = on_bytes
+        self._attach_meter()
+
+    def _attach_meter(self) -> None:
+        grid = getattr(self._stream, "grid", False)
+        if grid is not False:
+            self._stream.grid = (  # type: ignore[union-attr]
+                None if self._on_bytes is None else ByteGrid(self._on_bytes))
+
+    def close(self) -> None:
+        """Stop the decoder (threads stopped, child killed and reaped); idempotent."""
+        decoding, self._decoding, self._stream = self._decoding, None, None
+        if decoding is not None:
+            decoding.close()
+
     def members(self) -> Iterator[tuple[Member, BinaryIO | None]]:
-        with open_decompressed(self.path, jobs=self.jobs,
-                               memory_limit=self.memory_limit) as stream:
-            reader = TarReader(stream, self._charge_extended)
-            yield from self._iterate(reader)
-            self.warnings += after_end(stream, self._guard, self._located)
+        self.start()
+        decoding, stream = self._decoding, self._stream
+        assert decoding is not None and stream is not None
+        try:
+            with decoding:
+                reader = TarReader(stream, self._charge_extended)
+                yield from self._iterate(reader)
+                self.warnings += after_end(stream, self._guard, self._located)
+        finally:
+            if self._decoding is decoding:  # done or abandoned: a later members() starts anew
+                self._decoding = self._stream = None
 
     def _iterate(self, reader: TarReader) -> Iterator[tuple[Member, BinaryIO | None]]:
         top = TopDir()

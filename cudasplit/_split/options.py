@@ -1,5 +1,5 @@
-"""What a split is asked to do: :class:`SplitOptions` (frozen, checked when built), the
-:class:`Progress` value handed to the progress callback, and the CPU count.
+"""What a split is asked to do: :class:`SplitOptions` (frozen, checked when built). The
+:class:`Progress` value and the jobs count are the run core's (:mod:`cudasplit._run`).
 
 A wrong value fails where it is made, with an :class:`OptionsError` that names the field,
 not later inside the split (``outputs="lib,dev"`` used to fail as "unknown output 'l'").
@@ -8,27 +8,28 @@ not later inside the split (``outputs="lib,dev"`` used to fail as "unknown outpu
 from __future__ import annotations
 
 import difflib
-import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cudasplit._elf.patch import PATCHERS, UnknownPatcherError
-from cudasplit._elf.plan import RunpathPolicy
+from cudasplit._elf.plan import RunpathPolicy, UnknownPatcherError
 from cudasplit._model import OUTPUT_NAMES, PackageId
-from cudasplit._rulebook import default_rules_dir
-from cudasplit._source import (
+from cudasplit._run import (
     DEFAULT_MAX_MEMBERS,
     DEFAULT_MAX_RATIO,
     DEFAULT_MAX_TOTAL_BYTES,
-    PLATFORMS,
+    PATCHERS,
+    Progress,
+    available_cpus,
+    check_jobs,
+    check_path,
+    resolve_jobs,
 )
-from cudasplit._split.args import check_path
-from cudasplit._split.targets import PLATFORM_MACHINES
+from cudasplit._source import PLATFORMS
 from cudasplit.errors import OptionsError, OptionsTypeError
 
-__all__ = ["Progress", "SplitOptions", "cuda_version"]
+__all__ = ["Progress", "SplitOptions", "available_cpus", "cuda_version"]
 
 
 def cuda_version(options: SplitOptions, package: PackageId) -> str | None:
@@ -38,31 +39,6 @@ def cuda_version(options: SplitOptions, package: PackageId) -> str | None:
     if package.name.startswith("cuda_") and package.version:
         return ".".join(package.version.split(".")[:2])
     return None
-
-
-@dataclass(frozen=True, slots=True)
-class Progress:
-    """Handed to a progress callback (the API itself never prints): ``SplitOptions.progress``
-    after each member and within large ones; ``progress=`` of :func:`verify_manifest`,
-    :func:`manifest_features`, :func:`nixify_manifest` (per tarball) and :func:`closure_of`
-    (per file).
-
-    Attributes:
-        source: the source being read (or the manifest, or the outputs being scanned).
-        members: items done so far: members, tarballs or files.
-        bytes: bytes done so far (members: uncompressed).
-        current: the item in hand.
-        done: the last call of a run.
-
-    Raises:
-        Nothing: a value.
-    """
-
-    source: str
-    members: int          # members taken so far
-    bytes: int            # member bytes written so far (uncompressed)
-    current: str          # the member just taken
-    done: bool = False    # the last call of a run
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +56,9 @@ class SplitOptions:
         package: override the identity parsed from the top directory (:func:`package_id`).
         rules_files: extra rule files, highest precedence.
         rules_dir: a directory replacing the shipped ``rules/``.
-        jobs: ELF patch workers; None: the CPUs available to the process (1 or more).
+        jobs: the most cores the split keeps busy (decoder threads, the writer, ELF patch
+            workers); ``None`` or 0: every CPU the process may use (the affinity mask, the
+            cgroup CPU quota, ``NIX_BUILD_CORES`` in a Nix build).
         overwrite: replace existing outputs.
         cuda_major: the CUDA major whose ``lib/<major>/`` is lifted (default: the ``_cudaNN``
             suffix).
@@ -132,7 +110,7 @@ class SplitOptions:
     package: PackageId | None = None            # override the parsed identity
     rules_files: tuple[str, ...] = ()           # extra rule files, highest precedence
     rules_dir: Path | None = None               # replaces the shipped rules/
-    jobs: int | None = None                     # None: the CPUs available to the process
+    jobs: int | None = None                     # None or 0: every CPU the process may use
     overwrite: bool = False
     cuda_major: str | None = None               # lift lib/<major>/; default: the _cudaNN suffix
     progress: Callable[[Progress], None] | None = None  # called after every member
@@ -180,9 +158,8 @@ class SplitOptions:
         check_options(self)
 
     def effective_jobs(self) -> int:
-        if self.jobs is not None:
-            return self.jobs
-        return available_cpus()
+        """The cores ``jobs`` stands for (``None`` and 0: every CPU the process may use)."""
+        return resolve_jobs(self.jobs)
 
 # The smallest decoder budget accepted: one decoded chunk (below it nothing could be held).
 MIN_MEMORY_LIMIT = 1 << 20
@@ -207,8 +184,7 @@ def check_options(options: SplitOptions) -> None:
         raise OptionsTypeError(f"package must be a PackageId, not {options.package!r} "
                                "(e.g. PackageId('cuda_cudart'))")
     _check_rules(options.rules_files, options.rules_dir)
-    if options.jobs is not None:
-        _check_count("jobs", options.jobs, minimum=1)
+    check_jobs(options.jobs)
     if options.memory_limit is not None:
         _check_count("memory_limit", options.memory_limit, minimum=MIN_MEMORY_LIMIT)
     if options.strip_components is not None:
@@ -242,6 +218,10 @@ def _check_words(options: SplitOptions) -> None:
         raise OptionsError(unknown_platform(options.platform, "platform"))
     target = options.target_platform
     if target is not None:
+        # Only when given: the ELF machines table loads the ELF reader (a split loads it while
+        # it decodes, not before).
+        from cudasplit._split.targets import PLATFORM_MACHINES
+
         _check_type("target_platform", target, str, "a str")
         if target not in PLATFORM_MACHINES:
             raise OptionsError(f"target_platform must be one of {', '.join(PLATFORM_MACHINES)}, "
@@ -317,19 +297,10 @@ def _check_count(name: str, value: object, *, minimum: int) -> None:
         raise OptionsError(f"{name} must be an integer >= {minimum}, not {value!r}")
 
 
-def available_cpus(env: Mapping[str, str] | None = None) -> int:
-    """CPUs this process may use: ``NIX_BUILD_CORES`` inside a Nix builder (0 there means
-    "all"), else the CPU affinity mask (a container or ``taskset`` limit), not ``cpu_count``."""
-    env = os.environ if env is None else env
-    affinity = max(1, len(os.sched_getaffinity(0)))
-    cores = env.get("NIX_BUILD_CORES", "").strip()
-    if cores.isdigit() and int(cores) > 0:
-        return min(int(cores), affinity)
-    return affinity
-
-
 def known_packages(rules_dir: Path | None = None) -> list[str]:
     """The pnames with a rules file in ``rules/packages/`` (what ``--package`` accepts)."""
+    from cudasplit._rulebook import default_rules_dir  # the rules load later, while decoding
+
     base = rules_dir or default_rules_dir()
     return sorted(p.stem for p in (base / "packages").glob("*.toml"))
 

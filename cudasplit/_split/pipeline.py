@@ -21,7 +21,8 @@ from cudasplit._layout import LayoutSpec
 from cudasplit._model import Member
 from cudasplit._report import MemberRecord, Report, plural
 from cudasplit._rulebook import RuleSet
-from cudasplit._source import Limits, Source, open_source
+from cudasplit._run import metered
+from cudasplit._source import Source
 from cudasplit._split.classify import (
     ARCHIVE_NIX_SUPPORT,
     Action,
@@ -35,14 +36,14 @@ from cudasplit._split.inside import InsideStage
 from cudasplit._split.libmajor import LibMajor
 from cudasplit._split.linkresolve import escapes
 from cudasplit._split.links import LinkPlanner
-from cudasplit._split.options import Progress, SplitOptions, check_package_known
+from cudasplit._split.options import Progress, SplitOptions
 from cudasplit._split.patchstage import PatchStage
 from cudasplit._split.place import Placer
 from cudasplit._split.placements import Placements
 from cudasplit._split.prepare import patch_settings, prepare
-from cudasplit._split.progress import metered
 from cudasplit._split.reportwriter import MemberFacts, ReportWriter, record_of
 from cudasplit._split.rewrites import RewriteContext
+from cudasplit._split.start import open_for
 from cudasplit.errors import OutputError, UnsafeMemberError
 from cudasplit.sinks._base import Sink
 
@@ -78,7 +79,16 @@ class SplitRun:
         self.patches: PatchStage | None = None  # created with the rules (first member)
         self.inside: InsideStage | None = None  # GPU code, glibc floors (options.inside)
         self.members_seen = 0
-        self.bytes_seen = 0
+        self.bytes_seen = 0   # what progress said last: never moves backwards
+        self._member_bytes = 0  # the sizes of the members taken so far
+        self._current = ""    # the member in hand, for progress from the source's meter
+        # A tarball meters its whole decoded stream (member data read or skipped, headers):
+        # progress then moves in a dry run and through members nobody reads, too. Other
+        # sources (directories) meter the streams of the members they hand out.
+        meter = getattr(source, "meter", None)
+        self._source_meters = options.progress is not None and callable(meter)
+        if self._source_meters and meter is not None:
+            meter(self._source_bytes)
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -92,6 +102,7 @@ class SplitRun:
                 end = self._prepare(pool)
                 for member, stream in itertools.chain(() if first is None else (first,),
                                                       members):
+                    self._current = member.path
                     with _naming(self.source.description, member.path):
                         self._take(member, self._metered(member, stream))
                     self._tick(member)
@@ -108,7 +119,7 @@ class SplitRun:
             if named is not None:
                 raise named from exc
             raise
-        end.complete(self.members_seen, self.bytes_seen)
+        end.complete(self.members_seen, max(self.bytes_seen, self._member_bytes))
         return self.writer.assemble()
 
     def _collect_inside(self) -> None:
@@ -119,16 +130,31 @@ class SplitRun:
             self.writer.warnings(warnings)
 
     def _metered(self, member: Member, stream: BinaryIO | None) -> BinaryIO | None:
-        """With a progress callback, a large member reports its bytes as they stream."""
-        return metered(stream, member.size, self.options.progress, lambda read: Progress(
-            self.source.description, self.members_seen, self.bytes_seen + read, member.path))
+        """With a progress callback, a large member reports its bytes as they stream
+        (unless the source meters everything it decodes)."""
+        if self._source_meters:
+            return stream
+        start = self._member_bytes
+        return metered(stream, member.size, self.options.progress,
+                       lambda read: self._progress(start + read, member.path))
+
+    def _source_bytes(self, total: int) -> None:
+        self._progress(total, self._current)
+
+    def _progress(self, count: int, current: str) -> Progress:
+        self.bytes_seen = max(self.bytes_seen, count)
+        update = Progress(self.source.description, self.members_seen, self.bytes_seen, current)
+        if self.options.progress is not None:
+            self.options.progress(update)
+        return update
 
     def _tick(self, member: Member) -> None:
         self.members_seen += 1
-        self.bytes_seen += member.size
-        if self.options.progress is not None:
-            self.options.progress(Progress(self.source.description, self.members_seen,
-                                           self.bytes_seen, member.path))
+        self._member_bytes += member.size
+        # A metered source says where the stream is; a member that was not read yet (a dry
+        # run skips it when the next header is read) must not make the bytes jump ahead.
+        self._progress(self.bytes_seen if self._source_meters else self._member_bytes,
+                       member.path)
 
     def _prepare(self, pool: ThreadPoolExecutor) -> EndOfRun:
         """Identity, rule set, layout, patch stage and declared outputs, once, in that order;
@@ -269,18 +295,6 @@ def _naming(description: str, path: str) -> Iterator[None]:
 
 
 # -- public entry points ---------------------------------------------------------------------
-
-
-def open_for(source: str | os.PathLike[str] | Source, options: SplitOptions) -> Source:
-    """A path opened the way ``options`` asks (identity override, jobs, bomb limits)."""
-    check_package_known(options)
-    if not isinstance(source, (str, os.PathLike)):
-        return source
-    return open_source(source, package=options.package, jobs=options.effective_jobs(),
-                       limits=Limits(options.max_total_bytes, options.max_ratio,
-                                     options.max_members),
-                       strip_components=options.strip_components,
-                       memory_limit=options.memory_limit)
 
 
 def split(source: str | os.PathLike[str] | Source, sink: Sink | None, *,

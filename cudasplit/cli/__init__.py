@@ -3,12 +3,49 @@
 It imports nothing from cudasplit but public names (``cudasplit.__all__`` and
 ``cudasplit.errors``; ``tests/cli/test_public_api.py`` checks): all decisions live in the library.
 This package parses options, renders reports and turns :class:`CudasplitError` into
-one-line messages and stable exit codes (see README). One module per command family.
+one-line messages and stable exit codes (see README). One module per command family; each
+loads when its command runs (``_main.COMMANDS``).
 """
 
 from __future__ import annotations
 
-from ._main import Terminated, main, run
-from ._terminal import ProgressLine
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._main import Terminated, main
+    from ._terminal import ProgressLine
 
 __all__ = ["ProgressLine", "Terminated", "main", "run"]
+
+_LAZY = {"Terminated": "_main", "main": "_main", "ProgressLine": "_terminal"}
+
+
+def run() -> None:
+    """Console entry point: :func:`cudasplit.cli._main.run` (click's standalone mode with the
+    documented exit codes). ``cudasplit --version`` is answered before click is imported:
+    the same line click prints, in a fraction of the time."""
+    if sys.argv[1:] == ["--version"]:
+        from .. import __version__
+
+        try:
+            print(f"cudasplit, version {__version__}", flush=True)
+        except BrokenPipeError:  # the reader left (`| true`): quietly, as every command
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(141)  # 128 + SIGPIPE, the code the README documents
+        sys.exit(0)
+    from ._main import run as run_command
+
+    run_command()
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    __import__(f"{__name__}.{module}")
+    value = getattr(sys.modules[f"{__name__}.{module}"], name)
+    globals()[name] = value
+    return value

@@ -17,7 +17,7 @@ from .. import (
     ruleset_for,
     ruleset_toml,
 )
-from ._optgroups import COMMON, PATCH, split_options
+from ._optgroups import COMMON, PATCH, jobs_option, split_options
 from ._terminal import fail, plural, status_line
 
 
@@ -25,11 +25,13 @@ from ._terminal import fail, plural, status_line
 @click.argument("source", type=click.Path(exists=False))
 @COMMON
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report.")
-def inspect_command(source: str, as_json: bool, **kw: Any) -> None:
+@jobs_option("decoder threads")
+def inspect_command(source: str, as_json: bool, jobs: int | None, **kw: Any) -> None:
     """List every member with kind, size, output and rule; write nothing."""
     try:
         with status_line() as status:
-            report = inspect(source, split_options(kw, COMMON, dry_run=True, progress=status))
+            report = inspect(source, split_options(kw, COMMON, dry_run=True, jobs=jobs,
+                                                   progress=status))
     except CudasplitError as exc:
         fail(exc)
     if as_json:
@@ -84,7 +86,9 @@ def gpu_cell(gpu: list[dict[str, Any]] | None) -> str:
 @COMMON
 @PATCH
 @click.option("--json", "as_json", is_flag=True)
-def explain_command(source: str, path: str, as_json: bool, **kw: Any) -> None:
+@jobs_option("decoder threads")
+def explain_command(source: str, path: str, as_json: bool, jobs: int | None,
+                    **kw: Any) -> None:
     """Say which rule placed PATH and which rules it passed over.
 
     PATH: an archive path (with or without the top directory, as `tar tf` prints it, `./`
@@ -93,7 +97,7 @@ def explain_command(source: str, path: str, as_json: bool, **kw: Any) -> None:
     try:
         with status_line() as status:
             result = explain(source, path, split_options(kw, COMMON, PATCH, dry_run=True,
-                                                         progress=status))
+                                                         jobs=jobs, progress=status))
     except CudasplitError as exc:
         fail(exc)
     if as_json:

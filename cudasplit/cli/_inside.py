@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import click
 
 from .. import CudasplitError, gpu_prune_plan, sbom
+from ._optgroups import jobs_option
 from ._terminal import fail
 
 
@@ -17,9 +18,8 @@ from ._terminal import fail
               help="Compute capabilities to keep code for: '8.0 9.0', '8.0;9.0' (Nixpkgs' "
               "cudaCapabilities), 'sm_90a'.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Decoder threads for a tarball.")
-def gpu_plan_command(source: str, gpu_archs: str, as_json: bool, jobs: int) -> None:
+@jobs_option("decoder threads for a tarball")
+def gpu_plan_command(source: str, gpu_archs: str, as_json: bool, jobs: int | None) -> None:
     """Say which GPU code each library of SOURCE would keep for the GPUs named, and the
     bytes the rest takes. A plan only: NVIDIA's files are never changed.
 
@@ -51,11 +51,10 @@ def gpu_plan_command(source: str, gpu_archs: str, as_json: bool, jobs: int) -> N
 @click.option("--licence", help="Licence name for packages no manifest names one for.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True),
               help="Write the SBOM to this file instead of standard output.")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Decoder threads.")
+@jobs_option("decoder threads; the sources are read one after another")
 def sbom_command(sources: Sequence[str], manifest: str | None, platform: str,
                  name: str | None, licence: str | None, output: str | None,
-                 jobs: int) -> None:
+                 jobs: int | None) -> None:
     """Write a CycloneDX 1.6 SBOM of tarballs, split directories or a release.
 
     Every file with its sha256, size, package, output and licence, nested in its package;

@@ -1,25 +1,80 @@
 """The ``cudasplit`` group with every command, and the console entry point :func:`run`
-(exit codes for Ctrl-C, SIGTERM, SIGHUP and a reader that left)."""
+(exit codes for Ctrl-C, SIGTERM, SIGHUP and a reader that left).
+
+Commands load on first use: ``cudasplit split`` imports the split command's module and
+nothing of ``verify``, ``nixify`` or ``ldd`` (``cudasplit --version`` none at all), which is
+most of the start-up a short run pays (benchmarks §12).
+"""
 
 from __future__ import annotations
 
 import os
 import signal
 import sys
+from collections.abc import Iterator, MutableMapping
 from typing import Any, NoReturn
 
 import click
 
-from ._completion import completion_command
-from ._explain import explain_command, inspect_command, rules_group
-from ._inside import gpu_plan_command, sbom_command
-from ._ldd import ldd_command
-from ._manifests import features_command, verify_command
-from ._release import closure_command, diff_command, nixify_command, nixify_sets_command
-from ._repack import nix_group, repack_command
-from ._split import split_command
+from .. import __version__
 from ._terminal import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, err
-from ._toolkit import toolkit_command
+
+# Every command: its name, the module of this package that defines it, and its name there.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "split": ("_split", "split_command"),
+    "inspect": ("_explain", "inspect_command"),
+    "explain": ("_explain", "explain_command"),
+    "rules": ("_explain", "rules_group"),
+    "repack": ("_repack", "repack_command"),
+    "nix": ("_repack", "nix_group"),
+    "verify": ("_manifests", "verify_command"),
+    "features": ("_manifests", "features_command"),
+    "ldd": ("_ldd", "ldd_command"),
+    "closure": ("_release", "closure_command"),
+    "nixify": ("_release", "nixify_command"),
+    "nixify-sets": ("_release", "nixify_sets_command"),
+    "diff": ("_release", "diff_command"),
+    "completion": ("_completion", "completion_command"),
+    "toolkit": ("_toolkit", "toolkit_command"),
+    "gpu-plan": ("_inside", "gpu_plan_command"),
+    "sbom": ("_inside", "sbom_command"),
+}
+
+
+class LazyCommands(MutableMapping[str, click.Command]):
+    """The group's ``commands``: names known up front, each command imported when it is first
+    looked up (click asks ``get``/``[]`` for the one being run, iterates names for help)."""
+
+    def __init__(self, table: dict[str, tuple[str, str]]) -> None:
+        self._table = dict(table)
+        self._loaded: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._loaded:
+            module, attr = self._table[name]  # KeyError: no such command
+            where = f"{__package__}.{module}"
+            __import__(where)  # not importlib's: -X importtime shows this one
+            command = getattr(sys.modules[where], attr)
+            assert command.name == name, (name, command.name)
+            self._loaded[name] = command
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._table.setdefault(name, ("", ""))
+        self._loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._table[name]
+        self._loaded.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table)
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._table
 
 
 class _StdoutClosed(BaseException):
@@ -58,16 +113,14 @@ def option_error(exc: click.ClickException) -> NoReturn:
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="cudasplit")
+# The version the package says, not the installed metadata's (importlib.metadata costs a
+# scan of sys.path on every --version; the two agree: tests/cli/test_startup.py).
+@click.version_option(__version__, package_name="cudasplit")
 def main() -> None:
     """Split NVIDIA CUDA redistributable tarballs into outputs and rewrite RUNPATHs."""
 
 
-for _command in (split_command, inspect_command, explain_command, rules_group, repack_command,
-                 nix_group, verify_command, features_command, ldd_command, closure_command,
-                 nixify_command, nixify_sets_command, diff_command, completion_command,
-                 toolkit_command, gpu_plan_command, sbom_command):
-    main.add_command(_command)
+main.commands = LazyCommands(COMMANDS)
 
 
 class Terminated(BaseException):

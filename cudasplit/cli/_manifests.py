@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import click
 
 from .. import CudasplitError, OutputError
+from ._optgroups import jobs_option
 from ._terminal import EXIT_OK, EXIT_PROBLEMS, fail, plural, status_line
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -30,8 +31,7 @@ def manifest_options(func: F) -> F:
                      "repeatable; default: all)."),
         click.option("--package", "package_names", multiple=True, metavar="PNAME",
                      help="Only these packages (repeatable; default: all)."),
-        click.option("-j", "--jobs", type=int, default=0,
-                     help="Tarballs processed at once (default: available CPUs)."),
+        jobs_option("tarballs hashed (verify) or scanned (features) at once", beside=False),
     ]):
         func = decorator(func)
     return func
@@ -43,7 +43,7 @@ def manifest_options(func: F) -> F:
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the files that are not ok.")
 def verify_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...],
-                   cuda_variants: tuple[str, ...], package_names: tuple[str, ...], jobs: int,
+                   cuda_variants: tuple[str, ...], package_names: tuple[str, ...], jobs: int | None,
                    as_json: bool, quiet: bool) -> None:
     """Check size and sha256 of the tarballs MANIFEST (redistrib_*.json) names.
 
@@ -80,8 +80,8 @@ def verify_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...],
 @click.option("--extended", is_flag=True, help="Also include, python, stubs flags and the "
               "SONAMEs provided and needed (reads every ELF member's dynamic section).")
 def features_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...],
-                     cuda_variants: tuple[str, ...], package_names: tuple[str, ...], jobs: int,
-                     output_file: str | None, extended: bool) -> None:
+                     cuda_variants: tuple[str, ...], package_names: tuple[str, ...],
+                     jobs: int | None, output_file: str | None, extended: bool) -> None:
     """Write the feature manifest (feature_*.json schema) of the tarballs MANIFEST names.
 
     Each tarball is streamed once. Missing or unreadable tarballs are listed on standard error

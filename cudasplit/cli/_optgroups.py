@@ -10,21 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from .. import (
-    DEFAULT_DRIVER_LINK,
-    DEFAULT_MAX_MEMBERS,
-    OUTPUT_NAMES,
-    CudasplitError,
-    SplitOptions,
-    package_id,
-    platform_name,
-    runpath_policy,
-)
+# Only what the options' help shows is imported here: ``cudasplit split --help`` loads no
+# more than this. What the values become (SplitOptions and friends) loads when a command runs.
+from .. import DEFAULT_DRIVER_LINK, DEFAULT_MAX_MEMBERS, OUTPUT_NAMES, CudasplitError
 from ._terminal import err
+
+if TYPE_CHECKING:
+    from .. import SplitOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 Decorator = Callable[[Any], Any]
@@ -75,6 +71,8 @@ def _signature(param: click.Parameter) -> tuple[str, tuple[str, ...], str]:
 def split_options(kw: dict[str, Any], *groups: OptionGroup, **fields: Any) -> SplitOptions:
     """SplitOptions from the values of ``groups`` in ``kw`` (every one of the command's group
     options, nothing else) plus the ``fields`` the command sets from its own options."""
+    from .. import SplitOptions
+
     values: dict[str, Any] = {}
     for group in groups:
         missing = group.names - kw.keys()
@@ -119,10 +117,14 @@ size_option = _size
 
 def _platform(word: str | None, cuda_version: str | None) -> str | None:
     """An unknown word is the library's one-line OptionsError (exit 2)."""
+    from .. import platform_name
+
     return None if word is None else platform_name(word, cuda_version)
 
 
 def _classification(v: Mapping[str, Any]) -> dict[str, Any]:
+    from .. import package_id
+
     fields = {
         "rules_files": tuple(v["rules_files"]),
         "package": None if v["package"] is None else package_id(v["package"]),
@@ -211,6 +213,8 @@ def _package_roots(values: Sequence[str]) -> tuple[tuple[str, str], ...]:
 
 
 def _patching(v: Mapping[str, Any]) -> dict[str, Any]:
+    from .. import runpath_policy
+
     policy = runpath_policy(
         driver_link=None if v["no_driver_link"] else v["driver_link"],
         cuda_compat=v["cuda_compat"], library_paths=v["library_path"],
@@ -224,6 +228,8 @@ def _patching(v: Mapping[str, Any]) -> dict[str, Any]:
 def _target_platform(word: str | None) -> str | None:
     if word is None:
         return None
+    from .. import platform_name
+
     try:
         return platform_name(word)
     except CudasplitError as exc:
@@ -267,3 +273,16 @@ PATCH = OptionGroup("patch", [
 """Options that decide how ELF files are rewritten (split, explain, repack)."""
 
 GROUPS = (COMMON, PATCH)
+
+
+JOBS_HELP = ("0 or unset: every CPU this process may use (its affinity mask, the cgroup CPU "
+             "quota, NIX_BUILD_CORES in a Nix build).")
+BESIDE = "The thread that reads the tar stream and writes runs beside them, as tar beside xz -TN. "
+
+
+def jobs_option(what: str, *, beside: bool = True) -> Decorator:
+    """``-j/--jobs N``, one meaning for every command: at most N workers at once; ``what``
+    says which workers this command runs (``beside``: a tar stream is read besides)."""
+    return click.option("-j", "--jobs", type=click.IntRange(min=0), default=None, metavar="N",
+                        help=f"At most N workers at once: {what}. "
+                        f"{BESIDE if beside else ''}{JOBS_HELP}")

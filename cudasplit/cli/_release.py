@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from .. import CudasplitError
+from ._optgroups import jobs_option
 from ._terminal import EXIT_OK, fail, status_line
 
 EXIT_FOUND = 1  # closure --strict found warnings; diff found a change
@@ -119,13 +120,12 @@ def _roots(values: tuple[str, ...]) -> dict[str, str]:
               help="Only these packages (repeatable; default: all).")
 @click.option("--base-url", default=None, metavar="URL",
               help="Prefix of the manifest's relative paths (default: NVIDIA's redist URL).")
-@click.option("-j", "--jobs", type=int, default=1, show_default=True,
-              help="Decompression threads per tarball.")
+@jobs_option("decoder threads; the tarballs are read one after another")
 @click.option("--toolkit", is_flag=True, help="Also cudaToolkit.nix: one toolkit prefix "
               "(NVIDIA's layout) over every package, for CUDAToolkit_ROOT.")
 def nixify_command(manifest: str, tarball_dir: str, output_dir: str,
                    platforms: tuple[str, ...], packages: tuple[str, ...],
-                   base_url: str | None, jobs: int, toolkit: bool) -> None:
+                   base_url: str | None, jobs: int | None, toolkit: bool) -> None:
     """One Nix expression per package of MANIFEST (redistrib_*.json), plus default.nix."""
     # A lazy public name (``cudasplit._LAZY``): loaded only when this command runs.
     from .. import nixify_manifest
@@ -210,11 +210,10 @@ def nixify_sets_command(manifests: tuple[str, ...], output_dir: str,
 @click.option("--members", is_flag=True, help="One line per member instead of per directory.")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON diff (--format json).")
 @FORMAT
-@click.option("-j", "--jobs", type=int, default=1, show_default=True,
-              help="Decompression threads per tarball.")
+@jobs_option("decoder threads; the tarballs are read one after another")
 def diff_command(old: str, new: str, tarball_dir: str | None, old_tarballs: str | None,
                  new_tarballs: str | None, platform: str, members: bool, as_json: bool,
-                 fmt: str, jobs: int) -> None:
+                 fmt: str, jobs: int | None) -> None:
     """Compare two releases: tarballs, split directories, or manifests (with --tarballs their
     tarballs are split and compared; without, the manifests alone: packages added, removed and
     renamed, versions and platforms).

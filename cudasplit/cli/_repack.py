@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from .. import CudasplitError, ProblemsFound, RepackOptions, Report, repack_to_dir
-from ._optgroups import COMMON, PATCH, split_options
+from ._optgroups import COMMON, PATCH, jobs_option, split_options
 from ._split import ReportTarget
 from ._terminal import fail, print_issues, setup_logging, status_line
 
@@ -23,9 +23,10 @@ from ._terminal import fail, print_issues, setup_logging, status_line
 @click.option("--format", "fmt", type=click.Choice(["zst", "xz", "gz"]), default="zst",
               show_default=True, help="Compression of the archives.")
 @click.option("--level", type=int, default=10, show_default=True, help="Compression level.")
-@click.option("--threads", type=int, default=0, show_default=True,
-              help="zstd worker threads (0: single-threaded, -1: all CPUs); the bytes are "
-              "the same for any value >= 1.")
+@click.option("--threads", type=click.IntRange(min=-1), default=None, metavar="N",
+              help="zstd compressor threads (default: the cores of --jobs; 0: single-threaded, "
+              "-1: every CPU the process may use); the bytes are the same for any value "
+              ">= 1, and differ with 0.")
 @COMMON
 @PATCH
 @click.option("--nix-support", is_flag=True, help="Also write the nix-support/ files.")
@@ -33,11 +34,11 @@ from ._terminal import fail, print_issues, setup_logging, status_line
               help="Write the JSON report here.")
 @click.option("--strict", is_flag=True, help="Fail (exit 1) on problems, as in split.")
 @click.option("--overwrite", is_flag=True, help="Replace existing archives.")
-@click.option("-j", "--jobs", type=int, default=None, help="Parallelism (default: available CPUs).")
+@jobs_option("decoder threads and ELF patch workers, then compressor threads")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what happens.")
 def repack_command(source: str, output_dir: str, prefix: str | None, fmt: str, level: int,
-                   threads: int, nix_support: bool, report_file: str | None, strict: bool,
+                   threads: int | None, nix_support: bool, report_file: str | None, strict: bool,
                    overwrite: bool, jobs: int | None, quiet: bool, verbose: bool,
                    **kw: Any) -> None:
     """Split SOURCE and write one reproducible tarball per output (mtime: SOURCE_DATE_EPOCH)."""

@@ -13,25 +13,14 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from .. import (
-    CudasplitError,
-    OptionsError,
-    OutputError,
-    ProblemsFound,
-    Report,
-    SplitOptions,
-    batch_report,
-    directory_kind,
-    relative_report,
-    split_many,
-    split_nix,
-    split_to_dir,
-)
-from ._optgroups import COMMON, PATCH, size_option, split_options
+# The split itself (and the report types) load when the command runs, not for --help: the
+# library opens the source and starts decoding before it imports the rest of the pipeline.
+from .. import CudasplitError, OptionsError, OutputError, ProblemsFound
+from ._optgroups import COMMON, PATCH, jobs_option, size_option, split_options
 from ._terminal import (
     ProgressLine,
     dropped_line,
@@ -41,6 +30,9 @@ from ._terminal import (
     setup_logging,
     status_line,
 )
+
+if TYPE_CHECKING:
+    from .. import Report, SplitOptions
 
 
 class ReportTarget:
@@ -92,6 +84,8 @@ class ReportTarget:
         """The report's JSON data, without absolute store paths when ``relative``, and in
         ``--nix`` mode whenever the report lands inside an output: an output naming another
         output's store path is a reference, and dev -> out -> dev a Nix cycle error."""
+        from .. import relative_report
+
         relative = self.relative or (self.nix and self._inside(report))
         return relative_report(report) if relative else report.as_dict()
 
@@ -146,8 +140,7 @@ class ReportTarget:
               "package table allows it (Nixpkgs' checkCudaFhsRefs).")
 @click.option("--no-fsync", is_flag=True, help="Do not fsync before the final renames "
               "(faster on slow disks; a power loss may then leave truncated files).")
-@click.option("-j", "--jobs", type=int, default=None, help="Parallelism (default: available CPUs; "
-              "NIX_BUILD_CORES in a Nix builder).")
+@jobs_option("decoder threads and ELF patch workers; the sources of a batch share them")
 @click.option("--memory-limit", metavar="SIZE", help="Decoded bytes the parallel decoder may "
               "hold at once (K/M/G; default: jobs+1 xz blocks, 64 MiB to 4 GiB; from -j8 without "
               "it, xz goes through `xz -TN`, ~70 MB a thread). Lower is slower, never wrong; "
@@ -223,6 +216,8 @@ def _print_summary(report: Report, *, to_stderr: bool = False) -> None:
 
 def _is_batch_quietly(sources: Sequence[str], nix: bool) -> bool:
     """Whether SOURCES are a batch, without saying which kind a directory is."""
+    from .. import directory_kind
+
     if len(sources) != 1:
         return True
     path = Path(sources[0])
@@ -233,6 +228,8 @@ def _is_batch(source: str, nix: bool, quiet: bool) -> bool:
     path = Path(source)
     if nix or source == "-" or not path.is_dir():
         return False
+    from .. import directory_kind
+
     kind = directory_kind(path)
     if not quiet:
         what = ("a directory of tarballs: splitting each into its own directory (batch)"
@@ -243,6 +240,8 @@ def _is_batch(source: str, nix: bool, quiet: bool) -> bool:
 
 def _run_batch(sources: Sequence[str], output_dir: str, options: SplitOptions,
                writer: ReportTarget, quiet: bool) -> None:
+    from .. import batch_report, split_many
+
     results = split_many(sources, output_dir, options)
     writer.write(batch_report(results, relative=writer.relative))
     failed = [r for r in results if r.error is not None]
@@ -260,6 +259,8 @@ def _run_batch(sources: Sequence[str], output_dir: str, options: SplitOptions,
 
 def _run_split(source: str, output_dir: str | None, nix: bool, options: SplitOptions,
                writer: ReportTarget) -> Report:
+    from .. import Report, split_nix, split_to_dir
+
     try:
         if nix:
             report = split_nix(source, options=options)

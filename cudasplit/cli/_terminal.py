@@ -18,11 +18,12 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from .. import CudasplitError, Problem, Progress, Report
+if TYPE_CHECKING:  # annotations only: `cudasplit --version` loads none of them
+    from .. import CudasplitError, Problem, Progress, Report
 
 # The exit codes the README documents; a CudasplitError brings its own (exit_code, 2 or 1).
 EXIT_OK, EXIT_PROBLEMS, EXIT_INTERRUPTED = 0, 1, 130
@@ -38,6 +39,9 @@ class ProgressLine:
         self.unit = unit  # what Progress.members counts: member, tarball, file
         self._last = 0.0
         self._start = time.monotonic()
+        # When each source was first heard of: a rate per source (a batch's, a repack's
+        # compressing phase), not bytes of one over the time of all.
+        self._starts: dict[str, float] = {}
         self._lock = threading.Lock()
         self._width = 0
 
@@ -55,8 +59,11 @@ class ProgressLine:
         if not progress.done and now - self._last < self.MIN_INTERVAL:
             return
         self._last = now
-        rate = progress.bytes / max(now - self._start, 1e-6)
-        line = (f"{Path(progress.source).name}: {plural(progress.members, self.unit)}, "
+        start = self._starts.setdefault(progress.source, self._start if not self._starts
+                                        else now)
+        rate = progress.bytes / max(now - start, 1e-6)
+        unit = progress.unit or self.unit  # a phase may count something else (archives)
+        line = (f"{Path(progress.source).name}: {plural(progress.members, unit)}, "
                 f"{progress.bytes / 1e6:,.0f} MB, {rate / 1e6:,.0f} MB/s  {progress.current}")
         columns = shutil.get_terminal_size().columns - 1
         with self._lock:

@@ -6,13 +6,29 @@ placement and hostile-input guards) and leaves only ``finish()`` to write.
 
 from __future__ import annotations
 
+import sys
+from typing import TYPE_CHECKING, Any
+
 from cudasplit.sinks._base import Sink, safe_join
 from cudasplit.sinks._directory import DirectorySink
 from cudasplit.sinks._memory import MemorySink
 from cudasplit.sinks._staged import StagedSink
-from cudasplit.sinks._tarball import TarballSink
+
+if TYPE_CHECKING:
+    from cudasplit.sinks._tarball import TarballSink
+
+    # mypy checks that every shipped sink implements the protocol
+    _SINKS: tuple[type[Sink], ...] = (DirectorySink, MemorySink, TarballSink)
 
 __all__ = ["DirectorySink", "MemorySink", "Sink", "StagedSink", "TarballSink", "safe_join"]
 
-# mypy checks that every shipped sink implements the protocol
-_SINKS: tuple[type[Sink], ...] = (DirectorySink, MemorySink, TarballSink)
+
+def __getattr__(name: str) -> Any:
+    """``TarballSink`` (repack's archive writer: tarfile, the compressors) loads on first
+    use, so a split into directories does not import it."""
+    if name != "TarballSink":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    __import__("cudasplit.sinks._tarball")
+    value = sys.modules["cudasplit.sinks._tarball"].TarballSink
+    globals()[name] = value
+    return value

@@ -27,6 +27,7 @@ from typing import Final
 
 from cudasplit._layout import Layout, LayoutSpec, archive_stem
 from cudasplit._model import PackageId
+from cudasplit._run import ProgressCallback, Tally
 from cudasplit.errors import OutputError
 from cudasplit.sinks._staged import StagedSink
 from cudasplit.sinks._staging import remove_stale
@@ -86,6 +87,8 @@ class TarballSink(StagedSink):
         mtime: the members' mtime (default: ``SOURCE_DATE_EPOCH`` or a fixed value).
         overwrite: replace archives that exist.
         staging_parent: where members are staged.
+        progress: hears the bytes packed while :meth:`finish` compresses (a
+            :class:`Progress` whose ``unit`` is ``"archive"``).
 
     Raises:
         OutputError: an unknown format, a relative prefix, or an archive that exists.
@@ -97,7 +100,8 @@ class TarballSink(StagedSink):
                  prefix: str | None = None,
                  fmt: str = DEFAULT_FORMAT, level: int = DEFAULT_LEVEL, threads: int = 0,
                  mtime: int | None = None, overwrite: bool = False,
-                 staging_parent: Path | None = None) -> None:
+                 staging_parent: Path | None = None,
+                 progress: ProgressCallback | None = None) -> None:
         if fmt not in FORMATS:
             raise OutputError(f"unknown archive format {fmt!r} (known: {', '.join(FORMATS)})")
         if prefix is not None and not prefix.startswith("/"):
@@ -108,6 +112,8 @@ class TarballSink(StagedSink):
         self._fmt = fmt
         self._packer = TarPacker(fmt, level, threads, mtime_from_env() if mtime is None else mtime)
         self._overwrite = overwrite
+        self._progress = progress
+        self._packing: Callable[[int], None] | None = None  # the archive in hand's meter
         # Created on the first write: a source that cannot be read leaves no directory behind.
         self._made_directory = False
         self._cleaned = False
@@ -139,13 +145,18 @@ class TarballSink(StagedSink):
         if not self.staged:
             return  # nothing was written
         temps: list[tuple[Path, Path]] = []
+        # Compressing is most of a repack's time: progress moves by the bytes packed.
+        tally = Tally(str(self._directory), self._progress, unit="archive")
         try:
             for output in self.outputs():
                 final = self.archive_path(output)
                 self._check_absent(final)
                 temp = self._temp_file(final)
                 temps.append((temp, final))
+                meter = tally.meter(f"compressing {final.name}")
+                self._packing = meter if self._progress is not None else None
                 self._pack(self.stage_root(output), temp)
+                meter.finish()
             for temp, final in temps:
                 with _translate(final):
                     os.replace(temp, final)
@@ -181,6 +192,10 @@ class TarballSink(StagedSink):
 
     # -- packing --------------------------------------------------------------------------------
 
+    def _pack(self, root: Path, dest: Path) -> None:
+        """Pack one staged output into the temporary archive ``dest``."""
+        self._packer.pack(root, dest, self._packing)
+
     def _check_absent(self, final: Path) -> None:
         if not self._overwrite and os.path.lexists(final):
             raise OutputError(f"{final}: archive already exists (use --overwrite to replace it)")
@@ -201,10 +216,6 @@ class TarballSink(StagedSink):
                 raise OutputError(f"{temp}: cannot write archive ({exc.strerror})") from exc
             return temp
         raise OutputError(f"{self._directory}: cannot create a temporary archive name")
-
-    def _pack(self, root: Path, dest: Path) -> None:
-        """Pack one staged output into the temporary archive ``dest``."""
-        self._packer.pack(root, dest)
 
 
 _TEMP_ARCHIVE = re.compile(r"^\..+\.(?P<token>[A-Za-z0-9_]+)-[0-9a-f]{6}\.tmp$")

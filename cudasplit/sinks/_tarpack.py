@@ -15,13 +15,14 @@ import lzma
 import os
 import stat
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, BinaryIO
+from typing import IO, BinaryIO, cast
 
 import zstandard
 
+from cudasplit._run import ByteGrid, MeteredStream
 from cudasplit.errors import OutputError
 
 __all__ = ["TarPacker", "sorted_members", "translate"]
@@ -37,14 +38,17 @@ class TarPacker:
     threads: int
     mtime: int
 
-    def pack(self, root: Path, dest: Path) -> None:
-        """Write the tree below ``root`` (not ``root`` itself) as the archive ``dest``."""
+    def pack(self, root: Path, dest: Path,
+             on_bytes: Callable[[int], None] | None = None) -> None:
+        """Write the tree below ``root`` (not ``root`` itself) as the archive ``dest``;
+        ``on_bytes``: the file bytes packed so far, every few MiB (progress)."""
         with translate(dest), dest.open("wb") as raw, self._compressed(raw) as stream, \
                 tarfile.open(fileobj=stream, mode="w|", format=tarfile.PAX_FORMAT,
                              encoding="utf-8", errors="surrogateescape") as tar:
             inodes: dict[tuple[int, int], str] = {}
+            grid = None if on_bytes is None else ByteGrid(on_bytes)  # every file counts on it
             for rel in sorted_members(root):
-                self._add(tar, root, rel, inodes)
+                self._add(tar, root, rel, inodes, grid)
 
     @contextlib.contextmanager
     def _compressed(self, raw: BinaryIO) -> Iterator[IO[bytes]]:
@@ -65,7 +69,7 @@ class TarPacker:
                 yield gz  # type: ignore[misc]
 
     def _add(self, tar: tarfile.TarFile, root: Path, rel: str,
-             inodes: dict[tuple[int, int], str]) -> None:
+             inodes: dict[tuple[int, int], str], grid: ByteGrid | None) -> None:
         path = root / rel
         st = path.lstat()
         info = tarfile.TarInfo(rel)
@@ -87,7 +91,7 @@ class TarPacker:
             inodes[key] = rel
             info.size = st.st_size
             with path.open("rb") as fh:
-                tar.addfile(info, fh)
+                tar.addfile(info, fh if grid is None else cast(BinaryIO, MeteredStream(fh, grid)))
         else:
             raise OutputError(f"{path}: unexpected file type in the staged output")
 

@@ -1,20 +1,24 @@
 """A batch's jobs are a budget of cores: largest source first, each with the cores it can use.
 
 A multi-block xz tarball can keep a core per block busy (plus the writer), a single-block or
-zstd one two; the biggest starts first, and a source waits until its cores are free.
+zstd one two; the biggest starts first, and a source waits until its cores are free. Sources
+start in turns (size, then the order given): which worker thread asks first never decides it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import cudasplit._api.batch as batch
 from cudasplit import SplitOptions, split_many
+from cudasplit._run import Cores
 from cudasplit._source import decode_threads
 from tests.support.builders import compressed_writer
 from tests.support.tarutil import tar_bytes, write_archive
@@ -41,7 +45,7 @@ def test_decode_threads_counts_xz_blocks_and_says_one_otherwise(tmp_path: Path) 
 
 
 def test_a_source_waits_for_its_cores_and_one_too_big_still_runs_alone() -> None:
-    cores = batch._Cores(4)
+    cores = Cores(4)
     log: list[str] = []
     with cores.take(3):
         waiting = threading.Thread(target=lambda: _hold(cores, 2, log, "second"))
@@ -56,7 +60,7 @@ def test_a_source_waits_for_its_cores_and_one_too_big_still_runs_alone() -> None
         pass
 
 
-def _hold(cores: batch._Cores, want: int, log: list[str], name: str) -> None:
+def _hold(cores: Cores, want: int, log: list[str], name: str) -> None:
     with cores.take(want):
         log.append(name)
 
@@ -84,3 +88,34 @@ def test_largest_first_with_its_cores_results_in_order(tmp_path: Path,
     assert all(r.error is None for r in results), [r.error for r in results]
     assert started[0] == ("libcublas", 4)  # biggest first, on every core
     assert sorted(started[1:]) == [("libcurand", 2), ("libnvjpeg", 2)]
+
+
+class _Recording(Cores):
+    """Cores that note each source's turn as it is let in."""
+
+    admitted: list[int]
+
+    @contextlib.contextmanager
+    def take(self, want: int, turn: int | None = None) -> Iterator[None]:
+        with super().take(want, turn):
+            self.admitted.append(-1 if turn is None else turn)
+            yield
+
+
+def test_sources_start_in_turns_largest_first_whatever_thread_asks_first(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sizes = [3, 9, 1, 7, 5, 9]  # KiB
+    sources = []
+    for index, kib in enumerate(sizes):
+        top = f"libdemo{index}-linux-x86_64-13.0.0.0-archive"
+        sources.append(write_archive(tmp_path / f"{top}.tar.xz",
+                                     [("file", "lib/x", os.urandom(kib * 1024))], top=top))
+    for attempt in range(3):
+        admitted: list[int] = []
+        monkeypatch.setattr(_Recording, "admitted", admitted, raising=False)
+        monkeypatch.setattr(batch, "Cores", _Recording)
+        results = split_many(sources, tmp_path / f"out{attempt}",
+                             SplitOptions(jobs=4, patch=False))
+        assert all(r.error is None for r in results)
+        assert admitted == list(range(len(sources)))  # turn k is the k-th largest
+        assert [Path(r.source) for r in results] == sources  # results in the caller's order

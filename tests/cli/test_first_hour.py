@@ -20,7 +20,7 @@ from click.testing import CliRunner
 import cudasplit
 import cudasplit._api.entry as api
 from cudasplit import Kind, PackageId, SplitOptions, load_ruleset
-from cudasplit._split.options import available_cpus
+from cudasplit._run import available_cpus
 from cudasplit.cli import main
 from cudasplit.errors import CudasplitError, OptionsError, OutputError, SourceError
 from cudasplit.sinks import _directory as directory_sink

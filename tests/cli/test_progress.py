@@ -1,5 +1,7 @@
-"""Progress on long work (issue 26): the status line moves within a large member, and every
-long command draws it on a real terminal (a pty) and never into a pipe."""
+"""Progress on long work (issues 26, 34): the status line moves by bytes in every phase (within
+a large member, while a dry run skips it, while ``verify`` hashes, ``features``, ``nixify``
+and ``diff`` read, ``repack`` compresses), and every long command draws it on a real terminal
+(a pty) and never into a pipe."""
 
 from __future__ import annotations
 
@@ -12,7 +14,19 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import Progress, SplitOptions, split_to_dir
+from cudasplit import (
+    Progress,
+    RepackOptions,
+    SplitOptions,
+    diff_releases,
+    inspect,
+    manifest_features,
+    nixify_manifest,
+    repack_to_dir,
+    split_to_dir,
+    verify_manifest,
+)
+from cudasplit._run import STEP, ByteGrid, Tally
 from tests.support.paths import REPO
 from tests.support.tarutil import TOP, write_archive
 
@@ -33,6 +47,118 @@ def test_bytes_move_within_a_member(big_archive: Path, tmp_path: Path) -> None:
     assert len(inside) >= 3
     assert [p.bytes for p in inside] == sorted(p.bytes for p in inside)
     assert 0 < inside[0].bytes < BIG
+
+
+def _within(seen: list[Progress]) -> list[Progress]:
+    """The calls made before the first item was done: bytes moving inside it."""
+    return [p for p in seen if p.members == 0 and not p.done]
+
+
+def test_a_dry_run_moves_by_bytes_while_it_skips_a_member(big_archive: Path) -> None:
+    seen: list[Progress] = []
+    inspect(big_archive, SplitOptions(progress=seen.append))
+    # Nothing reads the member in a dry run: its bytes move as the next header skips them.
+    inside = [p for p in seen if p.current == "lib/libbig.so.1" and 0 < p.bytes < BIG]
+    assert len(inside) >= 2, seen
+    assert [p.bytes for p in seen] == sorted(p.bytes for p in seen)  # never backwards
+
+
+@pytest.fixture(scope="module")
+def big_release(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Two large tarballs (zstd, 24 MiB members) and the manifest naming them."""
+    from tests.unit.release.test_manifest import artifact_entry, write_manifest
+
+    root = tmp_path_factory.mktemp("big-release")
+    (root / "t").mkdir()
+    entries = {}
+    for pname in ("cuda_demo", "cuda_other"):
+        name = f"{pname}-linux-x86_64-12.9.79-archive.tar.zst"
+        archive = write_archive(root / "t" / name, [
+            ("file", "lib/libbig.so.1", os.urandom(BIG)), ("file", "include/x.h", b"x")],
+            codec="zst", top=name.removesuffix(".tar.zst"))
+        entries[pname] = {"name": pname, "license": "x", "version": "12.9.79",
+                          "linux-x86_64": artifact_entry(f"{pname}/linux-x86_64/{name}",
+                                                         archive.read_bytes())}
+    manifest = write_manifest(root / "redistrib_12.9.79.json", {
+        "release_date": "2026-01-01", "release_label": "12.9.79", "release_product": "cuda",
+        **entries})
+    return {"manifest": manifest, "tarballs": root / "t", "root": root,
+            "archive": root / "t" / "cuda_demo-linux-x86_64-12.9.79-archive.tar.zst"}
+
+
+def test_verify_moves_by_the_bytes_it_hashes(big_release: dict[str, Path]) -> None:
+    seen: list[Progress] = []
+    report = verify_manifest(big_release["manifest"], big_release["tarballs"], jobs=1,
+                             progress=seen.append)
+    assert report.ok
+    size = big_release["archive"].stat().st_size
+    assert any(0 < p.bytes < size for p in _within(seen)), seen
+    assert seen[-1].done and seen[-1].members == 2
+
+
+@pytest.mark.parametrize("jobs", [1, 2], ids=["threads", "processes"])
+def test_features_move_by_the_bytes_they_read(big_release: dict[str, Path], jobs: int) -> None:
+    seen: list[Progress] = []
+    report = manifest_features(big_release["manifest"], big_release["tarballs"], jobs=jobs,
+                               progress=seen.append)
+    assert report.complete
+    assert any(p.bytes > 0 for p in _within(seen)), seen  # before a tarball was done
+    assert seen[-1].done and seen[-1].members == 2 and seen[-1].bytes >= 2 * BIG
+
+
+def test_nixify_moves_by_bytes_through_both_passes(big_release: dict[str, Path]) -> None:
+    seen: list[Progress] = []
+    nixify_manifest(big_release["manifest"], big_release["tarballs"],
+                    big_release["root"] / "nix", progress=seen.append)
+    assert any(p.bytes > 0 for p in _within(seen)), seen
+    # Each tarball is read twice (the plan, the ELF members): both count.
+    assert seen[-1].done and seen[-1].bytes >= 2 * 2 * BIG
+
+
+def test_diff_moves_by_bytes_through_both_passes(big_release: dict[str, Path]) -> None:
+    seen: list[Progress] = []
+    archive = big_release["archive"]
+    assert diff_releases(archive, archive, progress=seen.append).changes == ()
+    old = [p for p in seen if not p.done]
+    assert any(0 < p.bytes < BIG for p in old)  # within the first pass over the member
+    assert max(p.bytes for p in seen) >= 2 * BIG  # and on through the second
+
+
+def test_repack_moves_by_bytes_while_it_compresses(big_release: dict[str, Path],
+                                                   tmp_path: Path) -> None:
+    seen: list[Progress] = []
+    result = repack_to_dir(big_release["archive"], tmp_path / "packed",
+                           SplitOptions(progress=seen.append, patch=False),
+                           RepackOptions(level=1))
+    assert result.archives
+    packing = [p for p in seen if p.current.startswith("compressing ")]
+    assert packing and all(p.unit == "archive" for p in packing)
+    assert any(0 < p.bytes < BIG for p in packing if p.members == 0), packing
+
+
+def test_bytes_are_reported_on_a_fixed_grid() -> None:
+    heard: list[int] = []
+    grid = ByteGrid(heard.append)
+    for size in (STEP - 1, 1, 3 * STEP + 5, 10):  # reads of any size
+        grid.add(size)
+    assert heard == [STEP, 4 * STEP + 5]  # once per crossing, never past what was read
+
+
+def test_a_tally_counts_items_and_bytes_without_counting_twice() -> None:
+    seen: list[Progress] = []
+    tally = Tally("manifest", seen.append)
+    meter = tally.meter("a.tar.xz")
+    meter(10)
+    meter(25)
+    again = meter.again()  # a second pass over the same tarball counts on
+    again(5)
+    meter.finish(40)  # 30 reported: 10 more
+    tally.meter("b.tar.xz").finish(7)
+    tally.done()
+    assert [(p.members, p.bytes, p.current) for p in seen] == [
+        (0, 10, "a.tar.xz"), (0, 25, "a.tar.xz"), (0, 30, "a.tar.xz"), (1, 40, "a.tar.xz"),
+        (2, 47, "b.tar.xz"), (2, 47, "")]
+    assert seen[-1].done
 
 
 @pytest.fixture(scope="module")

@@ -11,11 +11,10 @@ a problem of that member.
 from __future__ import annotations
 
 from cudasplit._elf.patch.backends import EditResult, ElfBackend, ElfEdit, backend_for
+from cudasplit._run import PATCHERS  # the --patcher values a split accepts
 from cudasplit.errors import OutputError, PatchError
 
 __all__ = ["PATCHERS", "FailFastBackend"]
-
-PATCHERS = ("auto", "native", "lief")  # the --patcher values a split accepts
 
 
 class FailFastBackend:

@@ -12,9 +12,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from cudasplit._elf.plan.entries import is_origin_relative, is_stub_entry
+from cudasplit._run import DEFAULT_DRIVER_LINK
 from cudasplit.errors import RunpathPolicyError
 
-DEFAULT_DRIVER_LINK = "/run/opengl-driver"
 # The arch names an ELF file's machine maps to (``resolve.arch_of``): an interpreter for any
 # other name would never be used (``--interpreter sparc=...`` was silently ignored).
 INTERPRETER_ARCHES = ("x86_64", "aarch64", "ppc64le", "ppc64", "i686", "armv7l", "riscv64")

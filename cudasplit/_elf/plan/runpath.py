@@ -31,12 +31,9 @@ from cudasplit._elf.plan.entries import (
     is_stub_entry,
     split_search_path,
 )
-from cudasplit._elf.plan.policy import (
-    DEFAULT_DRIVER_LINK,
-    RunpathPolicy,
-    require_absolute,
-)
+from cudasplit._elf.plan.policy import RunpathPolicy, require_absolute
 from cudasplit._elf.read import index_library_paths, is_driver_name, is_glibc_name
+from cudasplit._run import DEFAULT_DRIVER_LINK
 from cudasplit.errors import RunpathPolicyError
 
 __all__ = [

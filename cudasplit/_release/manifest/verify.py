@@ -10,7 +10,7 @@ import enum
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +18,7 @@ from typing import Any
 
 from cudasplit._release.manifest.parse import Artifact, Manifest
 from cudasplit._release.manifest.select import find_tarball, select_artifacts
-from cudasplit._split.progress import ProgressCallback, Tally
+from cudasplit._run import ByteGrid, ProgressCallback, Tally, resolve_jobs
 
 __all__ = ["CHUNK", "VerifyReport", "VerifyResult", "VerifyStatus", "sha256_file", "verify",
            "verify_artifact"]
@@ -128,22 +128,25 @@ def verify(
     platforms: Iterable[str] | None = None,
     cuda_variants: Iterable[str] | None = None,
     packages: Sequence[str] | None = None,
-    jobs: int = 0,
+    jobs: int | None = None,
     progress: ProgressCallback | None = None,
 ) -> VerifyReport:
-    """Check size, then sha256, of every selected artifact found in ``tarball_dir``.
+    """Check size, then sha256, of every selected artifact found in ``tarball_dir``, ``jobs``
+    tarballs at once (``None``/0: every available CPU); ``progress`` hears the bytes hashed.
 
     Never raises for a bad tarball: missing, short, altered and unreadable files are results.
     The size is compared first, so a truncated download is reported without hashing it.
     """
     artifacts = select_artifacts(manifest, platforms=platforms, cuda_variants=cuda_variants,
                                  packages=packages)
-    workers = jobs if jobs > 0 else max(1, min(len(os.sched_getaffinity(0)), 8))
+    workers = max(1, min(resolve_jobs(jobs), len(artifacts)))
     tally = Tally(manifest.source, progress)
 
     def one(artifact: Artifact) -> VerifyResult:
-        result = verify_artifact(artifact, tarball_dir)
-        tally.add(artifact.filename, result.actual_size or 0)
+        meter = tally.meter(artifact.filename)
+        result = verify_artifact(artifact, tarball_dir,
+                                 on_bytes=meter if progress is not None else None)
+        meter.finish(result.actual_size or 0)
         return result
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -152,7 +155,9 @@ def verify(
     return VerifyReport(manifest.source, os.fspath(tarball_dir), results)
 
 
-def verify_artifact(artifact: Artifact, tarball_dir: str | os.PathLike[str]) -> VerifyResult:
+def verify_artifact(artifact: Artifact, tarball_dir: str | os.PathLike[str], *,
+                    on_bytes: Callable[[int], None] | None = None) -> VerifyResult:
+    """One artifact: found, its size, then its sha256 (``on_bytes``: bytes hashed so far)."""
     path = find_tarball(artifact, tarball_dir)
     if path is None:
         return VerifyResult(artifact, VerifyStatus.MISSING)
@@ -160,7 +165,7 @@ def verify_artifact(artifact: Artifact, tarball_dir: str | os.PathLike[str]) -> 
         size = path.stat().st_size
         if size != artifact.size:
             return VerifyResult(artifact, VerifyStatus.SIZE_MISMATCH, str(path), size)
-        digest = sha256_file(path)
+        digest = sha256_file(path, on_bytes)
     except OSError as exc:
         return VerifyResult(artifact, VerifyStatus.UNREADABLE, str(path),
                             detail=exc.strerror or str(exc))
@@ -168,14 +173,18 @@ def verify_artifact(artifact: Artifact, tarball_dir: str | os.PathLike[str]) -> 
     return VerifyResult(artifact, status, str(path), size, digest)
 
 
-def sha256_file(path: Path) -> str:
-    """Stream in 1 MiB chunks into one reused buffer (no per-chunk allocation)."""
+def sha256_file(path: Path, on_bytes: Callable[[int], None] | None = None) -> str:
+    """Stream in 1 MiB chunks into one reused buffer (no per-chunk allocation);
+    ``on_bytes(hashed so far)`` every :data:`~cudasplit._run.STEP` bytes."""
     digest = hashlib.sha256()
     buffer = bytearray(CHUNK)
     view = memoryview(buffer)
+    grid = None if on_bytes is None else ByteGrid(on_bytes)
     with open(path, "rb", buffering=0) as fh:
         while True:
             n = fh.readinto(buffer)
             if not n:
                 return digest.hexdigest()
             digest.update(view[:n])
+            if grid is not None:
+                grid.add(n)

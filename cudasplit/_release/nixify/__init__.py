@@ -56,7 +56,7 @@ from cudasplit._release.nixify.setsplan import PackageSet, SetPackage, SetsResul
 from cudasplit._release.nixify.setsrender import render_set, write_sets
 from cudasplit._release.nixify.tables import PINS, Assertion, Pin
 from cudasplit._release.nixify.toolkit import TOOLKIT_ATTR, compiler_packages, render_toolkit
-from cudasplit._split.progress import ProgressCallback
+from cudasplit._run import ProgressCallback
 from cudasplit.errors import ManifestError
 
 __all__ = [

@@ -20,9 +20,9 @@ from cudasplit._release.nixify.nixlang import ident
 from cudasplit._release.nixify.tables import PROPAGATES, TARGET_PROPAGATES
 from cudasplit._release.sonames import PackageLinks, dependencies, provider_index, scan_elf_source
 from cudasplit._rulebook import PackageSettings, Where, load_ruleset, name_at
+from cudasplit._run import ProgressCallback, Tally
 from cudasplit._split.pipeline import SplitOptions
 from cudasplit._split.pipeline import split as _split
-from cudasplit._split.progress import ProgressCallback, Tally
 from cudasplit.errors import ManifestError
 
 __all__ = [
@@ -112,10 +112,14 @@ def plan_release(manifest: Manifest, tarball_dir: str | os.PathLike[str], *,
         if path is None:
             continue
         where = Where(manifest.package(artifact.package).version, cuda, artifact.platform)
-        outputs[artifact] = _outputs_of(path, where, jobs)
+        # Two passes over the tarball; the bytes of both move the progress.
+        meter = tally.meter(artifact.filename)
+        outputs[artifact] = _outputs_of(path, where, jobs,
+                                        meter.progress() if progress is not None else None)
         links[(artifact.package, artifact.platform)] = PackageLinks(
-            artifact.package, scan_elf_source(path, jobs=jobs))
-        tally.add(artifact.filename, artifact.size)
+            artifact.package, scan_elf_source(
+                path, jobs=jobs, on_bytes=meter.again() if progress is not None else None))
+        meter.finish()
     tally.done()
     plans = []
     for package in manifest.packages:
@@ -138,12 +142,13 @@ def cuda_version_of(manifest: Manifest) -> str | None:
     return ".".join(parts[:2]) if all(p.isdigit() for p in parts[:2]) else None
 
 
-def _outputs_of(path: Path, where: Where, jobs: int) -> tuple[str, ...]:
+def _outputs_of(path: Path, where: Where, jobs: int,
+                progress: ProgressCallback | None = None) -> tuple[str, ...]:
     """The outputs the split fills from this tarball: the package table's where it declares
     them (members of undeclared outputs fall back), less those this tarball leaves empty (a
     declared output that stays empty fails a strict build, as buildRedist's check does)."""
     options = SplitOptions(dry_run=True, patch=False, jobs=jobs, cuda_version=where.cuda_version,
-                           platform=where.platform)
+                           platform=where.platform, progress=progress)
     report = _split(path, None, options=options)
     filled = {name for name, rec in report.outputs.items() if rec.files}
     return _ordered({"out", *filled})

@@ -49,6 +49,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, BinaryIO, cast
 
+from cudasplit._run import resolve_jobs
 from cudasplit._source.codecs.chunks import CHUNK, CODEC_ERRORS, ChunkReader
 from cudasplit._source.codecs.detect import Codec, detect_codec
 from cudasplit._source.codecs.external import (
@@ -110,7 +111,8 @@ EXTERNAL_XZ_FROM_JOBS = 8
 
 
 def _normalise_jobs(jobs: int) -> int:
-    return jobs if jobs >= 1 else (os.cpu_count() or 1)
+    """``jobs < 1``: every CPU the process may use (the run core's one rule)."""
+    return jobs if jobs >= 1 else resolve_jobs(None)
 
 
 def _physical_memory() -> int:
@@ -246,7 +248,8 @@ def open_decompressed(
     """Open ``path`` as a stream of decompressed tar bytes.
 
     ``jobs``: decoder threads for multi-block .xz (``xz -T`` for the external path);
-    ``< 1`` means one per CPU.  ``external``: True pipes through the system ``xz``/``zstd``
+    ``< 1`` means every CPU the process may use (:func:`cudasplit._run.resolve_jobs`).
+    ``external``: True pipes through the system ``xz``/``zstd``
     (falling back to in-process when the binary is absent), False never does, None picks
     what measured fastest: ``xz -TN`` for xz from ``EXTERNAL_XZ_FROM_JOBS`` jobs when no
     ``memory_limit`` is given and the decoding is in the background, in-process otherwise.

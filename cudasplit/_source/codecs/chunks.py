@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import zstandard
 
+from cudasplit._run import ByteGrid
 from cudasplit.errors import CorruptArchiveError, SourceError
 
 if TYPE_CHECKING:
@@ -105,7 +106,8 @@ class ChunkReader(io.RawIOBase):
     """A read-only binary stream over an iterator of chunks.
 
     ``read(n)`` returns exactly ``n`` bytes unless the stream ends (as a buffered reader
-    would), and codec errors become CorruptArchiveError.
+    would), and codec errors become CorruptArchiveError. ``grid``, when set, counts every
+    byte handed out (read, skipped or drained alike): the progress of whoever reads it.
     """
 
     def __init__(self, chunks: Iterator[bytes], source: str,
@@ -118,6 +120,7 @@ class ChunkReader(io.RawIOBase):
         self._pos = 0
         # The threaded decoder's PipelineStats (tests, benchmarks); None for the others.
         self.stats: object | None = None
+        self.grid: ByteGrid | None = None  # progress: bytes handed out, on the run core's grid
 
     def readable(self) -> bool:
         return True
@@ -150,7 +153,10 @@ class ChunkReader(io.RawIOBase):
             size -= take
             # Whole-chunk reads hand the chunk over without a copy.
             parts.append(self._buf if take == len(self._buf) else self._buf[start:start + take])
-        return parts[0] if len(parts) == 1 else b"".join(parts)
+        data = parts[0] if len(parts) == 1 else b"".join(parts)
+        if self.grid is not None:
+            self.grid.add(len(data))
+        return data
 
     def read1(self, size: int = -1) -> bytes | memoryview:
         """At most ``size`` bytes from the current chunk, without a copy (a view of it).
@@ -167,6 +173,8 @@ class ChunkReader(io.RawIOBase):
         take = len(self._buf) - start if size is None or size < 0 else min(size,
                                                                           len(self._buf) - start)
         self._pos += take
+        if self.grid is not None:
+            self.grid.add(take)
         if take == len(self._buf):
             return self._buf
         return memoryview(self._buf)[start:start + take]
@@ -176,7 +184,10 @@ class ChunkReader(io.RawIOBase):
         while self._fill():
             parts.append(self._buf[self._pos:])
             self._pos = len(self._buf)
-        return b"".join(parts)
+        data = b"".join(parts)
+        if self.grid is not None:
+            self.grid.add(len(data))
+        return data
 
     def readinto(self, buffer: WriteableBuffer) -> int:
         view = memoryview(buffer).cast("B")

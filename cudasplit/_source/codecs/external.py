@@ -28,7 +28,8 @@ def external_command(codec: Codec, path: Path, jobs: int) -> list[str] | None:
     if codec is Codec.XZ and (exe := shutil.which("xz")):
         return [exe, "-dc", f"-T{jobs}", "--", str(path)]
     if codec is Codec.ZSTD and (exe := shutil.which("zstd")):
-        return [exe, "-dcq", "--", str(path)]
+        # -T0, as tar -I 'zstd -T0' runs it (zstd 1.5 decodes a frame on one thread anyway).
+        return [exe, "-dcq", "-T0", "--", str(path)]
     return None
 
 

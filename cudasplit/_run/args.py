@@ -1,4 +1,5 @@
-"""Type and value checks of the public entry points' arguments, made at the call.
+"""Type and value checks of the public entry points' arguments, made at the call (the jobs
+count's own check is :func:`cudasplit._run.jobs.check_jobs`).
 
 A wrong type is an :class:`~cudasplit.errors.OptionsTypeError` (a ``TypeError`` and a
 :class:`~cudasplit.errors.CudasplitError`) naming the parameter; a wrong value an

@@ -1,0 +1,58 @@
+"""The run's own small core, below every part that runs: jobs and cores, progress, argument
+checks, the defaults and accepted words the options show (driver link, bomb guards,
+patchers), and faces that load on first use.
+
+It imports nothing of the package but the core (``errors``), so the CLI's help, the option
+checks and every layer above (sources, ELF patching, splits, release tools, batches) use one
+meaning of ``--jobs``, one progress voice and one patcher list.
+"""
+
+from __future__ import annotations
+
+from cudasplit._run.args import check_optional, check_path, check_sink, check_source, type_name
+from cudasplit._run.defaults import (
+    DEFAULT_DRIVER_LINK,
+    DEFAULT_MAX_MEMBERS,
+    DEFAULT_MAX_RATIO,
+    DEFAULT_MAX_TOTAL_BYTES,
+    PATCHERS,
+)
+from cudasplit._run.jobs import Cores, available_cpus, cgroup_cpu_limit, check_jobs, resolve_jobs
+from cudasplit._run.lazy import lazy_face
+from cudasplit._run.progress import (
+    STEP,
+    ByteGrid,
+    ItemMeter,
+    MeteredStream,
+    Progress,
+    ProgressCallback,
+    Tally,
+    metered,
+)
+
+__all__ = [
+    "DEFAULT_DRIVER_LINK",
+    "DEFAULT_MAX_MEMBERS",
+    "DEFAULT_MAX_RATIO",
+    "DEFAULT_MAX_TOTAL_BYTES",
+    "PATCHERS",
+    "STEP",
+    "ByteGrid",
+    "Cores",
+    "ItemMeter",
+    "MeteredStream",
+    "Progress",
+    "ProgressCallback",
+    "Tally",
+    "available_cpus",
+    "cgroup_cpu_limit",
+    "check_jobs",
+    "check_optional",
+    "check_path",
+    "check_sink",
+    "check_source",
+    "lazy_face",
+    "metered",
+    "resolve_jobs",
+    "type_name",
+]
