@@ -29,10 +29,17 @@ from cudasplit._rulebook.pkgsettings import PackageSettings
 from cudasplit._rulebook.pkgtable import (
     DlopenNeed,
     Gate,
+    PackageLink,
     TextEdit,
     Where,
     added_needed,
     version_at_least,
+)
+from cudasplit._rulebook.profile import (
+    DEFAULT_PROFILE,
+    Profile,
+    available_profiles,
+    profile_dir,
 )
 from cudasplit._rulebook.renames import aliases, name_at, renamed_pairs
 from cudasplit._rulebook.ruleset import (
@@ -49,6 +56,7 @@ from cudasplit._rulebook.totoml import ruleset_toml
 
 __all__ = [
     "ACTIONS",
+    "DEFAULT_PROFILE",
     "KIND_NAMES",
     "PACKAGE_KEYS",
     "PROFILE_KEYS",
@@ -59,7 +67,9 @@ __all__ = [
     "Decision",
     "DlopenNeed",
     "Gate",
+    "PackageLink",
     "PackageSettings",
+    "Profile",
     "Rename",
     "Rule",
     "RuleRef",
@@ -68,6 +78,7 @@ __all__ = [
     "Where",
     "added_needed",
     "aliases",
+    "available_profiles",
     "build_ruleset",
     "default_rules_dir",
     "describe_package",
@@ -75,6 +86,7 @@ __all__ = [
     "load_ruleset",
     "name_at",
     "parse_dlopen_key",
+    "profile_dir",
     "read_rule_file",
     "renamed_pairs",
     "ruleset_toml",
