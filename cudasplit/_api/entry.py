@@ -17,7 +17,7 @@ from cudasplit._layout import LayoutSpec
 from cudasplit._model import OUTPUT_NAMES, Kind
 from cudasplit._nix import nix_outputs, with_nix_defaults
 from cudasplit._report import MemberRecord, Report
-from cudasplit._rulebook import Rename, RuleSet, load_ruleset
+from cudasplit._rulebook import DEFAULT_PROFILE, Rename, RuleSet, load_ruleset
 from cudasplit._source import Source
 from cudasplit._split.args import check_optional, check_path, check_sink, check_source
 from cudasplit._split.pipeline import SplitOptions, SplitRun, member_kind, open_for
@@ -96,7 +96,8 @@ def split_to_dir(source: PathLike | Source, output_dir: PathLike,
     if opts.dry_run:
         return _split(source, None, options=opts, layout=LayoutSpec.under(output_dir))
     sink = DirectorySink.for_output_dir(Path(output_dir), list(OUTPUT_NAMES),
-                                        overwrite=opts.overwrite, durable=opts.fsync)
+                                        overwrite=opts.overwrite, durable=opts.fsync,
+                                        other_outputs=opts.profile != DEFAULT_PROFILE)
     return _split(source, sink, options=opts)
 
 

@@ -66,7 +66,7 @@ def load_package(tables: Sequence[tuple[str, Mapping[str, Any]]],
                                    "optional_outputs"),
         replace_needed=replace_needed,
         dlopen=parse_dlopen_key(merged.get("dlopen", (None, []))[1], "[package] dlopen"),
-        **_load_table_entries(merged),
+        **_load_table_entries(merged, known),
         **_link_keys(merged, known),
     )
 
@@ -127,7 +127,8 @@ def _stub_links(merged: Mapping[str, tuple[str, Any]]) -> dict[str, str]:
     return {str(k): str(v) for k, v in table_of(value, filename, "stub_links").items()}
 
 
-def _load_table_entries(merged: Mapping[str, tuple[str, Any]]) -> dict[str, Any]:
+def _load_table_entries(merged: Mapping[str, tuple[str, Any]],
+                        known: Sequence[str]) -> dict[str, Any]:
     """The structured package-table keys (see _pkgtable.py)."""
     def get(key: str) -> tuple[str, Any]:
         return merged.get(key, ("[package]", None))
@@ -135,11 +136,12 @@ def _load_table_entries(merged: Mapping[str, tuple[str, Any]]) -> dict[str, Any]
     values: dict[str, Any] = {}
     filename, value = get("propagated_outputs")
     outputs = string_list(value, f"{filename}:[package]", "propagated_outputs")
-    if set(outputs) - set(OUTPUT_NAMES):
+    if set(outputs) - set(known):
         raise RulesError(f"{filename}:[package]: unknown propagated output(s)")
     values["propagated_outputs"] = outputs
     parsers = {"copy_packages": parse_package_refs,
-               "pkgconfig_edits": parse_pc_edits, "output_when": parse_output_when,
+               "pkgconfig_edits": parse_pc_edits,
+               "output_when": lambda value, name: parse_output_when(value, name, known),
                "drop": parse_drops, "add_needed": parse_add_needed,
                "link_into": parse_link_into, "text_edits": parse_text_edits,
                "text_edits_from": parse_text_edits_from}

@@ -157,12 +157,13 @@ def parse_pc_edits(value: Any, filename: str) -> tuple[PcEdit, ...]:
     return tuple(edits)
 
 
-def parse_output_when(value: Any, filename: str) -> tuple[OutputWhen, ...]:
+def parse_output_when(value: Any, filename: str,
+                      known: Sequence[str] = OUTPUT_NAMES) -> tuple[OutputWhen, ...]:
     entries = []
     for where, table in _tables(value, filename, "output_when"):
         _check(table, frozenset({"output"}), where)
         output = table.get("output")
-        if output not in OUTPUT_NAMES:
+        if output not in known:
             raise RulesError(f"{where}: unknown output {output!r}")
         entries.append(OutputWhen(str(output), parse_gate(table, where)))
     return tuple(entries)

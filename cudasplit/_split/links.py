@@ -22,10 +22,12 @@ from cudasplit._split.linkresolve import LinkResolver, join_link, link_text
 from cudasplit._split.placements import Placed, Placements
 from cudasplit._split.reportwriter import MemberFacts
 
-__all__ = ["BUILTIN", "Deferred", "ElfCopy", "HardlinkOp", "LinkOp", "LinkPlanner", "SymlinkOp",
-           "join_link", "link_text"]
+__all__ = ["BUILTIN", "EVERY_OUTPUT", "Deferred", "ElfCopy", "HardlinkOp", "LinkOp",
+           "LinkPlanner", "SymlinkOp", "join_link", "link_text"]
 
 Complain = Callable[[str, str | None, str], None]   # (code, archive path, message)
+# The origin of an every_output copy in Placements.occupied: not what makes an output non-empty.
+EVERY_OUTPUT = f"{BUILTIN}:every-output"
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +262,7 @@ class LinkPlanner:
                             self.placements.occupied:
                         self.ops.append(HardlinkOp(other, placed.dest, placed.output,
                                                    placed.dest))
-                        self.placements.occupied[(other, placed.dest)] = path
+                        self.placements.occupied[(other, placed.dest)] = EVERY_OUTPUT
         for entry in self.ruleset.package.links:
             holders = sorted(self.placements.holders(entry.target))
             origin = f"{BUILTIN}:package-link"
