@@ -88,15 +88,12 @@ class CondaOutput:
     @property
     def build(self) -> str:
         """The build string: ``h<hash>_<number>``, the hash of the recipe commit and the
-        package's subdir, as conda-build's hash of the variant (the same for every output of
-        one recipe on one platform, so exact pins between them hold)."""
-        digest = hashlib.sha256(f"{self.recipe.commit}:{self.subdir_hint}".encode())
+        target platform, as conda-build's hash of the variant: the same for every output of
+        one recipe on one platform (noarch ones too), so exact pins between them hold. A
+        recipe every split writes (``cuda-version``) is one package for all platforms."""
+        variant = "" if self.redist == ("*",) else self.recipe.target_platform
+        digest = hashlib.sha256(f"{self.recipe.commit}:{variant}".encode())
         return f"h{digest.hexdigest()[:7]}_{self.recipe.build_number}"
-
-    @property
-    def subdir_hint(self) -> str:
-        """The template of the subdir (the noarch ones too share their recipe's hash)."""
-        return self.recipe.target_platform
 
     def resolved(self, run: RunValues) -> CondaOutput:
         """This output with every ``@name@`` of the run filled in."""
