@@ -8,6 +8,7 @@ from pathlib import Path
 
 from cudasplit._model import PackageId
 from cudasplit._rulebook import (
+    DEFAULT_PROFILE,
     RuleSet,
     build_ruleset,
     describe_package,
@@ -21,7 +22,8 @@ __all__ = ["check_rule_file", "package_entry_lines", "ruleset_for", "ruleset_tom
 
 
 def ruleset_for(package: str | None = None, files: Sequence[str | os.PathLike[str]] = (), *,
-                default_rules: bool = False) -> RuleSet:
+                default_rules: bool = False, profile: str = DEFAULT_PROFILE,
+                platform: str | None = None) -> RuleSet:
     """The rules a split of ``package`` would use, ``files`` first (highest precedence),
     then the shipped ones.
 
@@ -29,18 +31,25 @@ def ruleset_for(package: str | None = None, files: Sequence[str | os.PathLike[st
         package: the package (``cuda_cudart``); ``None``: the default rules only.
         files: rule files that take precedence.
         default_rules: accept a package without ``rules/packages/<NAME>.toml``.
+        profile: the profile whose rules apply (``default``: Nixpkgs' outputs;
+            ``conda-forge``).
+        platform: the NVIDIA platform a profile's ``@name@`` variables are filled for
+            (``linux-x86_64``); profiles that have variables need it.
 
     Returns:
         The merged :class:`RuleSet`.
 
     Raises:
         OptionsError: ``package`` has no rules file (most likely misspelt; the message
-            names near matches) and ``default_rules`` is false.
-        RulesError: a rule file is invalid.
+            names near matches) and ``default_rules`` is false, or an unknown profile.
+        RulesError: a rule file is invalid, or the profile needs another platform.
     """
+    options = SplitOptions(package=None if package is None else PackageId(package),
+                           default_rules=default_rules, profile=profile)
     if package is not None:
-        check_package_known(SplitOptions(package=PackageId(package), default_rules=default_rules))
-    return load_ruleset(package, [os.fspath(f) for f in files])
+        check_package_known(options)
+    return load_ruleset(package, [os.fspath(f) for f in files], profile=profile,
+                        platform=platform)
 
 
 def check_rule_file(path: str | os.PathLike[str]) -> RuleSet:
