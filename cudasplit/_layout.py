@@ -65,6 +65,8 @@ class LayoutSpec:
         roots: fixed (output, root) pairs.
         archives: roots are ``<prefix>/<output>`` inside archives.
         prefix: the archive prefix (default ``/<stem>``).
+        base: outputs not in ``roots`` live at ``<base>/<output>`` (a profile's own output
+            names); ``None``: unknown.
 
     Raises:
         Nothing: a value.

@@ -119,11 +119,14 @@ class CondaRecipe:
     build_number: int
     target_platform: str
     about: tuple[tuple[str, str], ...] = ()     # home, license, license_url, doc_url
+    platform: str | None = None                 # the NVIDIA platform it was read for
     outputs: tuple[CondaOutput, ...] = ()
 
 
-def load_recipes(directory: Path, variables: Mapping[str, str]) -> tuple[CondaRecipe, ...]:
-    """Every ``recipes/*.toml`` of a profile directory, its platform ``variables`` filled in.
+def load_recipes(directory: Path, variables: Mapping[str, str],
+                 platform: str | None = None) -> tuple[CondaRecipe, ...]:
+    """Every ``recipes/*.toml`` of a profile directory, read for ``platform`` (its
+    ``variables`` filled in).
 
     Raises:
         RulesError: a file cannot be read or breaks the format (the message names it).
@@ -131,7 +134,7 @@ def load_recipes(directory: Path, variables: Mapping[str, str]) -> tuple[CondaRe
     recipes = []
     for path in sorted((directory / "recipes").glob("*.toml")):
         doc = substitute(read_rule_file(path), variables)
-        recipes.append(_recipe(str(path), doc, variables.get("target_platform", "")))
+        recipes.append(_recipe(str(path), doc, variables.get("target_platform", ""), platform))
     names = [o.name for r in recipes for o in r.outputs]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -163,7 +166,7 @@ def conda_profile(rules_dir: Path, profile: str, platform: str | None) -> CondaP
         raise RulesError(f"{base / 'default.toml'}: conda packages need the platforms' "
                          "target_platform (conda's subdir)")
     placeholder = (table or {}).get("install_prefix")
-    return CondaProfile(load_recipes(base, variables),
+    return CondaProfile(load_recipes(base, variables, platform),
                         placeholder if isinstance(placeholder, str) else None,
                         variables["target_platform"])
 
@@ -176,7 +179,8 @@ def outputs_for(recipes: Sequence[CondaRecipe], pname: str,
                  and (o.platforms is None or platform in o.platforms))
 
 
-def _recipe(path: str, doc: Mapping[str, Any], target_platform: str) -> CondaRecipe:
+def _recipe(path: str, doc: Mapping[str, Any], target_platform: str,
+            platform: str | None) -> CondaRecipe:
     check_keys(doc, frozenset({"schema", "recipe", "output"}), path, "top level")
     table = table_of(doc.get("recipe"), path, "[recipe]")
     check_keys(table, _RECIPE_KEYS, path, "[recipe]")
@@ -193,7 +197,7 @@ def _recipe(path: str, doc: Mapping[str, Any], target_platform: str) -> CondaRec
         raise RulesError(f"{path}:[recipe].about: values must be strings")
     recipe = CondaRecipe(path, str(table.get("feedstock", "")), commit,
                          str(table.get("recipe_version", "")), redist, number, target_platform,
-                         tuple(sorted(about.items())))
+                         tuple(sorted(about.items())), platform)
     entries = doc.get("output", [])
     if not isinstance(entries, list) or not entries:
         raise RulesError(f"{path}: at least one [[output]]")
@@ -224,12 +228,32 @@ def _output(table: Mapping[str, Any], recipe: CondaRecipe, index: int) -> CondaO
         name=name, redist=redist, noarch=noarch,
         version=str(table.get("version", "@version@")),
         summary=str(table.get("summary", "")),
-        files=string_list(table.get("files"), where, "files"),
+        files=_files(table.get("files"), where, recipe.platform),
         depends=string_list(table.get("depends"), where, "depends"),
         constrains=string_list(table.get("constrains"), where, "constrains"),
         run_exports=tuple((k, string_list(v, where, k)) for k, v in sorted(exports.items())),
         platforms=None if platforms is None else string_list(platforms, where, "platforms"),
         recipe=recipe)
+
+
+def _files(value: Any, where: str, platform: str | None) -> tuple[str, ...]:
+    """``files``: paths and globs, or ``{ path = "...", platforms = [...] }`` for an entry the
+    recipe selects on some platforms only (libcublas' Fortran sources: x86_64)."""
+    if not isinstance(value, list):
+        return string_list(value, where, "files")
+    found = []
+    for entry in value:
+        if isinstance(entry, str):
+            found.append(entry)
+            continue
+        table = table_of(entry, where, "files entry")
+        check_keys(table, frozenset({"path", "platforms"}), where, "files entry")
+        path = table.get("path")
+        if not isinstance(path, str):
+            raise RulesError(f"{where}: a files entry's path must be a string")
+        if platform in string_list(table.get("platforms"), where, "platforms"):
+            found.append(path)
+    return tuple(found)
 
 
 def _filler(values: Mapping[str, str], where: str) -> Any:

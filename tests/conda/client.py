@@ -6,7 +6,6 @@ Offline: the local channel is the only source. The virtual packages the packages
 
 from __future__ import annotations
 
-import platform as host
 from pathlib import Path
 from typing import Any
 
@@ -16,16 +15,6 @@ async def index(channel: Path) -> None:
     import rattler
 
     await rattler.index.index_fs(channel, write_zst=False, write_shards=False)
-
-
-def _virtual_packages() -> list[Any]:
-    import rattler
-    from rattler import BuildString, GenericVirtualPackage, PackageName, Version
-
-    glibc = host.libc_ver()[1] or "2.17"
-    return [GenericVirtualPackage(PackageName(name), Version(version), BuildString("0"))
-            for name, version in (("__glibc", glibc), ("__unix", "0"), ("__linux", "5.0"))] \
-        if rattler else []
 
 
 async def install(channel: Path, specs: list[str], prefix: Path, cache: Path,
@@ -38,6 +27,6 @@ async def install(channel: Path, specs: list[str], prefix: Path, cache: Path,
         await index(channel)
     records = await rattler.solve([rattler.Channel(str(channel))], specs,
                                   platforms=[subdir, "noarch"],
-                                  virtual_packages=_virtual_packages())
+                                  virtual_packages=rattler.VirtualPackage.detect())
     await rattler.install(records, prefix, cache_dir=cache, show_progress=False)
     return list(records)
