@@ -18,7 +18,8 @@ from cudasplit._split.libmajor import LibMajor
 from cudasplit._split.reportwriter import MemberFacts
 
 __all__ = ["ARCHIVE_NIX_SUPPORT", "AR_MAGIC", "BUILTIN", "PACKAGE_DROP", "Action", "Classified",
-           "Normaliser", "classify_member", "fallback_output", "member_kind", "unrelocated"]
+           "Normaliser", "classify_member", "fallback_output", "member_kind", "relocated",
+           "unrelocated"]
 
 AR_MAGIC = b"!<arch>\n"
 PACKAGE_DROP = "dropped by the package table"
@@ -111,7 +112,7 @@ class Classified:
     rename: Rename | None
 
 
-def _relocated(decision: Decision, dest: str) -> str:
+def relocated(decision: Decision, dest: str) -> str:
     """A profile rule's ``relocate`` (conda-forge: ``targets/x86_64-linux/``)."""
     rule = decision.rule_obj
     return dest if rule is None or not rule.relocate else rule.placed_at(dest)
@@ -145,7 +146,7 @@ def classify_member(member: Member, normalise: Normaliser,
         dest, note = None, "dropped by rule"
     elif member.type is MemberType.SYMLINK:
         action = Action.SYMLINK
-        dest = _relocated(decision, dest)
+        dest = relocated(decision, dest)
     elif member.type is MemberType.HARDLINK:
         action = Action.HARDLINK
     elif decision.output is None:
@@ -153,7 +154,7 @@ def classify_member(member: Member, normalise: Normaliser,
     else:
         action = Action.PLACE
         output = fallback_output(decision.output, allowed)
-        dest = _relocated(decision, dest)
+        dest = relocated(decision, dest)
     facts = MemberFacts(member.path, kind.value, output, dest, rule, member.size, member.link,
                         note)
     return Classified(facts, action, kind, decision, rename)

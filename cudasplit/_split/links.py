@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from cudasplit._model import Kind, Member
 from cudasplit._rulebook import Rename, Rule, RuleSet, Where
 from cudasplit._source import member_parent
-from cudasplit._split.classify import BUILTIN, fallback_output, unrelocated
+from cudasplit._split.classify import BUILTIN, fallback_output, relocated, unrelocated
 from cudasplit._split.linkresolve import LinkResolver, join_link, link_text
 from cudasplit._split.placements import Placed, Placements
 from cudasplit._split.reportwriter import MemberFacts
@@ -158,12 +158,14 @@ class LinkPlanner:
                                        rule=str(decision.rule)))
             return
         output = fallback_output(decision.output, self.allowed)
-        self._revise(link, replace(link.facts, output=output, rule=str(decision.rule)))
         assert facts.dest is not None
-        self.ops.append(HardlinkOp(output, facts.dest, source.output, source.dest))
-        self.placements.remember(member.path, Placed(output, facts.dest, source.kind))
+        dest = relocated(decision, facts.dest)  # a profile rule's relocate, as for files
+        self._revise(link, replace(link.facts, output=output, rule=str(decision.rule),
+                                   dest=dest))
+        self.ops.append(HardlinkOp(output, dest, source.output, source.dest))
+        self.placements.remember(member.path, Placed(output, dest, source.kind))
         if output != source.output and source.kind.value.startswith("elf-"):
-            self.elf_copies.append(ElfCopy(link.position, member.path, output, facts.dest,
+            self.elf_copies.append(ElfCopy(link.position, member.path, output, dest,
                                            decision.rule_obj))
 
     def _place_symlink(self, link: Deferred) -> None:

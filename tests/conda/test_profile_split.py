@@ -129,3 +129,16 @@ def test_a_link_into_a_package_without_a_declared_edge_is_skipped(tmp_path: Path
     assert not (tmp_path / "out/cuda-cudart-dev_linux-64" / T / "lib/libcudart.so").exists()
     # the rule's own link_in edge needs no declaration
     assert (tmp_path / "out/cuda-cudart/lib/libcudart.so.13").is_symlink()
+
+
+def test_a_hard_link_is_relocated_like_its_rule_says(tmp_path: Path) -> None:
+    from tests.support.tarutil import write_archive
+
+    top = "cuda_cudart-linux-x86_64-13.0.96-archive"
+    archive = write_archive(tmp_path / f"{top}.tar.xz", [
+        ("file", "include/cuda_runtime.h", b"/* a */\n"),
+        ("hardlink", "include/cuda_runtime_api.h", "include/cuda_runtime.h")], top=top)
+    split_to_dir(archive, tmp_path / "out", CONDA)
+    headers = tmp_path / "out/cuda-cudart-dev_linux-64" / T / "include"
+    assert (headers / "cuda_runtime_api.h").read_bytes() == b"/* a */\n"
+    assert (headers / "cuda_runtime.h").stat().st_ino == (headers / "cuda_runtime_api.h").stat().st_ino
