@@ -64,3 +64,31 @@ def cccl_tarball(base: Path) -> Path:
         (root / rel).write_text("/* stand-in */\n")
     (root / "LICENSE").write_text("stand-in license text of a test archive\n")
     return write_tarball(root, base, "none")
+
+
+DRIVER = "580.95.05"
+# name -> the links the archive has (NVIDIA's compat and driver archives have these chains)
+COMPAT_LIBS = {"libcuda": ("1", ""), "libnvidia-nvvm": ("4", ""),
+               "libnvidia-ptxjitcompiler": ("1", ""), "libcudadebugger": ("1",),
+               "libnvidia-pkcs11": ("1",)}
+
+
+def compat_tarball(base: Path, pname: str = "cuda_compat") -> Path:
+    """A cuda_compat-like archive (``compat/``), or with ``pname="nvidia_driver"`` a driver
+    archive's ``lib/`` and a tool; the libraries are gcc-built stand-ins."""
+    directory = "compat" if pname == "cuda_compat" else "lib"
+    root = base / "tree" / f"{pname}-linux-x86_64-{DRIVER}-archive"
+    for stem, chain in COMPAT_LIBS.items():
+        where = root / directory
+        compile_shared(where, f"{stem}.so.{DRIVER}", f"int {stem.replace('-', '_')}(void) "
+                       "{ return 1; }\n", soname=f"{stem}.so.{chain[0]}")
+        previous = f"{stem}.so.{DRIVER}"
+        for short in chain:
+            alias = f"{stem}.so.{short}" if short else f"{stem}.so"
+            (where / alias).symlink_to(previous)
+            previous = alias
+    if pname == "nvidia_driver":
+        (root / "bin").mkdir(parents=True)
+        (root / "bin" / "nvidia-smi").write_text("#!/bin/sh\n")
+    (root / "LICENSE").write_text("stand-in license text of a test archive\n")
+    return write_tarball(root, base, "none")

@@ -46,6 +46,12 @@ def test_conda_forge_fills_its_platform_variables() -> None:
     assert sbsa.profile.base_output is None and not sbsa.profile.follows_targets
 
 
+def test_tegra_archives_use_their_own_targets_directory() -> None:
+    tegra = load_ruleset("cuda_cudart", profile="conda-forge", platform="linux-aarch64")
+    assert dict(tegra.profile.variables) == {"target_platform": "linux-aarch64",
+                                             "targets_dir": "aarch64-linux"}
+
+
 @pytest.mark.parametrize(("platform", "message"), [
     (None, "needs the platform"), ("linux-ppc64le", "has no platform 'linux-ppc64le'")])
 def test_a_profile_with_platforms_needs_one_of_them(platform: str | None, message: str) -> None:
