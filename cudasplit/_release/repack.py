@@ -15,7 +15,6 @@ from cudasplit._split.args import check_optional, check_path, check_source
 from cudasplit._split.pipeline import SplitOptions
 from cudasplit._split.pipeline import split as _split
 from cudasplit.errors import OptionsError
-from cudasplit.sinks import CondaChannelSink
 from cudasplit.sinks._tarball import DEFAULT_FORMAT, DEFAULT_LEVEL, TarballSink, mtime_from_env
 
 PathLike = str | os.PathLike[str]
@@ -118,6 +117,8 @@ def _repack_conda(source: PathLike | Source, channel: Path, opts: SplitOptions,
     if pack.prefix is not None:
         raise OptionsError("--prefix does not apply to --format conda (conda installs the "
                            "packages into its own prefix)")
+    from cudasplit.sinks import CondaChannelSink  # loads on first use (PEP 562)
+
     sink = CondaChannelSink(channel, opts.rules_dir or default_rules_dir(), opts.profile,
                             platform=opts.platform, cuda_version=opts.cuda_version,
                             level=pack.level, threads=pack.threads,

@@ -10,6 +10,9 @@ The parts: loading and checking files (``load``), the rule set and one rule agai
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from cudasplit._rulebook.gates import version_tuple
 from cudasplit._rulebook.load import (
     ACTIONS,
@@ -41,15 +44,6 @@ from cudasplit._rulebook.profile import (
     available_profiles,
     profile_dir,
 )
-from cudasplit._rulebook.recipes import (
-    CondaOutput,
-    CondaProfile,
-    CondaRecipe,
-    RunValues,
-    conda_profile,
-    load_recipes,
-    outputs_for,
-)
 from cudasplit._rulebook.renames import aliases, name_at, renamed_pairs
 from cudasplit._rulebook.ruleset import (
     KIND_NAMES,
@@ -62,6 +56,30 @@ from cudasplit._rulebook.ruleset import (
 )
 from cudasplit._rulebook.show import describe_package
 from cudasplit._rulebook.totoml import ruleset_toml
+
+if TYPE_CHECKING:
+    from cudasplit._rulebook.recipes import (
+        CondaOutput,
+        CondaProfile,
+        CondaRecipe,
+        RunValues,
+        conda_profile,
+        load_recipes,
+        outputs_for,
+    )
+
+# A profile's package metadata (recipes/) loads on first use: a split never reads it.
+_LAZY = frozenset({"CondaOutput", "CondaProfile", "CondaRecipe", "RunValues", "conda_profile",
+                   "load_recipes", "outputs_for"})
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'cudasplit._rulebook' has no attribute {name!r}")
+    value = getattr(importlib.import_module("cudasplit._rulebook.recipes"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ACTIONS",
