@@ -62,14 +62,27 @@ class CondaChannelSink(StagedSink):
         self._overwrite = overwrite
         self._outputs: dict[str, CondaOutput] = {}
         self._extra: list[CondaOutput] = []
+        self._made: list[Path] = []   # directories this run created (abort removes them empty)
         self.written: list[Path] = []
 
     def stage_parent(self) -> Path:
         if self._staging_parent is not None:
             return self._staging_parent
-        with _translate(self._channel):
-            self._channel.mkdir(parents=True, exist_ok=True)
+        self._make_dir(self._channel)
         return self._channel
+
+    def _make_dir(self, directory: Path) -> None:
+        missing = [p for p in reversed((directory, *directory.parents)) if not p.exists()]
+        with _translate(directory):
+            directory.mkdir(parents=True, exist_ok=True)
+        self._made.extend(missing)
+
+    def abort(self) -> None:
+        super().abort()
+        for made in reversed(self._made):  # innermost first; only if empty: never others' files
+            with contextlib.suppress(OSError):
+                made.rmdir()
+        self._made = []
 
     def start(self, package: PackageId, layout: Layout) -> None:
         """The package's outputs, resolved: an unknown version fails before anything is
@@ -121,6 +134,7 @@ class CondaChannelSink(StagedSink):
             self.abort()
             raise
         self.discard_stage()
+        self._made = []
 
     # -- one package -------------------------------------------------------------------------
 
@@ -129,8 +143,8 @@ class CondaChannelSink(StagedSink):
         assert self._profile is not None
         meta = self._meta(output)
         final = self._channel / meta.subdir / f"{meta.stem}.conda"
+        self._make_dir(final.parent)
         with _translate(final.parent):
-            final.parent.mkdir(parents=True, exist_ok=True)
             work = Path(tempfile.mkdtemp(prefix=f".{meta.stem}.", dir=final.parent))
         try:
             empty = work / "empty"   # a package no output of the split holds

@@ -16,7 +16,7 @@ import pytest
 import zstandard
 
 from cudasplit import RepackOptions, SplitOptions, repack_to_dir
-from cudasplit._rulebook import conda_profile, default_rules_dir
+from cudasplit._rulebook import conda_profile, default_rules_dir, load_ruleset
 from tests.conda.client import install
 from tests.conda.synthetic import VERSION, cccl_tarball, cudart_tarball
 
@@ -112,3 +112,19 @@ def test_rattler_installs_the_channel_and_fills_the_prefix(channel: Path, tmp_pa
     pc = (prefix / "lib/pkgconfig/cudart-13.0.pc").read_text()
     assert f"cudaroot={prefix}\n" in pc
 
+
+
+def test_an_output_without_metadata_fails_and_leaves_nothing(tarball: Path,
+                                                            tmp_path: Path) -> None:
+    from cudasplit import OutputError
+
+    rules = tmp_path / "extra.toml"
+    shipped = load_ruleset("cuda_cudart", profile="conda-forge", platform="linux-x86_64")
+    outputs = ", ".join(f'"{o}"' for o in (*(shipped.package.outputs or ()), "cuda-extra"))
+    rules.write_text(f'schema = 1\n[package]\noutputs = [{outputs}]\n'
+                     '[[rule]]\nname = "x"\nmatch = ["include/**"]\noutput = "cuda-extra"\n')
+    channel = tmp_path / "new" / "channel"
+    options = SplitOptions(profile="conda-forge", rules_files=(str(rules),))
+    with pytest.raises(OutputError, match="'cuda-extra' has no conda metadata"):
+        repack_to_dir(tarball, channel, options, PACK)
+    assert not (tmp_path / "new").exists()
