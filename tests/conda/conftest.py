@@ -12,12 +12,11 @@ is not what is tested. The rattler package cache is shared too.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
-from cudasplit import RepackOptions, Report, SplitOptions, repack_to_dir
+from cudasplit import RepackOptions, SplitOptions, repack_to_dir
+from tests.conda.redist import RealChannel
 
 X86 = (("cuda_cudart", None), ("cuda_nvcc", None), ("cuda_crt", None), ("libnvvm", None),
        ("libnvptxcompiler", None), ("cuda_cccl", None), ("cuda_nvrtc", 2), ("libcublas", None),
@@ -26,21 +25,12 @@ SBSA = (("cuda_cudart", None), ("cuda_crt", None), ("cuda_cccl", None), ("cuda_n
         ("libnvvm", 0), ("libnvptxcompiler", None))
 
 
-@dataclass
-class RealChannel:
-    path: Path
-    cache: Path                                       # rattler's package cache
-    reports: dict[tuple[str, str], Report] = field(default_factory=dict)
-    packages: dict[tuple[str, str], list[Path]] = field(default_factory=dict)
-    reduced: set[tuple[str, str]] = field(default_factory=set)   # built without some ELF
-
-
 @pytest.fixture(scope="session")
 def real_channel(tmp_path_factory: pytest.TempPathFactory) -> RealChannel:
     pytest.importorskip("conda_package_streaming", reason="conda-package-streaming not installed")
     pytest.importorskip("rattler", reason="py-rattler not installed")
     from tests.conda.client import index
-    from tests.conda.redist import conda_tarball
+    from tests.conda.redist import conda_tarball  # the wheel cache: realbytes
 
     channel = RealChannel(tmp_path_factory.mktemp("channel"),
                           tmp_path_factory.mktemp("rattler-cache"))

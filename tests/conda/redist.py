@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 import tarfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from cudasplit import Report
 from tests.support.wheeltrees import WHEELS_13, Wheel, redist_tarball
 
 # CUDA 13.0 (redistrib_13.0.2.json) and cuBLAS as 13.0.3 ships it; the nvcc-impl set with
@@ -48,3 +50,14 @@ def _move_nvvm_lib(source: Path, dest: Path) -> None:
                 info.name = f"{top}/nvvm/lib64{rest[len('nvvm/lib'):]}"
             out.addfile(info, src.extractfile(info) if info.isfile() else None)
     os.replace(tmp, dest)
+
+
+@dataclass
+class RealChannel:
+    """A channel built from these tarballs (tests/conda/conftest.py's session fixture)."""
+
+    path: Path
+    cache: Path                                       # rattler's package cache
+    reports: dict[tuple[str, str], Report] = field(default_factory=dict)
+    packages: dict[tuple[str, str], list[Path]] = field(default_factory=dict)
+    reduced: set[tuple[str, str]] = field(default_factory=set)   # built without some ELF

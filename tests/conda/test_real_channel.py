@@ -31,8 +31,8 @@ import zstandard
 
 from cudasplit._rulebook import conda_profile, default_rules_dir, outputs_for
 from tests.conda.client import install
-from tests.conda.conftest import RealChannel
 from tests.conda.feedstock import Member, install_prefix, select
+from tests.conda.redist import RealChannel
 from tests.support.builders import dynamic_entries
 from tests.support.realwheels import wheel_root
 from tests.support.standin import build_stand_in
