@@ -52,20 +52,29 @@ def ruleset_for(package: str | None = None, files: Sequence[str | os.PathLike[st
                         platform=platform)
 
 
-def check_rule_file(path: str | os.PathLike[str]) -> RuleSet:
-    """Read and validate one rule file on its own.
+def check_rule_file(path: str | os.PathLike[str], *, profile: str = DEFAULT_PROFILE,
+                    platform: str | None = None) -> RuleSet:
+    """Read and validate one rule file on its own (with another profile: over that profile's
+    ``default.toml``, whose outputs and variables it may use).
 
     Args:
         path: the TOML rule file.
+        profile: ``default``: the file alone; another profile: the file first, then the
+            profile's ``default.toml`` (a package file of ``rules/profiles/conda-forge``).
+        platform: fills the profile's ``@name@`` variables (a profile that has them needs it).
 
     Returns:
-        The :class:`RuleSet` of that file alone.
+        The :class:`RuleSet` of that file alone (with the profile's base).
 
     Raises:
+        OptionsError: an unknown profile.
         RulesError: the file cannot be read, is not TOML, or breaks a rule (the message
-            names ``file:rule``).
+            names ``file:rule``), or the profile needs another platform.
     """
     name = os.fspath(path)
+    if profile != DEFAULT_PROFILE:
+        SplitOptions(profile=profile)  # an unknown profile: the options' one-line error
+        return load_ruleset(None, [name], profile=profile, platform=platform)
     return build_ruleset([(name, read_rule_file(Path(name)))])
 
 

@@ -130,11 +130,16 @@ def rules_show(files: Sequence[str], package: str | None, profile: str,
 
 @rules_group.command("check")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
-def rules_check(files: Sequence[str]) -> None:
+@click.option("--profile", default="default", show_default=True, metavar="NAME",
+              help="Check each file over this profile's default.toml (its outputs, variables).")
+@click.option("--platform", "platform", metavar="NAME", help="The platform a profile's "
+              "@target_platform@/@targets_dir@ are filled for (linux-x86_64, linux-sbsa).")
+def rules_check(files: Sequence[str], profile: str, platform: str | None) -> None:
     """Validate rule files (each on its own); exit 2 with file:rule on the first error."""
     try:
         for name in files:
-            check_rule_file(name)
+            check_rule_file(name, profile=profile,
+                            platform=None if platform is None else platform_name(platform))
             click.echo(f"{name}: ok")
     except CudasplitError as exc:
         fail(exc)

@@ -67,3 +67,14 @@ def test_rules_show_fills_a_profiles_platform(tmp_path: Path) -> None:
     code, _stdout, stderr = invoke("rules", "show", "--profile", "conda-forge", "--package",
                                    "cuda_cudart")
     assert code == 2 and "needs the platform" in stderr
+
+
+def test_rules_check_reads_a_package_file_over_its_profile() -> None:
+    from cudasplit._rulebook import default_rules_dir
+
+    package = default_rules_dir() / "profiles/conda-forge/packages/cuda_nvcc.toml"
+    code, stdout, stderr = invoke("rules", "check", "--profile", "conda-forge", "--platform",
+                                  "linux-sbsa", str(package))
+    assert code == 0 and stdout.endswith(": ok\n"), stderr
+    code, _stdout, stderr = invoke("rules", "check", str(package))  # without its profile
+    assert code == 2 and "unknown or missing output" in stderr
