@@ -25,15 +25,23 @@ class Layout:
 
     Attributes:
         roots: (output, final root) pairs.
+        base: outputs not in ``roots`` live at ``<base>/<output>`` (a profile whose packages
+            name their own outputs); ``None``: they are unknown.
 
     Raises:
         Nothing: a value.
     """
 
     roots: tuple[tuple[str, str], ...]
+    base: str | None = None
 
     def root(self, output: str) -> str:
-        return dict(self.roots).get(output, "/${" + output + "}")
+        found = dict(self.roots).get(output)
+        if found is not None:
+            return found
+        if self.base is not None:
+            return f"{self.base.rstrip('/')}/{output}"
+        return "/${" + output + "}"
 
 
 def archive_stem(package: PackageId) -> str:
@@ -57,6 +65,8 @@ class LayoutSpec:
         roots: fixed (output, root) pairs.
         archives: roots are ``<prefix>/<output>`` inside archives.
         prefix: the archive prefix (default ``/<stem>``).
+        base: outputs not in ``roots`` live at ``<base>/<output>`` (a profile's own output
+            names); ``None``: unknown.
 
     Raises:
         Nothing: a value.
@@ -65,20 +75,24 @@ class LayoutSpec:
     roots: tuple[tuple[str, str], ...] = ()
     archives: bool = False
     prefix: str | None = None
+    base: str | None = None   # other outputs: <base>/<output> (see Layout.base)
 
     @classmethod
     def placeholders(cls) -> LayoutSpec:
         return cls()
 
     @classmethod
-    def fixed(cls, roots: Mapping[str, str | os.PathLike[str]]) -> LayoutSpec:
-        return cls(tuple((name, os.path.abspath(path)) for name, path in roots.items()))
+    def fixed(cls, roots: Mapping[str, str | os.PathLike[str]],
+              base: str | os.PathLike[str] | None = None) -> LayoutSpec:
+        return cls(tuple((name, os.path.abspath(path)) for name, path in roots.items()),
+                   base=None if base is None else os.path.abspath(base))
 
     @classmethod
     def under(cls, directory: str | os.PathLike[str]) -> LayoutSpec:
-        """``--output-dir DIR``: every output at ``DIR/<output>``."""
+        """``--output-dir DIR``: every output at ``DIR/<output>`` (a profile's own output
+        names too)."""
         base = os.path.abspath(directory)
-        return cls.fixed({name: os.path.join(base, name) for name in OUTPUT_NAMES})
+        return cls.fixed({name: os.path.join(base, name) for name in OUTPUT_NAMES}, base)
 
     @classmethod
     def unpacked_at(cls, prefix: str | None) -> LayoutSpec:
@@ -87,6 +101,7 @@ class LayoutSpec:
 
     def resolve(self, package: PackageId) -> Layout:
         if not self.archives:
-            return Layout(self.roots)
+            return Layout(self.roots, self.base)
         prefix = self.prefix if self.prefix is not None else "/" + archive_stem(package)
-        return Layout(tuple((name, f"{prefix.rstrip('/')}/{name}") for name in OUTPUT_NAMES))
+        return Layout(tuple((name, f"{prefix.rstrip('/')}/{name}") for name in OUTPUT_NAMES),
+                      prefix.rstrip("/") or "/")

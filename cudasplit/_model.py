@@ -88,6 +88,9 @@ class PackageId:
         }
 
 
+# The profile whose rules are rules/ itself (Nixpkgs' outputs, OUTPUT_NAMES); any other is
+# rules/profiles/<name>/ and names its own outputs.
+DEFAULT_PROFILE = "default"
 OUTPUT_NAMES: tuple[str, ...] = (
     "out", "doc", "samples", "python", "bin", "dev", "include", "lib", "static", "stubs",
 )

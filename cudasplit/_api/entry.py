@@ -102,13 +102,15 @@ def split_to_dir(source: PathLike | Source, output_dir: PathLike,
     check_path(output_dir, "output_dir")
     opts = options or SplitOptions()
     with started(source, opts) as opened:
+        from cudasplit._rulebook import DEFAULT_PROFILE
         from cudasplit._split.pipeline import split as _split
         from cudasplit.sinks import DirectorySink
 
         if opts.dry_run:
             return _split(opened, None, options=opts, layout=LayoutSpec.under(output_dir))
         sink = DirectorySink.for_output_dir(Path(output_dir), list(OUTPUT_NAMES),
-                                            overwrite=opts.overwrite, durable=opts.fsync)
+                                            overwrite=opts.overwrite, durable=opts.fsync,
+                                            other_outputs=opts.profile != DEFAULT_PROFILE)
         return _split(opened, sink, options=opts)
 
 

@@ -1,4 +1,5 @@
-"""``repack_to_dir``: the split, written as one reproducible tarball per output."""
+"""``repack_to_dir``: the split, written as one reproducible tarball per output, or (a
+profile's ``fmt="conda"``) as one conda package per output into a channel."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ from pathlib import Path
 
 from cudasplit._layout import LayoutSpec
 from cudasplit._report import Report
+from cudasplit._rulebook import DEFAULT_PROFILE, default_rules_dir
 from cudasplit._run import check_optional, check_path, check_source, resolve_jobs
 from cudasplit._source import Source
 from cudasplit._split.pipeline import SplitOptions
 from cudasplit._split.pipeline import split as _split
-from cudasplit.sinks._tarball import DEFAULT_FORMAT, DEFAULT_LEVEL, TarballSink
+from cudasplit.errors import OptionsError
+from cudasplit.sinks._tarball import DEFAULT_FORMAT, DEFAULT_LEVEL, TarballSink, mtime_from_env
 
 PathLike = str | os.PathLike[str]
 
@@ -23,7 +26,9 @@ class RepackOptions:
 
     Attributes:
         prefix: where the outputs unpack: ``<prefix>/<output>`` (default ``/<stem>``).
-        fmt: ``zst``, ``xz`` or ``gz``.
+        fmt: ``zst``, ``xz`` or ``gz``; ``conda``: one ``.conda`` per output of a profile
+            that describes conda packages (``SplitOptions(profile="conda-forge")``), into
+            ``<output_dir>/<subdir>/``.
         level: the compression level.
         threads: zstd compressor threads; ``None``: the split's cores
             (``SplitOptions.jobs``); 0: single-threaded; -1: every CPU the process may use.
@@ -37,7 +42,7 @@ class RepackOptions:
     """
 
     prefix: str | None = None      # outputs unpack to <prefix>/<output>; default /<stem>
-    fmt: str = DEFAULT_FORMAT      # zst | xz | gz
+    fmt: str = DEFAULT_FORMAT      # zst | xz | gz | conda
     level: int = DEFAULT_LEVEL
     threads: int | None = None     # zstd threads; None: the split's jobs; 0: single-threaded
     mtime: int | None = None       # None: SOURCE_DATE_EPOCH or the fixed default
@@ -64,7 +69,9 @@ def repack_to_dir(source: PathLike | Source, output_dir: PathLike,
                   options: SplitOptions | None = None,
                   repack: RepackOptions | None = None) -> RepackResult:
     """Split ``source`` with the same rules and patching as :func:`split` and write
-    ``<output_dir>/<pname>-<platform>-<version>-<output>.tar.zst`` per output.
+    ``<output_dir>/<pname>-<platform>-<version>-<output>.tar.zst`` per output, or with
+    ``fmt="conda"`` ``<output_dir>/<subdir>/<name>-<version>-<build>.conda`` per output
+    (byte-for-byte reproducible; a client indexes and installs the channel).
     Archives appear only once all of them are complete (temp files + rename).
 
     Args:
@@ -98,10 +105,31 @@ def repack_to_dir(source: PathLike | Source, output_dir: PathLike,
                                    layout=LayoutSpec.unpacked_at(pack.prefix)))
     threads = (opts.effective_jobs() if pack.threads is None
                else resolve_jobs(None) if pack.threads < 0 else pack.threads)
+    if pack.fmt == "conda":
+        return _repack_conda(source, Path(output_dir), opts, pack, threads)
     sink = TarballSink(Path(output_dir), prefix=pack.prefix, fmt=pack.fmt,
                        level=pack.level, threads=threads, mtime=pack.mtime,
                        overwrite=opts.overwrite, staging_parent=pack.staging_parent,
                        progress=opts.progress)
+    report = _split(source, sink, options=opts)
+    return RepackResult(report, list(sink.written))
+
+
+def _repack_conda(source: PathLike | Source, channel: Path, opts: SplitOptions,
+                  pack: RepackOptions, threads: int) -> RepackResult:
+    if opts.profile == DEFAULT_PROFILE:
+        raise OptionsError("--format conda packs a profile's conda packages: pass --profile "
+                           "conda-forge (the default profile's outputs are Nix outputs)")
+    if pack.prefix is not None:
+        raise OptionsError("--prefix does not apply to --format conda (conda installs the "
+                           "packages into its own prefix)")
+    from cudasplit.sinks import CondaChannelSink  # loads on first use (PEP 562)
+
+    sink = CondaChannelSink(channel, opts.rules_dir or default_rules_dir(), opts.profile,
+                            platform=opts.platform, cuda_version=opts.cuda_version,
+                            level=pack.level, threads=threads,
+                            mtime=mtime_from_env() if pack.mtime is None else pack.mtime,
+                            overwrite=opts.overwrite, staging_parent=pack.staging_parent)
     report = _split(source, sink, options=opts)
     return RepackResult(report, list(sink.written))
 

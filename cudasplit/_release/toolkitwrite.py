@@ -7,30 +7,14 @@ import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from cudasplit._split.rewrites import PREFIX_PROFILE
 from cudasplit.errors import ToolkitError
 
 __all__ = ["NVCC_PROFILE", "write_view"]
 
-# NVIDIA's bin/nvcc.profile (CUDA 13; CUDA 12's differs only in spelling nvvm as
-# $(_NVVM_BRANCH_), which nvcc sets to nvvm, and in not naming include/cccl).
-NVCC_PROFILE = """
-TOP              = $(_HERE_)/..
+# NVIDIA's own bin/nvcc.profile; the conda-forge profile writes the same (one definition).
+NVCC_PROFILE = PREFIX_PROFILE
 
-CICC_PATH        = $(TOP)/nvvm/bin
-NVVMIR_LIBRARY_DIR = $(TOP)/nvvm/libdevice
-
-LD_LIBRARY_PATH += $(TOP)/lib:
-PATH            += $(CICC_PATH):$(_HERE_):
-
-INCLUDES        +=  "-I$(TOP)/$(_TARGET_DIR_)/include" $(_SPACE_)
-SYSTEM_INCLUDES +=  "-isystem" "$(TOP)/$(_TARGET_DIR_)/include/cccl" $(_SPACE_)
-
-LIBRARIES        =+ $(_SPACE_) "-L$(TOP)/$(_TARGET_DIR_)/lib$(_TARGET_SIZE_)/stubs" \
-"-L$(TOP)/$(_TARGET_DIR_)/lib$(_TARGET_SIZE_)"
-
-CUDAFE_FLAGS    +=
-PTXAS_FLAGS     +=
-"""
 
 def write_view(dest: Path, entries: Mapping[str, Path | None], written: Sequence[str],
                host: str, *, overwrite: bool) -> None:

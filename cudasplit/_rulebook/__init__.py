@@ -10,6 +10,9 @@ The parts: loading and checking files (``load``), the rule set and one rule agai
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from cudasplit._rulebook.gates import version_tuple
 from cudasplit._rulebook.load import (
     ACTIONS,
@@ -33,6 +36,7 @@ from cudasplit._rulebook.pkgtable import (
     Gate,
     LinkInto,
     OutputWhen,
+    PackageLink,
     PcEdit,
     RunpathPackage,
     TextEdit,
@@ -40,6 +44,12 @@ from cudasplit._rulebook.pkgtable import (
     Where,
     added_needed,
     version_at_least,
+)
+from cudasplit._rulebook.profile import (
+    DEFAULT_PROFILE,
+    Profile,
+    available_profiles,
+    profile_dir,
 )
 from cudasplit._rulebook.renames import aliases, name_at, renamed_pairs
 from cudasplit._rulebook.ruleset import (
@@ -54,8 +64,33 @@ from cudasplit._rulebook.ruleset import (
 from cudasplit._rulebook.show import describe_package
 from cudasplit._rulebook.totoml import ruleset_toml
 
+if TYPE_CHECKING:
+    from cudasplit._rulebook.recipes import (
+        CondaOutput,
+        CondaProfile,
+        CondaRecipe,
+        RunValues,
+        conda_profile,
+        load_recipes,
+        outputs_for,
+    )
+
+# A profile's package metadata (recipes/) loads on first use: a split never reads it.
+_LAZY = frozenset({"CondaOutput", "CondaProfile", "CondaRecipe", "RunValues", "conda_profile",
+                   "load_recipes", "outputs_for"})
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'cudasplit._rulebook' has no attribute {name!r}")
+    value = getattr(importlib.import_module("cudasplit._rulebook.recipes"), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
     "ACTIONS",
+    "DEFAULT_PROFILE",
     "KIND_NAMES",
     "PACKAGE_KEYS",
     "PROFILE_KEYS",
@@ -64,31 +99,42 @@ __all__ = [
     "TOP_KEYS",
     "TRANSFORMS",
     "AddNeeded",
+    "CondaOutput",
+    "CondaProfile",
+    "CondaRecipe",
     "Decision",
     "DlopenNeed",
     "DropEdit",
     "Gate",
     "LinkInto",
     "OutputWhen",
+    "PackageLink",
     "PackageSettings",
     "PcEdit",
+    "Profile",
     "Rename",
     "Rule",
     "RuleRef",
     "RuleSet",
+    "RunValues",
     "RunpathPackage",
     "TextEdit",
     "TextEditsFrom",
     "Where",
     "added_needed",
     "aliases",
+    "available_profiles",
     "build_ruleset",
+    "conda_profile",
     "default_rules_dir",
     "describe_package",
     "kind_matches",
+    "load_recipes",
     "load_ruleset",
     "name_at",
+    "outputs_for",
     "parse_dlopen_key",
+    "profile_dir",
     "read_rule_file",
     "renamed_pairs",
     "ruleset_toml",

@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from cudasplit._model import OUTPUT_NAMES
+from cudasplit._elf.plan import is_origin_relative, is_stub_entry
 from cudasplit._rulebook.pkgload import load_package
 from cudasplit._rulebook.pkgparse import (
     check_keys,
@@ -31,6 +31,14 @@ from cudasplit._rulebook.pkgparse import (
     table_of,
 )
 from cudasplit._rulebook.pkgtable import TextEdit, TextEditsFrom
+from cudasplit._rulebook.profile import (
+    DEFAULT_PROFILE,
+    Profile,
+    parse_profile,
+    profile_dir,
+    profile_variables,
+    substitute,
+)
 from cudasplit._rulebook.ruleset import (
     KIND_NAMES,
     Rename,
@@ -55,13 +63,18 @@ __all__ = [
 
 RULE_KEYS = frozenset(
     {"name", "match", "kind", "output", "action", "patch", "keep_runpath", "runpath_append",
-     "transform", "description", "fallback"}
+     "transform", "description", "fallback", "relocate", "link_in", "link_under", "runpath",
+     "runpath_tag", "every_output"}
 )
 RENAME_KEYS = frozenset({"name", "from", "to", "link_back", "description", "file"})
 TOP_KEYS = frozenset({"schema", "profile", "package", "rule", "rename"})
-PROFILE_KEYS = frozenset({"name", "description", "outputs"})
+PROFILE_KEYS = frozenset({"name", "description", "outputs", "package_outputs", "base_output",
+                          "symlinks", "install_prefix", "platforms"})
 ACTIONS = frozenset({"place", "drop"})
-TRANSFORMS = frozenset({"pkgconfig", "nvcc-profile"})
+# pkgconfig-prefix: cudaroot= names the one install prefix (conda); nvcc-profile-prefix:
+# NVIDIA's own profile, for nvcc in a prefix that holds targets/<dir>/ (as `cudasplit toolkit`).
+TRANSFORMS = frozenset({"pkgconfig", "nvcc-profile", "pkgconfig-prefix", "nvcc-profile-prefix"})
+_TAGS = {"rpath": "RPATH", "runpath": "RUNPATH"}
 
 
 def default_rules_dir() -> Path:
@@ -76,30 +89,44 @@ def load_ruleset(
     package_name: str | None = None,
     extra_files: Sequence[str | Path] = (),
     rules_dir: Path | None = None,
+    *,
+    profile: str = DEFAULT_PROFILE,
+    platform: str | None = None,
 ) -> RuleSet:
     """The rules of one package: ``extra_files`` first (highest precedence), then
-    ``rules/packages/<package_name>.toml`` when it exists, then ``rules/default.toml``.
+    ``<profile>/packages/<package_name>.toml`` when it exists, then ``<profile>/default.toml``
+    (the default profile's directory is ``rules/`` itself, another's ``rules/profiles/<name>/``).
 
     Args:
         package_name: the package (``cuda_cudart``); ``None``: the default rules only.
         extra_files: rule files that take precedence over the shipped ones.
         rules_dir: a directory replacing the shipped ``rules/``.
+        profile: the profile whose rules apply (``default``: Nixpkgs' outputs).
+        platform: the NVIDIA platform (``linux-x86_64``); a profile that declares
+            ``[profile.platforms]`` fills its ``@name@`` variables from it.
 
     Returns:
         The merged :class:`RuleSet` (rules, renames, package settings, the files read).
 
     Raises:
         RulesError: a file cannot be read, is not TOML, or breaks a rule (the message
-            names ``file:rule``).
+            names ``file:rule``); an unknown profile, or a platform the profile lacks.
     """
-    base = rules_dir or default_rules_dir()
+    base = profile_dir(rules_dir or default_rules_dir(), profile)
     files: list[Path] = [Path(f) for f in extra_files]
     if package_name:
         pkg_file = base / "packages" / f"{package_name}.toml"
         if pkg_file.is_file():
             files.append(pkg_file)
     files.append(base / "default.toml")
-    return build_ruleset([(str(f), read_rule_file(f)) for f in files], base)
+    documents = [(str(f), read_rule_file(f)) for f in files]
+    if profile != DEFAULT_PROFILE:  # the default profile has no variables: read as written
+        table = documents[-1][1].get("profile")
+        variables = profile_variables(table if isinstance(table, dict) else None,
+                                      documents[-1][0], platform)
+        documents = [(name, substitute(doc, variables)) for name, doc in documents]
+        return build_ruleset(documents, base, variables)
+    return build_ruleset(documents, base)
 
 
 def _edits_from(base: Path, sources: Iterable[TextEditsFrom]) -> Iterable[TextEdit]:
@@ -131,9 +158,15 @@ def read_rule_file(path: Path) -> dict[str, Any]:
 
 
 def build_ruleset(documents: Iterable[tuple[str, Mapping[str, Any]]],
-                  rules_dir: Path | None = None) -> RuleSet:
+                  rules_dir: Path | None = None,
+                  variables: Mapping[str, str] | None = None) -> RuleSet:
     """The rules of ``documents`` (highest precedence first); ``text_edits_from`` names
-    packages of ``rules_dir`` (default: the shipped rules)."""
+    packages of ``rules_dir`` (default: the shipped rules). The last document with a
+    ``[profile]`` table (the profile's own ``default.toml``) decides the outputs a rule may
+    name; ``variables``: the ``@name@`` values already filled in (kept on the profile)."""
+    documents = list(documents)
+    profile = _profile(documents, variables)
+    known = _known_outputs(documents, profile)
     rules: list[Rule] = []
     renames: list[Rename] = []
     package_tables: list[tuple[str, Mapping[str, Any]]] = []
@@ -146,19 +179,44 @@ def build_ruleset(documents: Iterable[tuple[str, Mapping[str, Any]]],
         if "profile" in doc:
             check_keys(table_of(doc["profile"], filename, "profile"), PROFILE_KEYS, filename,
                         "[profile]")
-        rules.extend(_load_rules(doc.get("rule", []), filename, label))
+        rules.extend(_load_rules(doc.get("rule", []), filename, label, known))
         renames.extend(_load_renames(doc.get("rename", []), filename, label))
         if "package" in doc:
             package_tables.append((filename, table_of(doc["package"], filename, "package")))
         names.append(filename)
-    package = load_package(package_tables)
+    package = load_package(package_tables, known)
     if package.text_edits_from:
         package = replace(package, text_edits=package.text_edits + tuple(
             _edits_from(rules_dir or default_rules_dir(), package.text_edits_from)))
-    return RuleSet(tuple(rules), tuple(renames), package, tuple(names))
+    return RuleSet(tuple(rules), tuple(renames), package, tuple(names), profile)
 
 
-def _load_rules(entries: Any, filename: str, label: str) -> list[Rule]:
+def _profile(documents: Sequence[tuple[str, Mapping[str, Any]]],
+             variables: Mapping[str, str] | None) -> Profile:
+    for filename, doc in reversed(documents):
+        if "profile" in doc:
+            table = table_of(doc["profile"], filename, "profile")
+            check_keys(table, PROFILE_KEYS, filename, "[profile]")
+            return parse_profile(table, filename, variables)
+    return Profile()
+
+
+def _known_outputs(documents: Sequence[tuple[str, Mapping[str, Any]]],
+                   profile: Profile) -> tuple[str, ...]:
+    """The outputs rules may name: the profile's, and with ``package_outputs`` the package's
+    (``outputs`` of the first ``[package]`` table that sets it, as the merge takes it)."""
+    if not profile.package_outputs:
+        return profile.outputs
+    for filename, doc in documents:
+        table = doc.get("package")
+        if isinstance(table, dict) and "outputs" in table:
+            own = string_list(table["outputs"], f"{filename}:[package]", "outputs")
+            return tuple(dict.fromkeys((*profile.outputs, *own)))
+    return profile.outputs
+
+
+def _load_rules(entries: Any, filename: str, label: str,
+                known: tuple[str, ...]) -> list[Rule]:
     if not isinstance(entries, list):
         raise RulesError(f"{filename}: 'rule' must be an array of tables ([[rule]])")
     seen: set[str] = set()
@@ -172,11 +230,12 @@ def _load_rules(entries: Any, filename: str, label: str) -> list[Rule]:
         if name in seen:
             raise RulesError(f"{filename}:{name}: duplicate rule name")
         seen.add(name)
-        rules.append(_load_rule(table, filename, label, name))
+        rules.append(_load_rule(table, filename, label, name, known))
     return rules
 
 
-def _load_rule(table: Mapping[str, Any], filename: str, label: str, name: str) -> Rule:
+def _load_rule(table: Mapping[str, Any], filename: str, label: str, name: str,
+               known: tuple[str, ...]) -> Rule:
     where = f"{filename}:{name}"
     check_keys(table, RULE_KEYS, filename, name)
     action = table.get("action", "place")
@@ -184,10 +243,10 @@ def _load_rule(table: Mapping[str, Any], filename: str, label: str, name: str) -
         raise RulesError(f"{where}: unknown action {action!r} (use place or drop)")
     output = table.get("output")
     if action == "place":
-        if output not in OUTPUT_NAMES:
+        if output not in known:
             raise RulesError(
                 f"{where}: unknown or missing output {output!r} "
-                f"(known: {', '.join(OUTPUT_NAMES)})"
+                f"(known: {', '.join(known)})"
             )
     elif output is not None:
         raise RulesError(f"{where}: a 'drop' rule takes no output")
@@ -205,14 +264,69 @@ def _load_rule(table: Mapping[str, Any], filename: str, label: str, name: str) -
         runpath_append=string_list(table.get("runpath_append", []), where, "runpath_append"),
         transform=transform,
         description=str(table.get("description", "")),
-        fallback=_fallback(table.get("fallback"), where),
+        fallback=_fallback(table.get("fallback"), where, known),
+        **_placement_keys(table, where, known),
     )
 
 
-def _fallback(value: Any, where: str) -> str | None:
-    if value is not None and value not in OUTPUT_NAMES:
+def _fallback(value: Any, where: str, known: tuple[str, ...]) -> str | None:
+    if value is not None and value not in known:
         raise RulesError(f"{where}: unknown fallback output {value!r}")
     return None if value is None else str(value)
+
+
+def _placement_keys(table: Mapping[str, Any], where: str,
+                    known: tuple[str, ...]) -> dict[str, Any]:
+    """relocate, link_in/link_under, the exact runpath and its tag, every_output."""
+    keys: dict[str, Any] = {}
+    for key in ("relocate", "link_under"):
+        if key in table:
+            keys[key] = _directory_prefix(table[key], where, key)
+    link_in = table.get("link_in")
+    if link_in is not None:
+        if link_in not in known:
+            raise RulesError(f"{where}: link_in names an unknown output {link_in!r}")
+        keys["link_in"] = str(link_in)
+    elif "link_under" in table:
+        raise RulesError(f"{where}: link_under needs link_in (the output the link goes to)")
+    if "runpath" in table:
+        keys["runpath"] = _exact_runpath(table["runpath"], where)
+    tag = table.get("runpath_tag")
+    if tag is not None:
+        if not isinstance(tag, str) or tag.lower() not in _TAGS:
+            raise RulesError(f"{where}: runpath_tag must be rpath or runpath, not {tag!r}")
+        keys["runpath_tag"] = _TAGS[tag.lower()]
+    every = _opt_bool(table, "every_output", where)
+    if every:
+        keys["every_output"] = True
+    return keys
+
+
+def _directory_prefix(value: Any, where: str, key: str) -> str:
+    """``targets/x86_64-linux/``: relative, no ``.``/``..``, one trailing ``/`` ('' = none)."""
+    if not isinstance(value, str):
+        raise RulesError(f"{where}: {key} must be a directory path")
+    text = value.strip("/")
+    if not text:
+        return ""
+    if value.startswith("/") or any(p in ("", ".", "..") for p in text.split("/")) \
+            or "\0" in text:
+        raise RulesError(f"{where}: {key} must be a relative directory without '.' or '..', "
+                         f"not {value!r}")
+    return text + "/"
+
+
+def _exact_runpath(value: Any, where: str) -> tuple[str, ...]:
+    entries = string_list(value, where, "runpath")
+    if not entries:
+        raise RulesError(f"{where}: runpath must name at least one entry")
+    for entry in entries:
+        bad = (not entry or ":" in entry or "\0" in entry
+               or not (is_origin_relative(entry) or entry.startswith("/")))
+        if bad or is_stub_entry(entry, ()):
+            raise RulesError(f"{where}: runpath entry {entry!r} must be $ORIGIN-relative or "
+                             "absolute, without ':' and outside any stubs directory")
+    return entries
 
 
 def _kinds(value: Any, where: str) -> frozenset[str] | None:

@@ -17,8 +17,10 @@ from cudasplit._rulebook.pkgparse import (
     parse_add_needed,
     parse_dlopen_key,
     parse_drops,
+    parse_link_edges,
     parse_link_into,
     parse_output_when,
+    parse_package_links,
     parse_package_refs,
     parse_pc_edits,
     parse_text_edits,
@@ -37,15 +39,18 @@ PACKAGE_KEYS = frozenset(
      "replace_needed", "dlopen", "propagated_outputs", "pkgconfig_edits",
      "allow_fhs_references", "output_when", "drop", "compiler", "redist",
      "nvcc_includes", "nvcc_libraries", "copy_packages", "add_needed",
-     "link_into", "text_edits", "text_edits_from"}
+     "link_into", "text_edits", "text_edits_from", "link_edges", "links"}
 )
 
 
-def load_package(tables: Sequence[tuple[str, Mapping[str, Any]]]) -> PackageSettings:
-    """The settings of ``tables`` (highest precedence first): the first that sets a key wins."""
+def load_package(tables: Sequence[tuple[str, Mapping[str, Any]]],
+                 known: Sequence[str] = OUTPUT_NAMES) -> PackageSettings:
+    """The settings of ``tables`` (highest precedence first): the first that sets a key wins.
+    ``known``: the outputs the profile allows (a profile with per-package outputs adds the
+    package's own)."""
     merged = _merge(tables)
     # Checked in this order, so a file with several mistakes always reports the same one first.
-    outputs, lift = _outputs(merged), _lift(merged)
+    outputs, lift = _outputs(merged, known), _lift(merged)
     stubs_libdir = _stubs_libdir(merged)
     replace_needed, stub_links = _replace_needed(merged), _stub_links(merged)
     return PackageSettings(
@@ -61,7 +66,8 @@ def load_package(tables: Sequence[tuple[str, Mapping[str, Any]]]) -> PackageSett
                                    "optional_outputs"),
         replace_needed=replace_needed,
         dlopen=parse_dlopen_key(merged.get("dlopen", (None, []))[1], "[package] dlopen"),
-        **_load_table_entries(merged),
+        **_load_table_entries(merged, known),
+        **_link_keys(merged, known),
     )
 
 
@@ -75,12 +81,13 @@ def _merge(tables: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, tuple[s
     return merged
 
 
-def _outputs(merged: Mapping[str, tuple[str, Any]]) -> tuple[str, ...] | None:
+def _outputs(merged: Mapping[str, tuple[str, Any]],
+             known: Sequence[str]) -> tuple[str, ...] | None:
     if "outputs" not in merged:
         return None
     filename, value = merged["outputs"]
     outputs = string_list(value, f"{filename}:[package]", "outputs")
-    bad = sorted(set(outputs) - set(OUTPUT_NAMES))
+    bad = sorted(set(outputs) - set(known))
     if bad:
         raise RulesError(f"{filename}:[package]: unknown output(s) {', '.join(bad)}")
     return outputs
@@ -120,7 +127,8 @@ def _stub_links(merged: Mapping[str, tuple[str, Any]]) -> dict[str, str]:
     return {str(k): str(v) for k, v in table_of(value, filename, "stub_links").items()}
 
 
-def _load_table_entries(merged: Mapping[str, tuple[str, Any]]) -> dict[str, Any]:
+def _load_table_entries(merged: Mapping[str, tuple[str, Any]],
+                        known: Sequence[str]) -> dict[str, Any]:
     """The structured package-table keys (see pkgtable.py)."""
     def get(key: str) -> tuple[str, Any]:
         return merged.get(key, ("[package]", None))
@@ -128,11 +136,12 @@ def _load_table_entries(merged: Mapping[str, tuple[str, Any]]) -> dict[str, Any]
     values: dict[str, Any] = {}
     filename, value = get("propagated_outputs")
     outputs = string_list(value, f"{filename}:[package]", "propagated_outputs")
-    if set(outputs) - set(OUTPUT_NAMES):
+    if set(outputs) - set(known):
         raise RulesError(f"{filename}:[package]: unknown propagated output(s)")
     values["propagated_outputs"] = outputs
     parsers = {"copy_packages": parse_package_refs,
-               "pkgconfig_edits": parse_pc_edits, "output_when": parse_output_when,
+               "pkgconfig_edits": parse_pc_edits,
+               "output_when": lambda value, name: parse_output_when(value, name, known),
                "drop": parse_drops, "add_needed": parse_add_needed,
                "link_into": parse_link_into, "text_edits": parse_text_edits,
                "text_edits_from": parse_text_edits_from}
@@ -154,4 +163,14 @@ def _load_table_entries(merged: Mapping[str, tuple[str, Any]]) -> dict[str, Any]
             if not isinstance(value, str):
                 raise RulesError(f"{filename}:[package].{key}: must be a string")
             values[key] = value
+    return values
+
+
+def _link_keys(merged: Mapping[str, tuple[str, Any]], known: Sequence[str]) -> dict[str, Any]:
+    """``link_edges`` and ``links`` (profiles whose outputs share one prefix)."""
+    values: dict[str, Any] = {}
+    if "link_edges" in merged:
+        values["link_edges"] = parse_link_edges(*merged["link_edges"][::-1], known)
+    if "links" in merged:
+        values["links"] = parse_package_links(*merged["links"][::-1], known)
     return values

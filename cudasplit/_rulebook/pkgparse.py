@@ -7,7 +7,7 @@ points at the line to fix. The entries they build are in :mod:`cudasplit._rulebo
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cudasplit._globs import Glob, GlobError, compile_glob
@@ -19,6 +19,7 @@ from cudasplit._rulebook.pkgtable import (
     DropEdit,
     LinkInto,
     OutputWhen,
+    PackageLink,
     PcEdit,
     RunpathPackage,
     TextEdit,
@@ -34,8 +35,10 @@ __all__ = [
     "parse_dlopen_key",
     "parse_drops",
     "parse_gate",
+    "parse_link_edges",
     "parse_link_into",
     "parse_output_when",
+    "parse_package_links",
     "parse_package_refs",
     "parse_pc_edits",
     "parse_text_edits",
@@ -154,12 +157,13 @@ def parse_pc_edits(value: Any, filename: str) -> tuple[PcEdit, ...]:
     return tuple(edits)
 
 
-def parse_output_when(value: Any, filename: str) -> tuple[OutputWhen, ...]:
+def parse_output_when(value: Any, filename: str,
+                      known: Sequence[str] = OUTPUT_NAMES) -> tuple[OutputWhen, ...]:
     entries = []
     for where, table in _tables(value, filename, "output_when"):
         _check(table, frozenset({"output"}), where)
         output = table.get("output")
-        if output not in OUTPUT_NAMES:
+        if output not in known:
             raise RulesError(f"{where}: unknown output {output!r}")
         entries.append(OutputWhen(str(output), parse_gate(table, where)))
     return tuple(entries)
@@ -281,3 +285,46 @@ def parse_dlopen_key(value: object, where: str) -> tuple[DlopenNeed, ...]:
             raise RulesError(f"{where}: dlopen since/before must be versions like \"12.8\"")
         needs.append(DlopenNeed(item["package"], gates[0], gates[1]))
     return tuple(needs)
+
+
+def parse_link_edges(value: Any, filename: str,
+                     known: Sequence[str]) -> Mapping[str, tuple[str, ...]]:
+    """``link_edges = { "cuda-cudart-dev" = ["cuda-cudart_linux-64"] }``: the outputs a link
+    placed in an output may point into (profiles whose outputs share one prefix)."""
+    where = f"{filename}:[package].link_edges"
+    table = table_of(value, filename, "[package].link_edges")
+    edges: dict[str, tuple[str, ...]] = {}
+    for source, targets in table.items():
+        names = string_list(targets, f"{where}.{source}", "targets")
+        unknown = [n for n in (source, *names) if n not in known]
+        if unknown:
+            raise RulesError(f"{where}: unknown output {unknown[0]!r}")
+        edges[str(source)] = names
+    return edges
+
+
+def parse_package_links(value: Any, filename: str,
+                        known: Sequence[str]) -> tuple[PackageLink, ...]:
+    """``[[package.links]]`` entries: ``output``, ``path`` (the link) and ``target`` (a path in
+    the shared prefix), both relative and without ``..``."""
+    entries = []
+    for where, table in _tables(value, filename, "links"):
+        _check(table, frozenset({"output", "path", "target"}), where)
+        output = table.get("output")
+        if output not in known:
+            raise RulesError(f"{where}: unknown output {output!r}")
+        paths = []
+        for key in ("path", "target"):
+            text = table.get(key)
+            if not isinstance(text, str) or not _relative_path(text):
+                raise RulesError(f"{where}: '{key}' must be a relative path without '.' or "
+                                 "'..'")
+            paths.append(text.strip("/"))
+        entries.append(PackageLink(str(output), *paths))
+    return tuple(entries)
+
+
+def _relative_path(text: str) -> bool:
+    parts = text.strip("/").split("/")
+    return bool(text) and not text.startswith("/") and "\0" not in text and all(
+        p not in ("", ".", "..") for p in parts)

@@ -16,6 +16,7 @@ from cudasplit._rulebook.pkgtable import (
     DropEdit,
     LinkInto,
     OutputWhen,
+    PackageLink,
     PcEdit,
     RunpathPackage,
     TextEdit,
@@ -79,6 +80,14 @@ class PackageSettings:
     # Packages whose text_edits apply here too, gated (cuda_nvcc < 13: cuda_crt's); load_ruleset
     # appends them to text_edits.
     text_edits_from: tuple[TextEditsFrom, ...] = ()
+    # Profiles whose outputs share one prefix (conda-forge): output -> the outputs its links
+    # may point into, and links synthesized at the end of the run.
+    link_edges: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    links: tuple[PackageLink, ...] = ()
+
+    def may_link(self, source: str, target: str) -> bool:
+        """A link placed in ``source`` may point at something in ``target``."""
+        return source == target or target in self.link_edges.get(source, ())
 
     def outputs_for(self, where: Where) -> tuple[str, ...] | None:
         """Declared outputs on this platform/version (gated ones left out where they fail)."""

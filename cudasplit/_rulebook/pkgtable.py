@@ -183,6 +183,29 @@ class LinkInto:
 
 
 @dataclass(frozen=True, slots=True)
+class PackageLink:
+    """``[[package.links]]``: a relative link at ``path`` in ``output`` to ``target`` (a path in
+    the shared prefix that this run places, file or directory), made once the stream has
+    ended; conda-forge's ``targets/x86_64-linux/nvvm -> ../../nvvm``.
+
+    Attributes:
+        output: the output holding the link.
+        path: where the link is, relative to the prefix.
+        target: what it points to, relative to the prefix.
+
+    Raises:
+        Nothing: a value.
+    """
+
+    output: str
+    path: str
+    target: str
+
+    def text(self) -> str:
+        return posixpath.relpath(self.target, posixpath.dirname(self.path) or ".")
+
+
+@dataclass(frozen=True, slots=True)
 class TextEdit:
     """Replacements in the text files whose path in their output matches ``files`` (libcudss's
     CMake configs; applied as the split writes them): ``replace`` literal

@@ -7,11 +7,12 @@ precedence of the files the rules come from).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cudasplit._globs import Glob
 from cudasplit._model import Kind
 from cudasplit._rulebook.pkgsettings import PackageSettings
+from cudasplit._rulebook.profile import Profile
 
 __all__ = ["Decision", "RuleSet"]
 
@@ -36,6 +37,7 @@ class RuleSet:
         renames: path renames applied before the rules.
         package: the merged package-table settings.
         files: the rule files read, highest precedence first.
+        profile: the :class:`Profile` the files describe (default: Nixpkgs' outputs).
 
     Raises:
         Nothing: a value.
@@ -45,6 +47,7 @@ class RuleSet:
     renames: tuple[Rename, ...]
     package: PackageSettings
     files: tuple[str, ...]
+    profile: Profile = field(default_factory=Profile)
 
     def normalise(self, path: str) -> tuple[str, Rename | None]:
         for rename in self.renames:
@@ -76,9 +79,10 @@ class RuleSet:
                 # The first matching rule still names the decision and decides transforms
                 # and patching (nvcc.profile is rewritten wherever it lands).
                 return Decision(output, first.ref, first)
+        base = self.profile.base_output
         if first is not None:
-            return Decision("out", first.ref, first)
-        return Decision("out", RuleRef("<builtin>", "unclaimed"), None)
+            return Decision(base, first.ref, first)
+        return Decision(base, RuleRef("<builtin>", "unclaimed"), None)
 
     def explain(self, path: str, kind: Kind) -> list[tuple[Rule, bool]]:
         """Each rule tried, in order, with whether it matched; stops at the first match."""
@@ -137,6 +141,13 @@ class Rule:
         transform: the text rewrite its files get (``pkgconfig``, ``nvcc-profile``).
         description: what it is for.
         fallback: the output to use where ``output`` is not produced.
+        relocate: (profiles) the member lands at ``relocate + path``
+            (``targets/x86_64-linux/``).
+        link_in: (profiles) another output that gets a relative link to the member.
+        link_under: where that link goes: ``link_under + path``.
+        runpath: exactly this search path for its ELF files (no resolution, no driver link).
+        runpath_tag: the tag that search path is written as (``RPATH`` or ``RUNPATH``).
+        every_output: the member is also copied into every other output of the run.
 
     Raises:
         Nothing: a value.
@@ -154,6 +165,20 @@ class Rule:
     description: str = ""
     # Where the member goes when ``output`` is missing, instead of the next matching rule.
     fallback: str | None = None
+    # Profiles (conda-forge): the member lands at ``relocate + path`` ("targets/x86_64-linux/");
+    # ``link_in``: a relative link to it at ``link_under + path`` in that other output.
+    relocate: str = ""
+    link_in: str | None = None
+    link_under: str = ""
+    # Exactly this search path (no resolution, no driver link), written as ``runpath_tag``.
+    runpath: tuple[str, ...] | None = None
+    runpath_tag: str | None = None
+    # The member is also copied into every other output of the run (a LICENSE per package).
+    every_output: bool = False
+
+    def placed_at(self, path: str) -> str:
+        """Where a member matched at ``path`` lands in its output."""
+        return self.relocate + path if self.relocate else path
 
     def matches(self, path: str, kind: Kind) -> bool:
         if self.kinds is not None and not kind_matches(self.kinds, kind):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cudasplit._rulebook.load import read_rule_file
+from cudasplit._rulebook.profile import DEFAULT_PROFILE, substitute
 from cudasplit._rulebook.ruleset import RuleSet
 
 __all__ = ["ruleset_toml"]
@@ -38,8 +39,17 @@ def ruleset_toml(ruleset: RuleSet) -> str:
     Raises:
         RulesError: a file of the rule set can no longer be read.
     """
-    documents = [(name, read_rule_file(Path(name))) for name in ruleset.files]
+    variables = dict(ruleset.profile.variables)
+    documents = [(name, substitute(read_rule_file(Path(name)), variables))
+                 for name in ruleset.files]
     lines = ["# files, highest precedence first: " + ", ".join(ruleset.files), "schema = 1"]
+    profile = next((doc["profile"] for _name, doc in reversed(documents) if "profile" in doc),
+                   None)
+    if ruleset.profile.name != DEFAULT_PROFILE and isinstance(profile, Mapping):
+        if variables:
+            lines.insert(1, "# profile variables: " + ", ".join(
+                f"@{k}@ = {v}" for k, v in sorted(variables.items())))
+        lines += ["", "[profile]", *_table_lines(profile)]
     package = _merged_package(documents)
     if package:
         lines += ["", "[package]", *(f"{_key(k)} = {_value(v)}" for k, v in package.items())]

@@ -28,9 +28,12 @@ STRICT_WARNINGS = frozenset({"package-root-missing", "needed-unresolved", "no-pa
 
 
 def declared_output_problems(report: Report, declared: Sequence[str],
-                             package: PackageSettings) -> list[Problem]:
+                             package: PackageSettings,
+                             holding: frozenset[str] = frozenset()) -> list[Problem]:
+    """``holding``: outputs that hold links of their own (a profile whose symlinks follow
+    their own rule: conda-forge's cuda-cudart holds only links), not empty either."""
     # Like Nixpkgs, out and dev may stay empty (they carry nix-support files anyway).
-    exempt = {"out", "dev", *package.optional_outputs}
+    exempt = {"out", "dev", *package.optional_outputs, *holding}
     problems = []
     for name in declared:
         record = report.outputs.get(name)

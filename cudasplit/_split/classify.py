@@ -13,12 +13,13 @@ from enum import Enum
 
 from cudasplit._elf.read import kind_from_head
 from cudasplit._model import Kind, Member, MemberType
-from cudasplit._rulebook import Decision, Rename, RuleSet, Where
+from cudasplit._rulebook import Decision, Rename, Rule, RuleSet, Where
 from cudasplit._split.libmajor import LibMajor
 from cudasplit._split.reportwriter import MemberFacts
 
 __all__ = ["ARCHIVE_NIX_SUPPORT", "AR_MAGIC", "BUILTIN", "PACKAGE_DROP", "Action", "Classified",
-           "Normaliser", "classify_member", "fallback_output", "member_kind"]
+           "Normaliser", "classify_member", "fallback_output", "member_kind", "relocated",
+           "unrelocated"]
 
 AR_MAGIC = b"!<arch>\n"
 PACKAGE_DROP = "dropped by the package table"
@@ -111,6 +112,19 @@ class Classified:
     rename: Rename | None
 
 
+def relocated(decision: Decision, dest: str) -> str:
+    """A profile rule's ``relocate`` (conda-forge: ``targets/x86_64-linux/``)."""
+    rule = decision.rule_obj
+    return dest if rule is None or not rule.relocate else rule.placed_at(dest)
+
+
+def unrelocated(rule: Rule | None, dest: str) -> str:
+    """The path a relocated member had before its rule moved it (where ``link_in`` links)."""
+    if rule is None or not rule.relocate or not dest.startswith(rule.relocate):
+        return dest
+    return dest[len(rule.relocate):]
+
+
 def classify_member(member: Member, normalise: Normaliser,
                     allowed: frozenset[str] | None) -> Classified:
     """The normalise and classify stages for one member: its record and what to do with it."""
@@ -132,6 +146,7 @@ def classify_member(member: Member, normalise: Normaliser,
         dest, note = None, "dropped by rule"
     elif member.type is MemberType.SYMLINK:
         action = Action.SYMLINK
+        dest = relocated(decision, dest)
     elif member.type is MemberType.HARDLINK:
         action = Action.HARDLINK
     elif decision.output is None:
@@ -139,6 +154,7 @@ def classify_member(member: Member, normalise: Normaliser,
     else:
         action = Action.PLACE
         output = fallback_output(decision.output, allowed)
+        dest = relocated(decision, dest)
     facts = MemberFacts(member.path, kind.value, output, dest, rule, member.size, member.link,
                         note)
     return Classified(facts, action, kind, decision, rename)

@@ -27,7 +27,7 @@ from cudasplit._split.checks import (
 from cudasplit._split.classify import BUILTIN
 from cudasplit._split.copies import CopiedEntry, plan_copies
 from cudasplit._split.inside import glibc_ceiling_problems
-from cudasplit._split.links import LinkPlanner, SymlinkOp
+from cudasplit._split.links import EVERY_OUTPUT, LinkPlanner, SymlinkOp
 from cudasplit._split.options import Progress, SplitOptions
 from cudasplit._split.patchstage import ElfJob, PatchStage
 from cudasplit._split.placements import Placements
@@ -182,7 +182,7 @@ class EndOfRun:
             state.writer.public_messages(state.sink.public_text)
         report = state.writer.assemble()
         state.writer.problems(declared_output_problems(
-            report, state.declared or (), state.ruleset.package))
+            report, state.declared or (), state.ruleset.package, self._holding_links()))
         state.writer.problems(unclaimed_problems(report))
         report = state.writer.assemble()  # in source order: "first:" is the first member's
         failing = strict_failures(report)
@@ -202,6 +202,15 @@ class EndOfRun:
             more = f" (and {plural(len(too_new) - 1, 'more file')})" if len(too_new) > 1 else ""
             raise ProblemsFound(f"{state.description}: {too_new[0]}{more}",
                                 state.writer.assemble())
+
+    def _holding_links(self) -> frozenset[str]:
+        """Outputs holding links of their own (profiles whose symlinks follow their own rule;
+        an every_output copy does not count)."""
+        state = self.state
+        if state.ruleset.profile.follows_targets:
+            return frozenset()
+        return frozenset(output for (output, _dest), origin in state.placements.occupied.items()
+                         if origin != EVERY_OUTPUT)
 
     def complete(self, members_seen: int, bytes_seen: int) -> None:
         """The last progress call, every output's record, then the sink's finish()."""

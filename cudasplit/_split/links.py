@@ -17,15 +17,17 @@ from dataclasses import dataclass, field, replace
 from cudasplit._model import Kind, Member
 from cudasplit._rulebook import Rename, Rule, RuleSet, Where
 from cudasplit._source import member_parent
-from cudasplit._split.classify import BUILTIN, fallback_output
+from cudasplit._split.classify import BUILTIN, fallback_output, relocated, unrelocated
 from cudasplit._split.linkresolve import LinkResolver, join_link, link_text
 from cudasplit._split.placements import Placed, Placements
 from cudasplit._split.reportwriter import MemberFacts
 
-__all__ = ["BUILTIN", "Deferred", "ElfCopy", "HardlinkOp", "LinkOp", "LinkPlanner", "SymlinkOp",
-           "join_link", "link_text"]
+__all__ = ["BUILTIN", "EVERY_OUTPUT", "Deferred", "ElfCopy", "HardlinkOp", "LinkOp",
+           "LinkPlanner", "SymlinkOp", "join_link", "link_text"]
 
 Complain = Callable[[str, str | None, str], None]   # (code, archive path, message)
+# The origin of an every_output copy in Placements.occupied: not what makes an output non-empty.
+EVERY_OUTPUT = f"{BUILTIN}:every-output"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +75,10 @@ class LinkPlanner:
     pc_aliases: list[tuple[str, str, str]] = field(default_factory=list)  # output, dest, alias
     ops: list[LinkOp] = field(default_factory=list)
     elf_copies: list[ElfCopy] = field(default_factory=list)
+    # Files whose rule asks for a link_in link or a copy in every output (profiles).
+    placed_by_rule: list[tuple[str, Placed, Rule]] = field(default_factory=list)
     _resolver: LinkResolver | None = None   # once the stream has ended
+    _link_dests: dict[str, str] = field(default_factory=dict)  # symlink path -> its dest
 
     # -- during the stream ------------------------------------------------------------------
 
@@ -92,11 +97,19 @@ class LinkPlanner:
         self.warn("dangling-hardlink", member.path,
                   f"hard link to {member.link!r}, which is not an earlier placed file; skipped")
 
+    def note_placed(self, path: str, placed: Placed, rule: Rule) -> None:
+        """A file whose rule links it from another output or copies it into every output:
+        done once the stream has ended (every output is known then)."""
+        if rule.link_in or rule.every_output:
+            self.placed_by_rule.append((path, placed, rule))
+
     # -- after the stream -------------------------------------------------------------------
 
     def plan(self) -> None:
         symlinks = last_of_each_name(self.symlinks, self._revise, self.warn)
         self._resolver = following_resolver(self.placements, symlinks)
+        self._link_dests = {d.member.path: d.facts.dest for d in symlinks
+                            if d.facts.dest is not None}
         for link in self.hardlinks:
             self._place_hardlink(link)
         for link in symlinks:
@@ -104,6 +117,8 @@ class LinkPlanner:
         self._place_link_backs()
         self._place_pc_aliases()
         self._place_extra_links()
+        if self.placed_by_rule or self.ruleset.package.links:
+            self._place_profile_links()
 
     def take(self) -> tuple[list[LinkOp], list[ElfCopy], list[tuple[int, MemberFacts]]]:
         """The ops, ELF copies and revised facts so far (handed over once: later calls start
@@ -143,12 +158,14 @@ class LinkPlanner:
                                        rule=str(decision.rule)))
             return
         output = fallback_output(decision.output, self.allowed)
-        self._revise(link, replace(link.facts, output=output, rule=str(decision.rule)))
         assert facts.dest is not None
-        self.ops.append(HardlinkOp(output, facts.dest, source.output, source.dest))
-        self.placements.remember(member.path, Placed(output, facts.dest, source.kind))
+        dest = relocated(decision, facts.dest)  # a profile rule's relocate, as for files
+        self._revise(link, replace(link.facts, output=output, rule=str(decision.rule),
+                                   dest=dest))
+        self.ops.append(HardlinkOp(output, dest, source.output, source.dest))
+        self.placements.remember(member.path, Placed(output, dest, source.kind))
         if output != source.output and source.kind.value.startswith("elf-"):
-            self.elf_copies.append(ElfCopy(link.position, member.path, output, facts.dest,
+            self.elf_copies.append(ElfCopy(link.position, member.path, output, dest,
                                            decision.rule_obj))
 
     def _place_symlink(self, link: Deferred) -> None:
@@ -167,7 +184,95 @@ class LinkPlanner:
                          f"symlink target {member.link!r} is not in the archive "
                          "(or was dropped); link skipped")
             return
+        if not self.ruleset.profile.follows_targets:
+            self._place_by_own_rule(link, target)
+            return
         self._follow_target(link, target)
+
+    # -- profiles: links by their own rule, across outputs along declared edges -------------
+
+    def _place_by_own_rule(self, link: Deferred, target: Placed | set[str]) -> None:
+        """``symlinks = "own-rule"``: the link goes where its own path's rule says; its target
+        may lie in another output only along a ``link_edges`` edge (the outputs share one
+        prefix, so the relative text resolves once they are installed together)."""
+        member, facts = link.member, link.facts
+        assert member.link is not None and facts.dest is not None
+        decision = self.ruleset.classify(self.normalise(member.path) or member.path,
+                                         Kind.SYMLINK, self.allowed)
+        if decision.output is None:
+            self._revise(link, replace(facts, dest=None, note="dropped by rule",
+                                       rule=str(decision.rule)))
+            return
+        output = fallback_output(decision.output, self.allowed)
+        holders = [target.output] if isinstance(target, Placed) else sorted(target)
+        if not self._may_link(output, holders, member.path, member.link):
+            self._revise(link, replace(facts, dest=None))
+            return
+        immediate = join_link(member.path, member.link)
+        assert immediate is not None
+        text = link_text(self._final_dest, member.link, facts.dest, immediate)
+        self._revise(link, replace(facts, output=output, link=text, rule=str(decision.rule)))
+        self.add_link(output, facts.dest, text, member.path)
+        self.placements.placed[member.path] = Placed(output, facts.dest, Kind.SYMLINK)
+        rule = decision.rule_obj
+        if rule is not None and rule.link_in:
+            final = target.dest if isinstance(target, Placed) else self._final_dest(immediate)
+            self._link_in(member.path, rule, unrelocated(rule, facts.dest), final,
+                          holders, output)
+
+    def _final_dest(self, path: str) -> str:
+        """Where an archive path ends in its output: a placed file's dest, a symlink's
+        (relocated) dest, else its normalised path."""
+        placed = self.placements.placed.get(path)
+        if placed is not None:
+            return placed.dest
+        return self._link_dests.get(path) or self.normalise(path) or path
+
+    def _may_link(self, output: str, holders: list[str], path: str, text: str) -> bool:
+        if any(self.ruleset.package.may_link(output, h) for h in holders):
+            return True
+        self.problem("link-edge-undeclared", path,
+                     f"a link in {output} to {text!r}, which lands in {', '.join(holders)}: "
+                     "no [package] link_edges entry allows it; link skipped")
+        return False
+
+    def _link_in(self, origin: str, rule: Rule, path: str, final: str, holders: list[str],
+                 placed_in: str) -> None:
+        """A rule's ``link_in``: a relative link at ``link_under + path`` in that output to
+        ``final`` (the placed file, through any links). The output the rule placed the member
+        in (``placed_in``) is an edge the rule itself declares; any other holder of the target
+        needs ``link_edges``."""
+        assert rule.link_in is not None
+        where = rule.link_under + path
+        if where == final and rule.link_in in holders:
+            return
+        if placed_in not in holders and not self._may_link(rule.link_in, holders, origin,
+                                                               final):
+            return
+        text = posixpath.relpath(final, member_parent(where) or ".")
+        self.add_link(rule.link_in, where, text, f"{BUILTIN}:link-in")
+
+    def _place_profile_links(self) -> None:
+        """Files' ``link_in`` links and ``every_output`` copies, then the package's ``links``."""
+        for path, placed, rule in self.placed_by_rule:
+            if rule.link_in:
+                self._link_in(path, rule, unrelocated(rule, placed.dest), placed.dest,
+                              [placed.output], placed.output)
+            if rule.every_output:
+                for other in sorted(self.allowed or ()):
+                    if other != placed.output and (other, placed.dest) not in \
+                            self.placements.occupied:
+                        self.ops.append(HardlinkOp(other, placed.dest, placed.output,
+                                                   placed.dest))
+                        self.placements.occupied[(other, placed.dest)] = EVERY_OUTPUT
+        for entry in self.ruleset.package.links:
+            holders = sorted(self.placements.holders(entry.target))
+            origin = f"{BUILTIN}:package-link"
+            if not holders:
+                self.problem("dangling-symlink", None, f"{entry.output}: {entry.path} -> "
+                             f"{entry.target}: this package places nothing there; not created")
+            elif self._may_link(entry.output, holders, origin, entry.target):
+                self.add_link(entry.output, entry.path, entry.text(), origin)
 
     def _follow_target(self, link: Deferred, target: Placed | set[str]) -> None:
         member, dest = link.member, link.facts.dest

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudasplit._elf.plan import RunpathPolicy, UnknownPatcherError
-from cudasplit._model import OUTPUT_NAMES, PackageId
+from cudasplit._model import DEFAULT_PROFILE, OUTPUT_NAMES, PackageId
 from cudasplit._run import (
     DEFAULT_MAX_MEMBERS,
     DEFAULT_MAX_RATIO,
@@ -95,6 +95,8 @@ class SplitOptions:
             glibc floor) into the report; a dry run spools those members to read them.
         max_glibc: ``X.Y``: fail the run (:class:`ProblemsFound`) when a file needs a newer
             ``GLIBC_`` version, naming the file and the symbol (needs ``inside``).
+        profile: whose layout the rules describe: ``default`` (Nixpkgs' outputs) or another
+            profile of the rules directory (``conda-forge``: one output per conda package).
 
     Raises:
         OptionsError: a value out of range or contradicting another (naming the field).
@@ -153,6 +155,8 @@ class SplitOptions:
     # max_glibc fails the run on a file that needs a newer GLIBC_ version.
     inside: bool = True
     max_glibc: str | None = None
+    # Whose layout the rules describe: rules/ (default) or rules/profiles/<name>/.
+    profile: str = DEFAULT_PROFILE
 
     def __post_init__(self) -> None:
         check_options(self)
@@ -171,7 +175,9 @@ _CUDA_VERSION = re.compile(r"\d+\.\d+(\.\d+)?")
 def check_options(options: SplitOptions) -> None:
     """Every field, at construction: a wrong type is an :class:`OptionsTypeError`
     (also a ``TypeError``), a wrong value an :class:`OptionsError`; both name the field."""
-    _check_outputs(options.outputs)
+    _check_profile(options.profile, options.rules_dir)
+    # Another profile's packages name their own outputs: checked against them when read.
+    _check_outputs(options.outputs, known=options.profile == DEFAULT_PROFILE)
     for name in _FLAGS:
         _check_type(name, getattr(options, name), bool, "True or False")
     if not isinstance(options.runpath, RunpathPolicy):
@@ -275,7 +281,20 @@ def _check_type(name: str, value: object, kind: type, words: str) -> None:
                                f"{value!r}")
 
 
-def _check_outputs(outputs: object) -> None:
+def _check_profile(profile: object, rules_dir: Path | None) -> None:
+    _check_type("profile", profile, str, "a str")
+    assert isinstance(profile, str)
+    if profile == DEFAULT_PROFILE:
+        return
+    from cudasplit._rulebook import available_profiles, default_rules_dir  # only for profiles
+
+    base = rules_dir or default_rules_dir()
+    if profile not in available_profiles(base):
+        raise OptionsError(f"profile must be one of {', '.join(available_profiles(base))}, "
+                           f"not {profile!r}")
+
+
+def _check_outputs(outputs: object, *, known: bool = True) -> None:
     if outputs is None:
         return
     if isinstance(outputs, str) or not isinstance(outputs, tuple):
@@ -283,6 +302,8 @@ def _check_outputs(outputs: object) -> None:
                                f"('lib', 'dev'), not {outputs!r}")
     if not outputs:
         raise OptionsError("outputs must name at least one output (None: all of them)")
+    if not known:
+        return
     unknown = [name for name in outputs if name not in OUTPUT_NAMES]
     if unknown:
         raise OptionsError(f"unknown output(s) {', '.join(map(repr, unknown))}; "
@@ -297,11 +318,13 @@ def _check_count(name: str, value: object, *, minimum: int) -> None:
         raise OptionsError(f"{name} must be an integer >= {minimum}, not {value!r}")
 
 
-def known_packages(rules_dir: Path | None = None) -> list[str]:
-    """The pnames with a rules file in ``rules/packages/`` (what ``--package`` accepts)."""
-    from cudasplit._rulebook import default_rules_dir  # the rules load later, while decoding
+def known_packages(rules_dir: Path | None = None,
+                   profile: str = DEFAULT_PROFILE) -> list[str]:
+    """The pnames with a rules file in the profile's ``packages/`` (what ``--package``
+    accepts)."""
+    from cudasplit._rulebook import default_rules_dir, profile_dir  # loaded while decoding
 
-    base = rules_dir or default_rules_dir()
+    base = profile_dir(rules_dir or default_rules_dir(), profile)
     return sorted(p.stem for p in (base / "packages").glob("*.toml"))
 
 
@@ -311,7 +334,7 @@ def check_package_known(options: SplitOptions) -> None:
     package = options.package
     if package is None or options.default_rules:
         return
-    known = known_packages(options.rules_dir)
+    known = known_packages(options.rules_dir, options.profile)
     if package.name in known:
         return
     near = difflib.get_close_matches(package.name, known, n=3)

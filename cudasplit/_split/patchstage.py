@@ -231,4 +231,6 @@ def _facts(job: ElfJob, read: ElfRead) -> PlacedElf:
     off = str(rule.ref) if rule is not None and rule.patch is False else None
     return PlacedElf(job.output, job.dest, read.info,
                     rule.runpath_append if rule is not None else (),
-                    bool(rule is not None and rule.keep_runpath), off)
+                    bool(rule is not None and rule.keep_runpath), off,
+                    rule.runpath if rule is not None else None,
+                    rule.runpath_tag if rule is not None else None)

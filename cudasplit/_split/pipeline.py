@@ -184,7 +184,8 @@ class SplitRun:
                              plan.layout, self.source.description, self._spool_elf(),
                              self.inside)
         if self.sink is not None and plan.declared is not None:
-            for name in ("out", *plan.declared):
+            base = ruleset.profile.base_output
+            for name in dict.fromkeys((*([base] if base else []), *plan.declared)):
                 self.sink.ensure_output(name)
                 self.writer.declare(name)
         return EndOfRun(RunState(

@@ -65,7 +65,10 @@ class Placer:
             if self.sink is not None and isinstance(op, HardlinkOp):
                 self.sink.make_hardlink(op.output, op.dest, op.src_output, op.src_dest)
         local, said = self._write(member, stream, output, dest, classified)
-        self.placements.remember(member.path, Placed(output, dest, kind))
+        placed = Placed(output, dest, kind)
+        self.placements.remember(member.path, placed)
+        if classified.decision.rule_obj is not None:  # link_in, every_output (profiles)
+            self.links.note_placed(member.path, placed, classified.decision.rule_obj)
         rename = classified.rename
         if rename is not None and rename.link_back:
             self.links.link_backs.add((output, rename))

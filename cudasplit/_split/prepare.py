@@ -13,7 +13,14 @@ from pathlib import Path
 from cudasplit._layout import Layout, LayoutSpec
 from cudasplit._model import PackageId
 from cudasplit._report import Problem
-from cudasplit._rulebook import RuleSet, Where, default_rules_dir, load_ruleset, read_rule_file
+from cudasplit._rulebook import (
+    RuleSet,
+    Where,
+    default_rules_dir,
+    load_ruleset,
+    profile_dir,
+    read_rule_file,
+)
 from cudasplit._split.classify import Normaliser
 from cudasplit._split.libmajor import LibMajor
 from cudasplit._split.options import SplitOptions, cuda_version
@@ -32,7 +39,7 @@ class RunPlan:
     where: Where                          # version gates of the package table
     cuda_major: str | None                # lib/<major>/ lifting (D9)
     declared: tuple[str, ...] | None      # the outputs asked for (None: every output)
-    allowed: frozenset[str] | None        # declared + out: where fallbacks may go
+    allowed: frozenset[str] | None        # declared + the base output: where fallbacks may go
     layout: Layout
     normalise: Normaliser
     lib_major: LibMajor                   # D9: lib/ members held or routed (libmajor.py)
@@ -41,10 +48,11 @@ class RunPlan:
 
 def prepare(package: PackageId, options: SplitOptions, layout: LayoutSpec,
             description: str = "") -> RunPlan:
-    ruleset = load_ruleset(package.name, options.rules_files, options.rules_dir)
-    where = Where(package.version, cuda_version(options, package),
-                  options.platform or package.platform, options.python_version,
-                  options.glibc_version)
+    platform = options.platform or package.platform
+    ruleset = load_ruleset(package.name, options.rules_files, options.rules_dir,
+                           profile=options.profile, platform=platform)
+    where = Where(package.version, cuda_version(options, package), platform,
+                  options.python_version, options.glibc_version)
     warnings = [*platform_warnings(options.platform, package),
                 *_rules_file_problems(package, options, description)]
     _check_compiler_target(ruleset, options, where.platform)
@@ -68,7 +76,9 @@ def prepare(package: PackageId, options: SplitOptions, layout: LayoutSpec,
     lib_major = LibMajor(major, hold=ruleset.package.redist != "cuda"
                          and not package.cuda_variant)
     declared = options.outputs or ruleset.package.outputs_for(where)
-    allowed = None if declared is None else frozenset(declared) | {"out"}
+    _check_declared(ruleset, options.outputs)
+    base = ruleset.profile.base_output
+    allowed = None if declared is None else frozenset(declared) | ({base} if base else set())
     return RunPlan(package, ruleset, where, cuda_major, declared, allowed,
                    layout.resolve(package), Normaliser(ruleset, where, lib_major), lib_major,
                    tuple(warnings))
@@ -87,6 +97,18 @@ def cuda_gated_keys(package: object) -> tuple[str, ...]:
                 or getattr(getattr(e, "gate", None), "cuda_before", None) for e in entries):
             keys.append(key.name)
     return tuple(keys)
+
+
+def _check_declared(ruleset: RuleSet, asked: tuple[str, ...] | None) -> None:
+    """``--outputs`` of a profile whose packages name their own: only those names."""
+    profile = ruleset.profile
+    if asked is None or not profile.package_outputs:
+        return
+    known = (*profile.outputs, *(ruleset.package.outputs or ()))
+    unknown = [name for name in asked if name not in known]
+    if unknown:
+        raise OptionsError(f"unknown output(s) {', '.join(map(repr, unknown))} for this "
+                           f"package in profile {profile.name}; known: {', '.join(known)}")
 
 
 def target_platform(options: SplitOptions, build_platform: str | None) -> str | None:
@@ -114,7 +136,7 @@ def _rules_file_problems(package: PackageId, options: SplitOptions,
     chose the default rules (``--default-rules``) or brought rule files (``--rules``)."""
     if options.default_rules or options.rules_files:
         return ()
-    base = options.rules_dir or default_rules_dir()
+    base = profile_dir(options.rules_dir or default_rules_dir(), options.profile)
     if (base / "packages" / f"{package.name}.toml").is_file():
         return ()
     reason = no_rules_reason(package.name, base)

@@ -14,6 +14,7 @@ from .. import (
     check_rule_file,
     explain,
     inspect,
+    platform_name,
     ruleset_for,
     ruleset_toml,
 )
@@ -151,12 +152,18 @@ def rules_group() -> None:
 @rules_group.command("show")
 @click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
 @click.option("--package", help="Include rules/packages/<NAME>.toml.")
-def rules_show(files: Sequence[str], package: str | None) -> None:
+@click.option("--profile", default="default", show_default=True, metavar="NAME",
+              help="Whose layout: default (Nixpkgs' outputs) or conda-forge.")
+@click.option("--platform", "platform", metavar="NAME", help="The platform a profile's "
+              "@target_platform@/@targets_dir@ are filled for (linux-x86_64, linux-sbsa).")
+def rules_show(files: Sequence[str], package: str | None, profile: str,
+               platform: str | None) -> None:
     """Print the effective rules in precedence order (FILES first, then the shipped ones) as
     one TOML rule file: the package table merged key by key, then every rename and rule.
     Read back (tomllib), it gives the same rules; comments say which file each came from."""
     try:
-        ruleset = ruleset_for(package, files)
+        ruleset = ruleset_for(package, files, profile=profile,
+                              platform=None if platform is None else platform_name(platform))
         click.echo(ruleset_toml(ruleset), nl=False)
     except CudasplitError as exc:
         fail(exc)
@@ -164,11 +171,16 @@ def rules_show(files: Sequence[str], package: str | None) -> None:
 
 @rules_group.command("check")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
-def rules_check(files: Sequence[str]) -> None:
+@click.option("--profile", default="default", show_default=True, metavar="NAME",
+              help="Check each file over this profile's default.toml (its outputs, variables).")
+@click.option("--platform", "platform", metavar="NAME", help="The platform a profile's "
+              "@target_platform@/@targets_dir@ are filled for (linux-x86_64, linux-sbsa).")
+def rules_check(files: Sequence[str], profile: str, platform: str | None) -> None:
     """Validate rule files (each on its own); exit 2 with file:rule on the first error."""
     try:
         for name in files:
-            check_rule_file(name)
+            check_rule_file(name, profile=profile,
+                            platform=None if platform is None else platform_name(platform))
             click.echo(f"{name}: ok")
     except CudasplitError as exc:
         fail(exc)

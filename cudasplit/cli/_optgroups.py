@@ -87,10 +87,12 @@ def split_options(kw: dict[str, Any], *groups: OptionGroup, **fields: Any) -> Sp
     return SplitOptions(**values, **fields)
 
 
-def _outputs(value: str | None) -> tuple[str, ...] | None:
+def _outputs(value: str | None, profile: str = "default") -> tuple[str, ...] | None:
     if value is None:
         return None
     names = tuple(n.strip() for n in value.split(",") if n.strip())
+    if profile != "default":  # another profile's packages name their outputs: checked then
+        return names
     unknown = [n for n in names if n not in OUTPUT_NAMES]
     if unknown:
         raise click.BadParameter(f"unknown output(s) {', '.join(unknown)}; "
@@ -131,7 +133,8 @@ def _classification(v: Mapping[str, Any]) -> dict[str, Any]:
         "default_rules": v["default_rules"],
         "cuda_major": v["cuda_major"],
         "strip_components": v["strip_components"],
-        "outputs": _outputs(v["outputs"]),
+        "outputs": _outputs(v["outputs"], v["profile"]),
+        "profile": v["profile"],
         "cuda_version": v["cuda_version"],
         "platform": _platform(v["split_platform"], v["cuda_version"]),
         "python_version": v["python_version"],
@@ -151,6 +154,9 @@ def _classification(v: Mapping[str, Any]) -> dict[str, Any]:
 
 
 COMMON = OptionGroup("common", [
+    click.option("--profile", default="default", show_default=True, metavar="NAME",
+                 help="Whose layout the rules describe: default (Nixpkgs' outputs) or "
+                 "conda-forge (one output per conda package, all in one prefix)."),
     click.option("--rules", "rules_files", multiple=True, type=click.Path(dir_okay=False),
                  help="Extra rule file; takes precedence over the shipped rules (repeatable)."),
     click.option("--package", help="Override the package identity (name, or "

@@ -16,12 +16,14 @@ from ._terminal import fail, print_issues, setup_logging, status_line
 @click.command("repack")
 @click.argument("source", type=click.Path(exists=False))
 @click.option("-o", "--output-dir", required=True, type=click.Path(file_okay=False),
-              help="Write DIR/<pname>-<platform>-<version>-<output>.tar.zst per output.")
+              help="Write DIR/<pname>-<platform>-<version>-<output>.tar.zst per output "
+              "(--format conda: DIR is a channel, DIR/<subdir>/<package>.conda).")
 @click.option("--prefix", metavar="DIR", help="Where the outputs will be unpacked (output "
               "<o> at DIR/<o>); RUNPATHs and .pc files name it. Default: /<pname>-<platform>-"
               "<version>.")
-@click.option("--format", "fmt", type=click.Choice(["zst", "xz", "gz"]), default="zst",
-              show_default=True, help="Compression of the archives.")
+@click.option("--format", "fmt", type=click.Choice(["zst", "xz", "gz", "conda"]), default="zst",
+              show_default=True, help="Compression of the archives; conda: one .conda per "
+              "output of --profile conda-forge (zstd), into a channel a conda client indexes.")
 @click.option("--level", type=int, default=10, show_default=True, help="Compression level.")
 @click.option("--threads", type=click.IntRange(min=-1), default=None, metavar="N",
               help="zstd compressor threads (default: the cores of --jobs; 0: single-threaded, "
@@ -41,7 +43,8 @@ def repack_command(source: str, output_dir: str, prefix: str | None, fmt: str, l
                    threads: int | None, nix_support: bool, report_file: str | None, strict: bool,
                    overwrite: bool, jobs: int | None, quiet: bool, verbose: bool,
                    **kw: Any) -> None:
-    """Split SOURCE and write one reproducible tarball per output (mtime: SOURCE_DATE_EPOCH)."""
+    """Split SOURCE and write one reproducible tarball per output (mtime: SOURCE_DATE_EPOCH),
+    or with --format conda one reproducible conda package per output."""
     setup_logging(quiet, verbose)
     report_target = ReportTarget(report_file, relative=False)
     try:

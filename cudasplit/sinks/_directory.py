@@ -59,14 +59,19 @@ class DirectorySink:
         staging_parent: stage below it, rename into place in :meth:`finish` (None: direct).
         overwrite: replace outputs that exist.
         durable: fsync before the final renames.
+        base: an output not in ``roots`` goes to ``<base>/<output>`` (profiles whose
+            packages name their own outputs); ``None``: such an output is an error.
     Raises:
         OutputError: a root exists (without ``overwrite``) or cannot be written.
     """
 
     def __init__(self, roots: Mapping[str, Path], *, staging_parent: Path | None = None,
-                 overwrite: bool = False, durable: bool = True) -> None:
+                 overwrite: bool = False, durable: bool = True,
+                 base: Path | None = None) -> None:
         self._final = {name: Path(os.path.abspath(path)) for name, path in roots.items()}
-        self.layout = LayoutSpec.fixed(self._final)  # declared: the roots it moves into place
+        self._base = None if base is None else Path(os.path.abspath(base))
+        # declared: the roots it moves into place
+        self.layout = LayoutSpec.fixed(self._final, self._base)
         self._overwrite = overwrite
         self._durable = durable
         # Staging is created on the first write, never before: a source that cannot be opened
@@ -83,10 +88,13 @@ class DirectorySink:
 
     @classmethod
     def for_output_dir(cls, directory: Path, outputs: list[str], *,
-                       overwrite: bool = False, durable: bool = True) -> DirectorySink:
+                       overwrite: bool = False, durable: bool = True,
+                       other_outputs: bool = False) -> DirectorySink:
+        """``DIR/<output>`` for ``outputs``; ``other_outputs``: for any other name too."""
         directory = Path(os.path.abspath(directory))
         roots = {name: directory / name for name in outputs}
-        return cls(roots, staging_parent=directory, overwrite=overwrite, durable=durable)
+        return cls(roots, staging_parent=directory, overwrite=overwrite, durable=durable,
+                   base=directory if other_outputs else None)
 
     # -- protocol -------------------------------------------------------------------------
 
@@ -179,13 +187,24 @@ class DirectorySink:
     # -- helpers --------------------------------------------------------------------------
 
     def _work_root(self, output: str) -> Path:
-        try:
-            final = self._final[output]
-        except KeyError:
-            raise OutputError(f"no directory configured for output {output!r}") from None
+        final = self._final.get(output)
+        if final is None:
+            final = self._other_root(output)
         if self._staging_parent is None:
             return final
         return self._ensure_staging() / output
+
+    def _other_root(self, output: str) -> Path:
+        """``<base>/<output>`` for an output the sink was not given, checked like the roots
+        given at construction (a name that would leave ``base``, an existing directory)."""
+        if self._base is None:
+            raise OutputError(f"no directory configured for output {output!r}")
+        if not output or "/" in output or output in (".", "..") or "\0" in output:
+            raise OutputError(f"refusing output name {output!r}: not a directory name")
+        final = self._final[output] = self._base / output
+        check_roots({output: final}, [], staged=self._staging_parent is not None,
+                    overwrite=self._overwrite)
+        return final
 
     def _shown(self, path: Path) -> Path:
         """Where ``path`` will be once the run is over: messages never name the staging dir,

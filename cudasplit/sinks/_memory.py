@@ -30,7 +30,8 @@ class MemorySink(StagedSink):
     stage_prefix = "cudasplit-memory-"
 
     def __init__(self, layout: LayoutSpec | None = None) -> None:
-        super().__init__(layout or LayoutSpec.fixed({n: _VIRTUAL / n for n in OUTPUT_NAMES}))
+        super().__init__(layout or LayoutSpec.fixed({n: _VIRTUAL / n for n in OUTPUT_NAMES},
+                                                    _VIRTUAL))
         self.files: dict[tuple[str, str], bytes] = {}
         self.modes: dict[tuple[str, str], int] = {}
         self.symlinks: dict[tuple[str, str], str] = {}

@@ -122,5 +122,6 @@ class StagedSink(ABC):
     def _inner(self) -> DirectorySink:
         if self._inner_sink is None:
             stage = self._stage
-            self._inner_sink = DirectorySink({name: stage / name for name in OUTPUT_NAMES})
+            self._inner_sink = DirectorySink({name: stage / name for name in OUTPUT_NAMES},
+                                             base=stage)
         return self._inner_sink

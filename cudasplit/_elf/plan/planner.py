@@ -23,6 +23,7 @@ from cudasplit._elf.plan.runpath import (
     RunpathPolicy,
     is_glibc_name,
     plan_runpath,
+    split_search_path,
 )
 from cudasplit._elf.read import ElfInfo
 from cudasplit._globs import Glob
@@ -40,6 +41,10 @@ class PlacedElf:
     rule_append: tuple[str, ...] = ()
     keep_runpath: bool = False
     patch_off_by: str | None = None  # rule ref that turned patching off
+    # A rule's exact search path (conda-forge: "$ORIGIN"): written as it is, nothing resolved;
+    # ``tag``: the rule's RPATH/RUNPATH instead of the policy's.
+    exact: tuple[str, ...] | None = None
+    tag: str | None = None
 
     @property
     def directory(self) -> tuple[str, str]:
@@ -84,6 +89,8 @@ def plan_elf(facts: PlacedElf, ctx: PlanContext) -> ElfPlan:
         return ElfPlan(ElfEdit(), True, f"patching turned off by rule {facts.patch_off_by}")
     if info is None or not info.has_dynamic:
         return ElfPlan(ElfEdit(), True, "no dynamic section")
+    if facts.exact is not None:
+        return _exact_plan(facts, info, ctx.policy)
     renames = tuple((old, ctx.renames[old]) for old in info.needed if old in ctx.renames)
     needed = tuple(ctx.renames.get(name, name) for name in info.needed)
     # Added names resolve like the file's own: RUNPATH must find them too.
@@ -100,13 +107,26 @@ def plan_elf(facts: PlacedElf, ctx: PlanContext) -> ElfPlan:
     left = tuple(n for n in runpath.needed_unresolved
                  if ctx.host is None or ctx.host.find(n, info.elf_class, info.machine) is None)
     accepted = tuple(n for n in left if foreign or ignored(n, policy.ignore_missing))
-    edit = ElfEdit(runpath=runpath.value, tag=policy.tag, interpreter=_interpreter(info, policy),
-                   replace_needed=renames, add_needed=adds)
+    edit = ElfEdit(runpath=runpath.value, tag=facts.tag or policy.tag,
+                   interpreter=_interpreter(info, policy), replace_needed=renames,
+                   add_needed=adds)
     return ElfPlan(
         edit=edit, final=ctx.complete or _settled(needed, own), runpath=runpath,
         interpreter_before=info.interp,
         unresolved=tuple(n for n in left if n not in accepted),
         ignored=accepted)
+
+
+def _exact_plan(facts: PlacedElf, info: ElfInfo, policy: RunpathPolicy) -> ElfPlan:
+    """A rule's exact search path: final at once (it depends on no other member), the other
+    tag removed, nothing resolved (the profile owns the layout it names)."""
+    assert facts.exact is not None
+    existing = info.runpath if info.runpath is not None else info.rpath
+    dropped = tuple(e for e in split_search_path(existing) if e not in facts.exact)
+    edit = ElfEdit(runpath=":".join(facts.exact), tag=facts.tag or policy.tag,
+                   interpreter=_interpreter(info, policy))
+    return ElfPlan(edit=edit, final=True, runpath=RunpathPlan(facts.exact, (), (), dropped),
+                   interpreter_before=info.interp)
 
 
 def _additions(dest: str, needed: tuple[str, ...], ctx: PlanContext) -> tuple[str, ...]:

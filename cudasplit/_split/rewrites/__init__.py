@@ -19,7 +19,11 @@ from cudasplit._model import Kind
 from cudasplit._report import Problem
 from cudasplit._rulebook import RuleSet, TextEdit, Where, aliases
 from cudasplit._split.classify import fallback_output
-from cudasplit._split.rewrites.nvccprofile import ProfileExtras, rewrite_nvcc_profile
+from cudasplit._split.rewrites.nvccprofile import (
+    PREFIX_PROFILE,
+    ProfileExtras,
+    rewrite_nvcc_profile,
+)
 from cudasplit._split.rewrites.pkgconfig import (
     MAX_PC_SIZE,
     PcExtras,
@@ -32,8 +36,8 @@ from cudasplit._split.rewrites.pkgconfig import (
 from cudasplit._split.rewrites.textedits import apply_text_edits
 from cudasplit.errors import SourceError
 
-__all__ = ["REWRITES", "RewriteContext", "Rewritten", "package_root", "read_small_text",
-           "rewrite_text_edits", "text_edits_for"]
+__all__ = ["PREFIX_PROFILE", "REWRITES", "RewriteContext", "Rewritten", "package_root",
+           "read_small_text", "rewrite_text_edits", "text_edits_for"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +204,30 @@ def rewrite_text_edits(ctx: RewriteContext, path: str, output: str, dest: str,
     return Rewritten(done.text, problems=tuple(problems))
 
 
+# -- profiles whose outputs share one install prefix (conda-forge) ----------------------------
+
+
+def rewrite_pkgconfig_prefix(ctx: RewriteContext, path: str, output: str, dest: str,
+                             text: str) -> Rewritten:
+    """``cudaroot=`` names the one prefix every output is installed into (conda's placeholder,
+    replaced at install time); ``libdir``/``includedir`` stay NVIDIA's, relative to it
+    (``${cudaroot}/targets/x86_64-linux/lib``)."""
+    prefix = ctx.ruleset.profile.install_prefix or ctx.layout.root(output)
+    lines = [f"cudaroot={prefix}" if line.partition("=")[0].strip() == "cudaroot"
+             and "=" in line else line for line in text.splitlines()]
+    return Rewritten("\n".join(lines) + "\n")
+
+
+def rewrite_prefix_profile(ctx: RewriteContext, path: str, output: str, dest: str,
+                           text: str) -> Rewritten:
+    """NVIDIA's own profile (``TOP = $(_HERE_)/..``, ``$(TOP)/$(_TARGET_DIR_)``), as `cudasplit
+    toolkit` writes it: nvcc in a prefix that holds ``nvvm/`` and ``targets/<dir>/`` picks the
+    target's directory itself (``-ccbin aarch64-linux-gnu-g++`` -> ``targets/sbsa-linux``)."""
+    return Rewritten(PREFIX_PROFILE)
+
+
 # Rule transforms by name; text_edits apply by the member's path (see the split loop).
 REWRITES: Mapping[str, Rewrite] = {"pkgconfig": rewrite_pkgconfig,
-                                   "nvcc-profile": rewrite_profile}
+                                   "nvcc-profile": rewrite_profile,
+                                   "pkgconfig-prefix": rewrite_pkgconfig_prefix,
+                                   "nvcc-profile-prefix": rewrite_prefix_profile}

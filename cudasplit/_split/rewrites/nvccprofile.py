@@ -30,6 +30,28 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+# NVIDIA's bin/nvcc.profile (CUDA 13; CUDA 12's differs only in spelling nvvm as
+# $(_NVVM_BRANCH_), which nvcc sets to nvvm, and in not naming include/cccl): right for nvcc in
+# a prefix that holds nvvm/ and targets/<dir>/ (`cudasplit toolkit`, the conda-forge profile).
+PREFIX_PROFILE = """
+TOP              = $(_HERE_)/..
+
+CICC_PATH        = $(TOP)/nvvm/bin
+NVVMIR_LIBRARY_DIR = $(TOP)/nvvm/libdevice
+
+LD_LIBRARY_PATH += $(TOP)/lib:
+PATH            += $(CICC_PATH):$(_HERE_):
+
+INCLUDES        +=  "-I$(TOP)/$(_TARGET_DIR_)/include" $(_SPACE_)
+SYSTEM_INCLUDES +=  "-isystem" "$(TOP)/$(_TARGET_DIR_)/include/cccl" $(_SPACE_)
+
+LIBRARIES        =+ $(_SPACE_) "-L$(TOP)/$(_TARGET_DIR_)/lib$(_TARGET_SIZE_)/stubs" \
+"-L$(TOP)/$(_TARGET_DIR_)/lib$(_TARGET_SIZE_)"
+
+CUDAFE_FLAGS    +=
+PTXAS_FLAGS     +=
+"""
+
 _TARGET = r"\$\(TOP\)/\$\(_TARGET_DIR_\)"
 # Most specific first: the first pattern that matches a reference decides its output.
 _REWRITES: tuple[tuple[str, str, str], ...] = (

@@ -1,0 +1,266 @@
+"""A profile's package metadata: ``<profile>/recipes/*.toml``, one file per upstream recipe.
+
+The conda-forge profile keeps, per feedstock, our own expression of its recipe at a named
+commit: every output's conda metadata (depends, constrains, run_exports, noarch, summary) and
+the files its ``files:`` globs select (paths relative to ``$PREFIX``; the tests compare them
+with what the profile's rules place). ``repack --format conda`` reads the metadata here; an
+output's ``redist`` names the archive whose split makes it (``*``: every split).
+
+Values are templates: ``@target_platform@``/``@targets_dir@`` come from the profile's
+platform, the rest from the run (:class:`RunValues`): ``@version@`` (the archive's),
+``@build@`` (the recipe's build string), ``@cuda_version@`` (X.Y), ``@cuda_release@`` (as
+given), ``@cuda_major@``, ``@cuda_next_minor@`` (13.1.0a0), ``@cuda_next_major@`` (14.0a0) and
+``@next_major@`` (the archive version's next major, 14.0a0: conda-build's ``max_pin="x"``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from cudasplit._rulebook.load import read_rule_file
+from cudasplit._rulebook.pkgparse import check_keys, string_list, table_of
+from cudasplit._rulebook.profile import profile_dir, profile_variables, substitute
+from cudasplit.errors import RulesError
+
+__all__ = ["CondaOutput", "CondaProfile", "CondaRecipe", "RunValues", "conda_profile",
+           "load_recipes", "outputs_for"]
+
+_RECIPE_KEYS = frozenset({"feedstock", "commit", "recipe_version", "redist", "build_number",
+                          "about"})
+_ABOUT_KEYS = frozenset({"home", "license", "license_url", "doc_url", "dev_url"})
+_OUTPUT_KEYS = frozenset({"name", "redist", "noarch", "version", "summary", "files", "depends",
+                          "constrains", "run_exports", "platforms"})
+_RUN_EXPORTS = ("weak", "strong", "weak_constrains", "strong_constrains", "noarch")
+_TEMPLATE = re.compile(r"@([a-z_]+)@")
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+@dataclass(frozen=True, slots=True)
+class RunValues:
+    """The per-run values the templates name (see the module docstring).
+
+    Attributes:
+        version: the archive's version.
+        cuda_version: the CUDA release as given (X.Y or X.Y.Z).
+
+    Raises:
+        RulesError: (from :meth:`values`) a CUDA release that is not X.Y[.Z].
+    """
+
+    version: str
+    cuda_version: str
+
+    def values(self, build: str) -> dict[str, str]:
+        match = re.fullmatch(r"(\d+)\.(\d+)(\.\d+)?", self.cuda_version)
+        if match is None:
+            raise RulesError(f"CUDA release {self.cuda_version!r} is not X.Y or X.Y.Z")
+        major, minor = int(match[1]), int(match[2])
+        own_major = re.match(r"\d+", self.version)
+        return {
+            "version": self.version, "build": build, "cuda_release": self.cuda_version,
+            "cuda_version": f"{major}.{minor}", "cuda_major": str(major),
+            "cuda_next_minor": f"{major}.{minor + 1}.0a0", "cuda_next_major": f"{major + 1}.0a0",
+            "next_major": f"{int(own_major[0]) + 1}.0a0" if own_major else "",
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CondaOutput:
+    """One conda package of a recipe (templates filled by :meth:`resolved`)."""
+
+    name: str
+    redist: tuple[str, ...]     # the archives whose split makes it ("*": every split)
+    noarch: str | None
+    version: str
+    summary: str
+    files: tuple[str, ...]
+    depends: tuple[str, ...]
+    constrains: tuple[str, ...]
+    run_exports: tuple[tuple[str, tuple[str, ...]], ...]
+    platforms: tuple[str, ...] | None   # NVIDIA platforms it exists on (None: all)
+    recipe: CondaRecipe
+
+    @property
+    def build(self) -> str:
+        """The build string: ``h<hash>_<number>``, the hash of the recipe commit and the
+        target platform, as conda-build's hash of the variant: the same for every output of
+        one recipe on one platform (noarch ones too), so exact pins between them hold. A
+        recipe every split writes (``cuda-version``) is one package for all platforms."""
+        variant = "" if self.redist == ("*",) else self.recipe.target_platform
+        digest = hashlib.sha256(f"{self.recipe.commit}:{variant}".encode())
+        return f"h{digest.hexdigest()[:7]}_{self.recipe.build_number}"
+
+    def resolved(self, run: RunValues) -> CondaOutput:
+        """This output with every ``@name@`` of the run filled in."""
+        values = run.values(self.build)
+        fill = _filler(values, f"{self.recipe.path}:{self.name}")
+        return replace(
+            self, name=fill(self.name), version=fill(self.version),
+            files=tuple(fill(f) for f in self.files),
+            depends=tuple(fill(d) for d in self.depends),
+            constrains=tuple(fill(c) for c in self.constrains),
+            run_exports=tuple((k, tuple(fill(s) for s in v)) for k, v in self.run_exports))
+
+
+@dataclass(frozen=True, slots=True)
+class CondaRecipe:
+    """A recipe file: where its facts come from and its outputs."""
+
+    path: str
+    feedstock: str
+    commit: str
+    recipe_version: str
+    redist: tuple[str, ...]
+    build_number: int
+    target_platform: str
+    about: tuple[tuple[str, str], ...] = ()     # home, license, license_url, doc_url
+    platform: str | None = None                 # the NVIDIA platform it was read for
+    outputs: tuple[CondaOutput, ...] = ()
+
+
+def load_recipes(directory: Path, variables: Mapping[str, str],
+                 platform: str | None = None) -> tuple[CondaRecipe, ...]:
+    """Every ``recipes/*.toml`` of a profile directory, read for ``platform`` (its
+    ``variables`` filled in).
+
+    Raises:
+        RulesError: a file cannot be read or breaks the format (the message names it).
+    """
+    recipes = []
+    for path in sorted((directory / "recipes").glob("*.toml")):
+        doc = substitute(read_rule_file(path), variables)
+        recipes.append(_recipe(str(path), doc, variables.get("target_platform", ""), platform))
+    names = [o.name for r in recipes for o in r.outputs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise RulesError(f"{directory / 'recipes'}: output {twice[0]!r} in two recipes")
+    return tuple(recipes)
+
+
+@dataclass(frozen=True, slots=True)
+class CondaProfile:
+    """What packing a profile's outputs as conda packages needs: its recipes (platform
+    variables filled in), its install-prefix placeholder and its target platform (subdir)."""
+
+    recipes: tuple[CondaRecipe, ...]
+    placeholder: str | None
+    target_platform: str
+
+
+def conda_profile(rules_dir: Path, profile: str, platform: str | None) -> CondaProfile:
+    """The :class:`CondaProfile` of ``profile`` in ``rules_dir`` for ``platform``.
+
+    Raises:
+        RulesError: the profile is unknown, lacks the platform, or a recipe file is invalid.
+    """
+    base = profile_dir(rules_dir, profile)
+    table = read_rule_file(base / "default.toml").get("profile")
+    table = table if isinstance(table, dict) else None
+    variables = profile_variables(table, str(base / "default.toml"), platform)
+    if "target_platform" not in variables:
+        raise RulesError(f"{base / 'default.toml'}: conda packages need the platforms' "
+                         "target_platform (conda's subdir)")
+    placeholder = (table or {}).get("install_prefix")
+    return CondaProfile(load_recipes(base, variables, platform),
+                        placeholder if isinstance(placeholder, str) else None,
+                        variables["target_platform"])
+
+
+def outputs_for(recipes: Sequence[CondaRecipe], pname: str,
+                platform: str | None) -> tuple[CondaOutput, ...]:
+    """The outputs a split of ``pname`` makes (and those every split makes: ``*``)."""
+    return tuple(o for r in recipes for o in r.outputs
+                 if (pname in o.redist or o.redist == ("*",))
+                 and (o.platforms is None or platform in o.platforms))
+
+
+def _recipe(path: str, doc: Mapping[str, Any], target_platform: str,
+            platform: str | None) -> CondaRecipe:
+    check_keys(doc, frozenset({"schema", "recipe", "output"}), path, "top level")
+    table = table_of(doc.get("recipe"), path, "[recipe]")
+    check_keys(table, _RECIPE_KEYS, path, "[recipe]")
+    commit = table.get("commit")
+    if not isinstance(commit, str) or not _COMMIT.match(commit):
+        raise RulesError(f"{path}:[recipe]: commit must be the 40-hex commit the facts come from")
+    redist = string_list(table.get("redist"), f"{path}:[recipe]", "redist")
+    number = table.get("build_number", 0)
+    if not redist or not isinstance(number, int) or isinstance(number, bool) or number < 0:
+        raise RulesError(f"{path}:[recipe]: redist (archive names) and a build_number >= 0")
+    about = table_of(table.get("about", {}), path, "[recipe].about")
+    check_keys(about, _ABOUT_KEYS, path, "[recipe].about")
+    if not all(isinstance(v, str) for v in about.values()):
+        raise RulesError(f"{path}:[recipe].about: values must be strings")
+    recipe = CondaRecipe(path, str(table.get("feedstock", "")), commit,
+                         str(table.get("recipe_version", "")), redist, number, target_platform,
+                         tuple(sorted(about.items())), platform)
+    entries = doc.get("output", [])
+    if not isinstance(entries, list) or not entries:
+        raise RulesError(f"{path}: at least one [[output]]")
+    outputs = tuple(_output(table_of(e, path, f"output #{i + 1}"), recipe, i)
+                    for i, e in enumerate(entries))
+    return replace(recipe, outputs=outputs)
+
+
+def _output(table: Mapping[str, Any], recipe: CondaRecipe, index: int) -> CondaOutput:
+    where = f"{recipe.path}:output #{index + 1}"
+    check_keys(table, _OUTPUT_KEYS, recipe.path, f"output #{index + 1}")
+    name = table.get("name")
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9_.@-]+", name):
+        raise RulesError(f"{where}: name must be a conda package name")
+    redist = string_list(table.get("redist", list(recipe.redist)), where, "redist")
+    if not redist or not (set(redist) <= set(recipe.redist) or redist == ("*",)):
+        raise RulesError(f"{where}: redist must name archives of the recipe's "
+                         f"({', '.join(recipe.redist)})")
+    noarch = table.get("noarch")
+    if noarch not in (None, "generic"):
+        raise RulesError(f"{where}: noarch must be 'generic' (or absent)")
+    exports = table_of(table.get("run_exports", {}), where, "run_exports")
+    bad = sorted(set(exports) - set(_RUN_EXPORTS))
+    if bad:
+        raise RulesError(f"{where}: run_exports kind {bad[0]!r} (known: {', '.join(_RUN_EXPORTS)})")
+    platforms = table.get("platforms")
+    return CondaOutput(
+        name=name, redist=redist, noarch=noarch,
+        version=str(table.get("version", "@version@")),
+        summary=str(table.get("summary", "")),
+        files=_files(table.get("files"), where, recipe.platform),
+        depends=string_list(table.get("depends"), where, "depends"),
+        constrains=string_list(table.get("constrains"), where, "constrains"),
+        run_exports=tuple((k, string_list(v, where, k)) for k, v in sorted(exports.items())),
+        platforms=None if platforms is None else string_list(platforms, where, "platforms"),
+        recipe=recipe)
+
+
+def _files(value: Any, where: str, platform: str | None) -> tuple[str, ...]:
+    """``files``: paths and globs, or ``{ path = "...", platforms = [...] }`` for an entry the
+    recipe selects on some platforms only (libcublas' Fortran sources: x86_64)."""
+    if not isinstance(value, list):
+        return string_list(value, where, "files")
+    found = []
+    for entry in value:
+        if isinstance(entry, str):
+            found.append(entry)
+            continue
+        table = table_of(entry, where, "files entry")
+        check_keys(table, frozenset({"path", "platforms"}), where, "files entry")
+        path = table.get("path")
+        if not isinstance(path, str):
+            raise RulesError(f"{where}: a files entry's path must be a string")
+        if platform in string_list(table.get("platforms"), where, "platforms"):
+            found.append(path)
+    return tuple(found)
+
+
+def _filler(values: Mapping[str, str], where: str) -> Any:
+    def fill(text: str) -> str:
+        def one(match: re.Match[str]) -> str:
+            if match[1] not in values:
+                raise RulesError(f"{where}: unknown template @{match[1]}@ in {text!r}")
+            return values[match[1]]
+        return _TEMPLATE.sub(one, text)
+    return fill
