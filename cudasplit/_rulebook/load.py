@@ -31,6 +31,7 @@ from cudasplit._rulebook.pkgparse import (
     table_of,
 )
 from cudasplit._rulebook.pkgtable import TextEdit, TextEditsFrom
+from cudasplit._rulebook.regexprobe import regex_hazards
 from cudasplit._rulebook.ruleset import (
     KIND_NAMES,
     Rename,
@@ -152,10 +153,26 @@ def build_ruleset(documents: Iterable[tuple[str, Mapping[str, Any]]],
             package_tables.append((filename, table_of(doc["package"], filename, "package")))
         names.append(filename)
     package = load_package(package_tables)
+    _refuse_slow_regexes(package_tables)
     if package.text_edits_from:
         package = replace(package, text_edits=package.text_edits + tuple(
             _edits_from(rules_dir or default_rules_dir(), package.text_edits_from)))
     return RuleSet(tuple(rules), tuple(renames), package, tuple(names))
+
+
+def _refuse_slow_regexes(tables: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
+    """A user's ``text_edits`` regex runs on archive text: one that backtracks
+    catastrophically on a probe line is refused here, before any archive is read (the shipped
+    files are probed by the test suite instead, so a split does not pay for it)."""
+    shipped = default_rules_dir().resolve()
+    for filename, table in tables:
+        if Path(filename).resolve().is_relative_to(shipped):
+            continue
+        entries = table.get("text_edits", [])
+        patterns = [pair[0] for entry in entries for pair in entry.get("regex", [])]
+        for pattern, hazard in zip(patterns, regex_hazards(patterns)):
+            if hazard is not None:
+                raise RulesError(f"{filename}: text_edits regex {pattern!r} {hazard}")
 
 
 def _load_rules(entries: Any, filename: str, label: str) -> list[Rule]:
