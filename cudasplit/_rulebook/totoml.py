@@ -39,13 +39,14 @@ def ruleset_toml(ruleset: RuleSet) -> str:
         RulesError: a file of the rule set can no longer be read.
     """
     documents = [(name, read_rule_file(Path(name))) for name in ruleset.files]
-    lines = ["# files, highest precedence first: " + ", ".join(ruleset.files), "schema = 1"]
+    lines = ["# files, highest precedence first: " + _visible(", ".join(ruleset.files)),
+             "schema = 1"]
     package = _merged_package(documents)
     if package:
         lines += ["", "[package]", *(f"{_key(k)} = {_value(v)}" for k, v in package.items())]
     for name, doc in documents:
         for table in doc.get("rename", []):
-            lines += ["", f"# {Path(name).name}", "[[rename]]", *_table_lines(table)]
+            lines += ["", f"# {_visible(Path(name).name)}", "[[rename]]", *_table_lines(table)]
     seen = _duplicate_names(documents)
     index = 0
     for name, doc in documents:
@@ -55,7 +56,7 @@ def ruleset_toml(ruleset: RuleSet) -> str:
             rule = dict(table)
             if rule.get("name") in seen:
                 rule["name"] = f"{label}:{rule['name']}"
-            lines += ["", f"# {index}. {label}:{table.get('name')}", "[[rule]]",
+            lines += ["", _visible(f"# {index}. {label}:{table.get('name')}"), "[[rule]]",
                       *_table_lines(rule)]
     return "\n".join(lines) + "\n"
 
@@ -81,7 +82,7 @@ def _table_lines(table: Mapping[str, Any]) -> list[str]:
 
 
 def _key(key: str) -> str:
-    return key if _BARE_KEY.match(key) else json.dumps(key)
+    return key if _BARE_KEY.match(key) else _visible(json.dumps(key, ensure_ascii=False))
 
 
 def _value(value: Any) -> str:
@@ -91,9 +92,20 @@ def _value(value: Any) -> str:
         return repr(value)
     if isinstance(value, str):
         # JSON's escapes (\", \\, \n, \uXXXX) are TOML basic-string escapes too.
-        return json.dumps(value, ensure_ascii=False)
+        return _visible(json.dumps(value, ensure_ascii=False))
     if isinstance(value, list):
         return "[" + ", ".join(_value(v) for v in value) + "]"
     if isinstance(value, Mapping):
         return "{ " + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + " }"
     return json.dumps(str(value))  # dates and times: TOML would need their own syntax
+
+
+def _visible(text: str) -> str:
+    """Characters a terminal would act on or that reorder text (C1 controls such as U+009B,
+    bidi overrides such as U+202E; JSON leaves them raw) as TOML's ``\\uXXXX`` escapes:
+    ``rules show`` prints to a terminal, and the text still reads back the same."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else
+                   f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}"
+                   for ch in text)

@@ -19,6 +19,7 @@ from .. import (
 )
 from ._optgroups import COMMON, PATCH, split_options
 from ._terminal import fail, status_line
+from ._text import data, say
 
 
 @click.command("inspect")
@@ -33,10 +34,10 @@ def inspect_command(source: str, as_json: bool, **kw: Any) -> None:
     except CudasplitError as exc:
         fail(exc)
     if as_json:
-        click.echo(report.to_json(), nl=False)
+        data(report.to_json(), nl=False)
         return
     for line in member_table(report):
-        click.echo(line)
+        say(line)
 
 
 def member_table(report: Report) -> list[str]:
@@ -76,20 +77,20 @@ def explain_command(source: str, path: str, as_json: bool, **kw: Any) -> None:
     except CudasplitError as exc:
         fail(exc)
     if as_json:
-        click.echo(json.dumps(result.as_dict(), indent=2))
+        data(json.dumps(result.as_dict(), indent=2))
         return
-    click.echo(f"{result.path} ({result.kind})")
+    say(f"{result.path} ({result.kind})")
     if result.rename:
-        click.echo(f"  renamed by {result.rename} -> {result.dest}")
+        say(f"  renamed by {result.rename} -> {result.dest}")
     for trial in result.tried:
         mark = "MATCH" if trial.matched else "pass "
-        click.echo(f"  {mark} {trial.rule:40} {', '.join(trial.globs)}"
+        say(f"  {mark} {trial.rule:40} {', '.join(trial.globs)}"
                    + (f" kind={','.join(trial.kinds)}" if trial.kinds else ""))
-    click.echo(f"  => output: {result.output or '(not placed)'}"
+    say(f"  => output: {result.output or '(not placed)'}"
                + (f"  ({result.note})" if result.note else ""))
     for key, value in (result.elf or {}).items():
         if value not in (None, []):
-            click.echo(f"  => {key}: {_readable(value)}")
+            say(f"  => {key}: {_readable(value)}")
 
 
 def _readable(value: object) -> str:
@@ -116,7 +117,7 @@ def rules_show(files: Sequence[str], package: str | None) -> None:
     Read back (tomllib), it gives the same rules; comments say which file each came from."""
     try:
         ruleset = ruleset_for(package, files)
-        click.echo(ruleset_toml(ruleset), nl=False)
+        data(ruleset_toml(ruleset), nl=False)
     except CudasplitError as exc:
         fail(exc)
 
@@ -128,6 +129,6 @@ def rules_check(files: Sequence[str]) -> None:
     try:
         for name in files:
             check_rule_file(name)
-            click.echo(f"{name}: ok")
+            say(f"{name}: ok")
     except CudasplitError as exc:
         fail(exc)

@@ -18,6 +18,7 @@ from ._release import closure_command, diff_command, nixify_command, nixify_sets
 from ._repack import nix_group, repack_command
 from ._split import split_command
 from ._terminal import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, err
+from ._text import message
 from ._toolkit import toolkit_command
 
 
@@ -52,7 +53,7 @@ def option_error(exc: click.ClickException) -> NoReturn:
     usage errors)."""
     command = exc.ctx.command_path if isinstance(exc, click.UsageError) and exc.ctx else None
     hint = f" (see '{command} --help')" if command else ""
-    err(f"cudasplit: error: {exc.format_message().replace(chr(10), ' ')}{hint}")
+    err(message("error", exc.format_message().replace("\n", " ") + hint))
     sys.exit(exc.exit_code)
 
 
@@ -94,10 +95,10 @@ def run() -> None:
     try:
         main.main(prog_name="cudasplit", standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):
-        err("cudasplit: interrupted")
+        err(message("error", "interrupted"))
         sys.exit(EXIT_INTERRUPTED)
     except Terminated as exc:
-        err(f"cudasplit: terminated by {exc}")
+        err(message("error", f"terminated by {exc}"))
         sys.exit(128 + exc.signum)
     except (BrokenPipeError, _StdoutClosed):
         _quiet_broken_pipe()

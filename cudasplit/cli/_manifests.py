@@ -10,7 +10,8 @@ from typing import Any, TypeVar
 import click
 
 from .. import CudasplitError, OutputError
-from ._terminal import EXIT_OK, EXIT_PROBLEMS, fail, plural, status_line
+from ._terminal import EXIT_OK, EXIT_PROBLEMS, err, fail, plural, status_line
+from ._text import data, message, say
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -61,14 +62,13 @@ def verify_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...],
     except CudasplitError as exc:
         fail(exc)
     if as_json:
-        click.echo(report.to_json(), nl=False)
+        data(report.to_json(), nl=False)
     else:
         for result in report.results:
             if not (quiet and result.status == "ok"):
-                click.echo(result.line())
+                say(result.line())
         counts = ", ".join(f"{n} {status}" for status, n in report.counts().items() if n)
-        click.echo(f"{plural(len(report.results), 'tarball')}: {counts or 'none selected'}",
-                   err=True)
+        say(f"{plural(len(report.results), 'tarball')}: {counts or 'none selected'}", err=True)
     sys.exit(EXIT_OK if report.ok else EXIT_PROBLEMS)
 
 
@@ -100,18 +100,20 @@ def features_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...]
         fail(exc)
     for result in report.results:
         if result.status == "missing":
-            click.echo(f"missing: {result.artifact.label}  {result.artifact.filename}", err=True)
+            err(message("problem", f"{result.artifact.label}: no tarball "
+                                   f"{result.artifact.filename}", "tarball-missing"))
         elif result.status == "error":
-            click.echo(f"error: {result.artifact.label}  {result.detail}", err=True)
+            err(message("problem", f"{result.artifact.label}: {result.detail}",
+                        "tarball-unreadable"))
         elif result.features is not None:
             for problem in result.features.problems:
-                click.echo(f"problem: {problem}", err=True)
+                err(message("problem", problem, "elf-unreadable"))
     sys.exit(EXIT_OK if report.complete else EXIT_PROBLEMS)
 
 
 def _write(text: str, output_file: str | None) -> None:
     if not output_file:
-        click.echo(text, nl=False)
+        data(text, nl=False)
         return
     try:
         Path(output_file).write_text(text)

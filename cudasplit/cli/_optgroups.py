@@ -24,7 +24,7 @@ from .. import (
     platform_name,
     runpath_policy,
 )
-from ._terminal import err
+from ._terminal import warn
 
 F = TypeVar("F", bound=Callable[..., Any])
 Decorator = Callable[[Any], Any]
@@ -187,7 +187,7 @@ COMMON = OptionGroup("common", [
 
 def _tag(v: Mapping[str, Any]) -> str:
     if v["rpath_alias"]:
-        err("cudasplit: warning: --rpath is deprecated; use --tag rpath")
+        warn("--rpath is deprecated; use --tag rpath", "deprecated-option")
         return "rpath"
     return str(v["tag"])
 

@@ -11,6 +11,7 @@ from .. import CudasplitError, ProblemsFound, RepackOptions, Report, repack_to_d
 from ._optgroups import COMMON, PATCH, split_options
 from ._split import ReportTarget
 from ._terminal import fail, print_issues, setup_logging, status_line
+from ._text import say
 
 
 @click.command("repack")
@@ -63,7 +64,7 @@ def repack_command(source: str, output_dir: str, prefix: str | None, fmt: str, l
         report_target.discard()  # the empty file claim() made, if no report came
     if not quiet:
         for path in result.archives:
-            click.echo(str(path))
+            say(str(path))
     print_issues(result.report, warnings=not quiet)
 
 
@@ -77,7 +78,7 @@ def nix_setup_hook() -> None:
     """Print the path of the setup hook (defines cudasplitInstallPhase)."""
     # The package is installed as files (wheel or editable), so the path is stable.
     with as_file(files("cudasplit") / "nix" / "setup-hook.sh") as path:
-        click.echo(str(path))
+        say(str(path))
 
 
 @nix_group.command("consumer-hook")
@@ -86,4 +87,4 @@ def nix_consumer_hook() -> None:
     closure budgets; what `split --consumer-guards` writes into the lib output)."""
     from .. import consumer_guards_hook
 
-    click.echo(consumer_guards_hook())
+    say(consumer_guards_hook())

@@ -37,10 +37,12 @@ from ._terminal import (
     dropped_line,
     err,
     fail,
+    note,
     print_issues,
     setup_logging,
     status_line,
 )
+from ._text import data, message, say
 
 
 class ReportTarget:
@@ -102,13 +104,13 @@ class ReportTarget:
         return any(where.is_relative_to(Path(rec.directory).resolve())
                    for rec in report.outputs.values())
 
-    def write(self, data: dict[str, Any]) -> None:
-        """Write ``data`` as JSON to the target (nothing without one)."""
+    def write(self, report_data: dict[str, Any]) -> None:
+        """Write ``report_data`` as JSON to the target (nothing without one)."""
         if self.target is None:
             return
-        text = json.dumps(data, indent=2) + "\n"
+        text = json.dumps(report_data, indent=2) + "\n"
         if self.to_stdout:
-            click.echo(text, nl=False)
+            data(text, nl=False)
             return
         try:
             Path(self.target).write_text(text)
@@ -217,7 +219,7 @@ def _print_summary(report: Report, *, to_stderr: bool = False) -> None:
     if dropped:
         lines.append(dropped_line(dropped))
     for line in lines:
-        click.echo(line, err=to_stderr)
+        say(line, err=to_stderr)
 
 
 def _is_batch_quietly(sources: Sequence[str], nix: bool) -> bool:
@@ -236,7 +238,7 @@ def _is_batch(source: str, nix: bool, quiet: bool) -> bool:
     if not quiet:
         what = ("a directory of tarballs: splitting each into its own directory (batch)"
                 if kind == "batch" else "an unpacked redistributable tree")
-        err(f"cudasplit: {source}: {what}")
+        note(f"{source}: {what}")
     return kind == "batch"
 
 
@@ -247,9 +249,9 @@ def _run_batch(sources: Sequence[str], output_dir: str, options: SplitOptions,
     failed = [r for r in results if r.error is not None]
     for result in results:
         if result.error is not None:
-            err(f"cudasplit: error: {result.error}")
+            err(message("error", str(result.error)))
         elif not quiet and result.report is not None:
-            click.echo(f"{result.source} -> {result.output_dir}", err=writer.to_stdout)
+            say(f"{result.source} -> {result.output_dir}", err=writer.to_stdout)
             _print_summary(result.report, to_stderr=writer.to_stdout)
         if result.report is not None:
             print_issues(result.report, warnings=not quiet)
@@ -288,4 +290,4 @@ def _print_closure(output_dir: str | None, nix: bool) -> None:
     except CudasplitError as exc:
         fail(exc)
     for line in report.text_lines():
-        click.echo(line)
+        say(line)

@@ -18,11 +18,12 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import NoReturn
+from typing import ClassVar, NoReturn
 
 import click
 
 from .. import CudasplitError, Problem, Progress, Report
+from ._text import message, shown
 
 # The exit codes the README documents; a CudasplitError brings its own (exit_code, 2 or 1).
 EXIT_OK, EXIT_PROBLEMS, EXIT_INTERRUPTED = 0, 1, 130
@@ -56,8 +57,9 @@ class ProgressLine:
             return
         self._last = now
         rate = progress.bytes / max(now - self._start, 1e-6)
-        line = (f"{Path(progress.source).name}: {plural(progress.members, self.unit)}, "
-                f"{progress.bytes / 1e6:,.0f} MB, {rate / 1e6:,.0f} MB/s  {progress.current}")
+        line = shown(f"{Path(progress.source).name}: {plural(progress.members, self.unit)}, "
+                     f"{progress.bytes / 1e6:,.0f} MB, {rate / 1e6:,.0f} MB/s  "
+                     f"{progress.current}")
         columns = shutil.get_terminal_size().columns - 1
         with self._lock:
             self._write(line[:columns])
@@ -108,15 +110,25 @@ def clear_status() -> None:
         line.clear()
 
 
-def err(message: str) -> None:
-    """One line on stderr, after clearing the status line."""
+def err(text: str) -> None:
+    """One line on stderr (through :func:`shown`), after clearing the status line."""
     clear_status()
-    click.echo(message, err=True)
+    click.echo(shown(text), err=True)
+
+
+def warn(text: str, code: str | None = None) -> None:
+    """``cudasplit: warning: TEXT [code]`` on stderr."""
+    err(message("warning", text, code))
+
+
+def note(text: str) -> None:
+    """``cudasplit: note: TEXT`` on stderr: information, neither a warning nor an error."""
+    err(message("note", text))
 
 
 def fail(exc: CudasplitError) -> NoReturn:
-    """The error as one line on stderr, then exit with its code."""
-    err(f"cudasplit: error: {str(exc).replace(chr(10), ' ')}")
+    """``cudasplit: error: MESSAGE`` on stderr, then exit with the error's code."""
+    err(message("error", str(exc)))
     sys.exit(exc.exit_code)
 
 
@@ -129,6 +141,23 @@ class ClearingHandler(logging.StreamHandler):  # type: ignore[type-arg]
         super().emit(record)
 
 
+class MessageFormatter(logging.Formatter):
+    """A log record as ``cudasplit: warning: MESSAGE`` (error, warning, note for info, debug),
+    through :func:`shown` like every other line (records name members and files)."""
+
+    _KINDS: ClassVar[dict[int, str]] = {logging.ERROR: "error", logging.WARNING: "warning",
+                                        logging.INFO: "note"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        kind = self._KINDS.get(record.levelno, "error" if record.levelno > logging.ERROR
+                               else "debug")
+        text = message(kind, record.getMessage())
+        if record.exc_info:  # -v: the traceback, lines kept, each made safe
+            text += "\n" + "\n".join(shown(line) for line in
+                                      self.formatException(record.exc_info).splitlines())
+        return text
+
+
 def setup_logging(quiet: bool, verbose: bool) -> None:
     """The library's log records on stderr: errors only (``-q``), everything (``-v``), else
     warnings."""
@@ -137,15 +166,14 @@ def setup_logging(quiet: bool, verbose: bool) -> None:
     logger.setLevel(level)
     if not any(isinstance(h, ClearingHandler) for h in logger.handlers):
         handler = ClearingHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("cudasplit: %(message)s"))
+        handler.setFormatter(MessageFormatter())
         logger.addHandler(handler)
 
 
 def issue_line(kind: str, source: str, issue: Problem) -> str:
     """``cudasplit: warning: ARCHIVE: member 'lib/x': message [code]`` (one line)."""
     where = f"{source}: member {issue.path!r}" if issue.path else source
-    message = issue.message.replace("\n", " ")
-    return f"cudasplit: {kind}: {where}: {message} [{issue.code}]"
+    return message(kind, f"{where}: {issue.message}", issue.code)
 
 
 def print_issues(report: Report, *, warnings: bool = True) -> None:
