@@ -12,7 +12,8 @@ from cudasplit._source import Source
 from cudasplit._split.args import check_optional, check_path, check_source
 from cudasplit._split.pipeline import SplitOptions
 from cudasplit._split.pipeline import split as _split
-from cudasplit.sinks._tarball import DEFAULT_FORMAT, DEFAULT_LEVEL, TarballSink
+from cudasplit.errors import OptionsError, OptionsTypeError
+from cudasplit.sinks._tarball import DEFAULT_FORMAT, DEFAULT_LEVEL, FORMATS, TarballSink
 
 PathLike = str | os.PathLike[str]
 
@@ -24,21 +25,67 @@ class RepackOptions:
     Attributes:
         prefix: where the outputs unpack: ``<prefix>/<output>`` (default ``/<stem>``).
         fmt: ``zst``, ``xz`` or ``gz``.
-        level: the compression level.
-        threads: zstd workers; 0: single-threaded (the bytes are the same for any value >= 1).
+        level: the compression level: zst 1-22, xz 0-9, gz 1-9; ``None``: 10 for zst, 9 for
+            xz and gz.
+        threads: zstd workers; 0: single-threaded, -1: every CPU (the bytes are the same for
+            any value >= 1).
         mtime: the members' mtime (``None``: ``SOURCE_DATE_EPOCH`` or a fixed default).
         staging_parent: where members are staged (default: the output directory).
 
     Raises:
-        OutputError: (when the archives are written) an unknown format or a relative prefix.
+        OptionsError: an unknown format, a level out of the format's range, threads below
+            -1, a relative prefix, a negative mtime (each naming the field).
+        OptionsTypeError: a field of the wrong type (also a ``TypeError``).
     """
 
     prefix: str | None = None      # outputs unpack to <prefix>/<output>; default /<stem>
     fmt: str = DEFAULT_FORMAT      # zst | xz | gz
-    level: int = DEFAULT_LEVEL
+    level: int | None = None       # None: the format's default (LEVELS)
     threads: int = 0               # zstd workers; 0: single-threaded
     mtime: int | None = None       # None: SOURCE_DATE_EPOCH or the fixed default
     staging_parent: Path | None = None  # where members are staged; default: the output dir
+
+    def __post_init__(self) -> None:
+        _check_repack(self)
+
+    def effective_level(self) -> int:
+        """The level the archives are written with."""
+        return LEVELS[self.fmt][2] if self.level is None else self.level
+
+
+# Per format: the lowest and highest level, and the default (zst's is the long-standing
+# DEFAULT_LEVEL; xz and gz were always written at their highest, 9).
+LEVELS = {"zst": (1, 22, DEFAULT_LEVEL), "xz": (0, 9, 9), "gz": (1, 9, 9)}
+
+
+def _check_repack(options: RepackOptions) -> None:
+    for name in ("fmt", "prefix"):
+        value = getattr(options, name)
+        if value is not None and not isinstance(value, str):
+            raise OptionsTypeError(f"{name} must be a str, not {type(value).__name__} "
+                                   f"{value!r}")
+    if options.fmt not in FORMATS:
+        raise OptionsError(f"fmt must be one of {', '.join(FORMATS)}, not {options.fmt!r}")
+    low, high, _default = LEVELS[options.fmt]
+    for name, value, minimum, maximum in (("level", options.level, low, high),
+                                          ("threads", options.threads, -1, None),
+                                          ("mtime", options.mtime, 0, None)):
+        if value is None and name != "threads":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise OptionsTypeError(f"{name} must be an integer, not {type(value).__name__} "
+                                   f"{value!r}")
+        if value < minimum or (maximum is not None and value > maximum):
+            span = f"{minimum}-{maximum}" if maximum is not None else f">= {minimum}"
+            where = f" for {options.fmt}" if name == "level" else ""
+            raise OptionsError(f"{name} must be {span}{where}, not {value}")
+    prefix = options.prefix
+    if prefix is not None and (not prefix.startswith("/") or "\0" in prefix):
+        raise OptionsError(f"prefix must be an absolute path, not {prefix!r}")
+    if options.staging_parent is not None and not isinstance(options.staging_parent,
+                                                             (str, os.PathLike)):
+        raise OptionsTypeError(f"staging_parent must be a path, not "
+                               f"{type(options.staging_parent).__name__}")
 
 
 @dataclass(slots=True)
@@ -94,7 +141,7 @@ def repack_to_dir(source: PathLike | Source, output_dir: PathLike,
         return RepackResult(_split(source, None, options=opts,
                                    layout=LayoutSpec.unpacked_at(pack.prefix)))
     sink = TarballSink(Path(output_dir), prefix=pack.prefix, fmt=pack.fmt,
-                       level=pack.level, threads=pack.threads, mtime=pack.mtime,
+                       level=pack.effective_level(), threads=pack.threads, mtime=pack.mtime,
                        overwrite=opts.overwrite, staging_parent=pack.staging_parent)
     report = _split(source, sink, options=opts)
     return RepackResult(report, list(sink.written))

@@ -170,7 +170,7 @@ def _refuse_slow_regexes(tables: Iterable[tuple[str, Mapping[str, Any]]]) -> Non
             continue
         entries = table.get("text_edits", [])
         patterns = [pair[0] for entry in entries for pair in entry.get("regex", [])]
-        for pattern, hazard in zip(patterns, regex_hazards(patterns)):
+        for pattern, hazard in zip(patterns, regex_hazards(patterns), strict=True):
             if hazard is not None:
                 raise RulesError(f"{filename}: text_edits regex {pattern!r} {hazard}")
 

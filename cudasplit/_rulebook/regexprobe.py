@@ -126,7 +126,7 @@ def regex_hazards(patterns: Sequence[str], *, size: int = PROBE_CHARS,
     todo = [p for p in dict.fromkeys(patterns) if (p, size, seconds) not in _VERDICTS]
     while todo:
         verdicts = _run_probes(todo, size, seconds)
-        for pattern, verdict in zip(todo, verdicts):
+        for pattern, verdict in zip(todo, verdicts, strict=False):
             _VERDICTS[pattern, size, seconds] = verdict
         todo = todo[len(verdicts):]
     return tuple(_VERDICTS[p, size, seconds] for p in patterns)

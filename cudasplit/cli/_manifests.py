@@ -31,7 +31,7 @@ def manifest_options(func: F) -> F:
                      "repeatable; default: all)."),
         click.option("--package", "package_names", multiple=True, metavar="PNAME",
                      help="Only these packages (repeatable; default: all)."),
-        click.option("-j", "--jobs", type=int, default=0,
+        click.option("-j", "--jobs", type=click.IntRange(min=0), default=0,
                      help="Tarballs processed at once (default: available CPUs)."),
     ]):
         func = decorator(func)
@@ -42,7 +42,8 @@ def manifest_options(func: F) -> F:
 @click.argument("manifest", type=click.Path(dir_okay=False))
 @manifest_options
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report.")
-@click.option("-q", "--quiet", is_flag=True, help="Print only the files that are not ok.")
+@click.option("-q", "--quiet", is_flag=True, help="Hide the tarballs that are ok and the "
+              "progress line; those that are not ok and the count line are still printed.")
 def verify_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...],
                    cuda_variants: tuple[str, ...], package_names: tuple[str, ...], jobs: int,
                    as_json: bool, quiet: bool) -> None:
@@ -55,7 +56,7 @@ def verify_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...],
     from .. import verify_manifest
 
     try:
-        with status_line("tarball") as status:
+        with status_line("tarball", quiet=quiet) as status:
             report = verify_manifest(manifest, tarball_dir, platforms=platforms,
                                      cuda_variants=cuda_variants, packages=package_names,
                                      jobs=jobs, progress=status)

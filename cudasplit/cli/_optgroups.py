@@ -19,6 +19,7 @@ from .. import (
     DEFAULT_MAX_MEMBERS,
     OUTPUT_NAMES,
     CudasplitError,
+    OptionsError,
     SplitOptions,
     package_id,
     platform_name,
@@ -81,12 +82,40 @@ def split_options(kw: dict[str, Any], *groups: OptionGroup, **fields: Any) -> Sp
         if missing:
             raise OptionGroupError(f"options of group {group.name!r} asked for, but the command "
                                    f"does not declare {', '.join(sorted(missing))}")
-        values.update(group.convert({name: kw[name] for name in group.names}))
     unread = kw.keys() - {name for group in groups for name in group.names}
     if unread:
         raise OptionGroupError(f"the command's options {', '.join(sorted(unread))} are in no "
                                "group it builds options from")
-    return SplitOptions(**values, **fields)
+    try:
+        for group in groups:
+            values.update(group.convert({name: kw[name] for name in group.names}))
+        return SplitOptions(**values, **fields)
+    except OptionsError as exc:
+        raise type(exc)(flag_named(str(exc))) from exc
+
+
+# SplitOptions' (and RepackOptions') fields and the options that set them, for messages: the
+# library names its parameter (``jobs must be ...``); a person typed ``--jobs``.
+FIELD_FLAGS = {
+    "jobs": "--jobs", "memory_limit": "--memory-limit", "max_total_bytes": "--max-size",
+    "max_ratio": "--max-ratio", "max_members": "--max-members",
+    "strip_components": "--strip-components", "cuda_major": "--cuda-major",
+    "cuda_version": "--cuda-version", "platform": "--platform",
+    "python_version": "--python-version", "glibc_version": "--glibc-version",
+    "cuda_component_hook": "--cuda-component-hook", "target_platform": "--target-platform",
+    "outputs": "--outputs", "rules_files": "--rules", "package": "--package",
+    "patcher": "--patcher",
+    # RepackOptions
+    "level": "--level", "threads": "--threads", "prefix": "--prefix", "fmt": "--format",
+}
+
+
+def flag_named(message: str) -> str:
+    """``jobs must be ...`` -> ``--jobs must be ...``: an option error names the flag."""
+    field, sep, rest = message.partition(" ")
+    field = field.split("[", 1)[0]
+    flag = FIELD_FLAGS.get(field)
+    return f"{flag} {rest}" if flag and sep else message
 
 
 def _outputs(value: str | None) -> tuple[str, ...] | None:

@@ -120,7 +120,7 @@ def _roots(values: tuple[str, ...]) -> dict[str, str]:
               help="Only these packages (repeatable; default: all).")
 @click.option("--base-url", default=None, metavar="URL",
               help="Prefix of the manifest's relative paths (default: NVIDIA's redist URL).")
-@click.option("-j", "--jobs", type=int, default=1, show_default=True,
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Decompression threads per tarball.")
 @click.option("--toolkit", is_flag=True, help="Also cudaToolkit.nix: one toolkit prefix "
               "(NVIDIA's layout) over every package, for CUDAToolkit_ROOT.")
@@ -211,7 +211,7 @@ def nixify_sets_command(manifests: tuple[str, ...], output_dir: str,
 @click.option("--members", is_flag=True, help="One line per member instead of per directory.")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON diff (--format json).")
 @FORMAT
-@click.option("-j", "--jobs", type=int, default=1, show_default=True,
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Decompression threads per tarball.")
 def diff_command(old: str, new: str, tarball_dir: str | None, old_tarballs: str | None,
                  new_tarballs: str | None, platform: str, members: bool, as_json: bool,

@@ -7,8 +7,15 @@ from typing import Any
 
 import click
 
-from .. import CudasplitError, ProblemsFound, RepackOptions, Report, repack_to_dir
-from ._optgroups import COMMON, PATCH, split_options
+from .. import (
+    CudasplitError,
+    OptionsError,
+    ProblemsFound,
+    RepackOptions,
+    Report,
+    repack_to_dir,
+)
+from ._optgroups import COMMON, PATCH, flag_named, split_options
 from ._split import ReportTarget
 from ._terminal import fail, print_issues, setup_logging, status_line
 from ._text import say
@@ -23,7 +30,8 @@ from ._text import say
               "<version>.")
 @click.option("--format", "fmt", type=click.Choice(["zst", "xz", "gz"]), default="zst",
               show_default=True, help="Compression of the archives.")
-@click.option("--level", type=int, default=10, show_default=True, help="Compression level.")
+@click.option("--level", type=int, default=None, help="Compression level: zst 1-22 "
+              "(default 10), xz 0-9 and gz 1-9 (default 9).")
 @click.option("--threads", type=int, default=0, show_default=True,
               help="zstd worker threads (0: single-threaded, -1: all CPUs); the bytes are "
               "the same for any value >= 1.")
@@ -35,9 +43,11 @@ from ._text import say
 @click.option("--strict", is_flag=True, help="Fail (exit 1) on problems, as in split.")
 @click.option("--overwrite", is_flag=True, help="Replace existing archives.")
 @click.option("-j", "--jobs", type=int, default=None, help="Parallelism (default: available CPUs).")
-@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@click.option("-q", "--quiet", is_flag=True, help="Hide the archives written, the progress "
+              "line and warnings; errors and problems (what --strict fails on) are still "
+              "printed.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what happens.")
-def repack_command(source: str, output_dir: str, prefix: str | None, fmt: str, level: int,
+def repack_command(source: str, output_dir: str, prefix: str | None, fmt: str, level: int | None,
                    threads: int, nix_support: bool, report_file: str | None, strict: bool,
                    overwrite: bool, jobs: int | None, quiet: bool, verbose: bool,
                    **kw: Any) -> None:
@@ -45,8 +55,11 @@ def repack_command(source: str, output_dir: str, prefix: str | None, fmt: str, l
     setup_logging(quiet, verbose)
     report_target = ReportTarget(report_file, relative=False)
     try:
+        try:
+            packing = RepackOptions(prefix=prefix, fmt=fmt, level=level, threads=threads)
+        except OptionsError as exc:
+            raise type(exc)(flag_named(str(exc))) from exc
         report_target.claim()
-        packing = RepackOptions(prefix=prefix, fmt=fmt, level=level, threads=threads)
         try:
             with status_line(quiet=quiet) as status:
                 options = split_options(kw, COMMON, PATCH, nix_markers=nix_support,

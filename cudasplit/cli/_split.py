@@ -154,7 +154,9 @@ class ReportTarget:
               "hold at once (K/M/G; default: jobs+1 xz blocks, 64 MiB to 4 GiB; from -j8 without "
               "it, xz goes through `xz -TN`, ~70 MB a thread). Lower is slower, never wrong; "
               "peak RSS is about 60 MB + SIZE + jobs x 10 MB.")
-@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@click.option("-q", "--quiet", is_flag=True, help="Hide the summary, the progress line, "
+              "warnings and notes; errors and problems (what --strict fails on) are still "
+              "printed, and so is what --closure and --report - ask for.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what happens.")
 @click.option("--closure", is_flag=True, help="Then print the closure report of the outputs "
               "(one source; see `cudasplit closure`).")
