@@ -15,11 +15,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from cudasplit._api.entry import split_to_dir
+from cudasplit._api.entry import split_to_dir, split_writes
 from cudasplit._model import PackageId
 from cudasplit._report import Report, relative_report
 from cudasplit._source import decode_threads, detect_codec, package_from_filename, parse_top_dir
 from cudasplit._split.args import check_optional, check_path
+from cudasplit._split.overlap import refuse_overlap
 from cudasplit._split.pipeline import Progress, SplitOptions
 from cudasplit.errors import CudasplitError, OptionsTypeError, SourceError
 
@@ -168,6 +169,9 @@ def split_many(sources: Sequence[PathLike], output_dir: PathLike,
     if len(set(names)) != len(names):
         raise SourceError("two sources would share one output directory: "
                           + ", ".join(sorted({n for n in names if names.count(n) > 1})))
+    if not opts.dry_run:
+        refuse_overlap([w for name in names for w in split_writes(Path(output_dir) / name)],
+                       [*sources, *paths])
     jobs = opts.effective_jobs()
     cores = _Cores(jobs)
     cancel = threading.Event()

@@ -20,10 +20,12 @@ from cudasplit._report import MemberRecord, Report
 from cudasplit._rulebook import Rename, RuleSet, load_ruleset
 from cudasplit._source import Source
 from cudasplit._split.args import check_optional, check_path, check_sink, check_source
+from cudasplit._split.overlap import refuse_overlap
 from cudasplit._split.pipeline import SplitOptions, SplitRun, member_kind, open_for
 from cudasplit._split.pipeline import split as _split
 from cudasplit.errors import OptionsTypeError, SourceError
 from cudasplit.sinks import DirectorySink, Sink
+from cudasplit.sinks._staging import STAGING_PREFIX
 
 EXPLAIN_SCHEMA = 1  # the "schema" of Explanation.as_dict
 
@@ -95,9 +97,17 @@ def split_to_dir(source: PathLike | Source, output_dir: PathLike,
     opts = options or SplitOptions()
     if opts.dry_run:
         return _split(source, None, options=opts, layout=LayoutSpec.under(output_dir))
+    refuse_overlap(split_writes(output_dir), [source])
     sink = DirectorySink.for_output_dir(Path(output_dir), list(OUTPUT_NAMES),
                                         overwrite=opts.overwrite, durable=opts.fsync)
     return _split(source, sink, options=opts)
+
+
+def split_writes(output_dir: PathLike) -> list[Path]:
+    """What a split into ``output_dir`` writes or replaces: every output root
+    (``--overwrite`` replaces them all) and its staging directory."""
+    root = Path(output_dir)
+    return [*(root / name for name in OUTPUT_NAMES), root / f"{STAGING_PREFIX}*"]
 
 
 def split_nix(source: PathLike | Source, env: dict[str, str] | None = None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 
 from cudasplit._release.diff import ReleaseDiff, diff_snapshots, snapshot
 from cudasplit._release.features import FeatureReport, features_for_manifest
@@ -21,6 +22,7 @@ from cudasplit._release.nixify import (
     plan_sets,
     write_sets,
 )
+from cudasplit._split.overlap import refuse_overlap
 from cudasplit._split.progress import ProgressCallback
 
 PathLike = str | os.PathLike[str]
@@ -87,6 +89,16 @@ def manifest_features(manifest: PathLike, tarball_dir: PathLike, *,
         extended=extended, progress=progress)
 
 
+def _nix_files_apart(output_dir: PathLike, inputs: Sequence[PathLike]) -> None:
+    """``output_dir`` only gets new ``.nix`` files (nothing in it is read, walked or removed):
+    it may not be an input, and no input may be a file it is about to write over. (Inside or
+    around the tarball directory is fine: ``--tarballs . -o nix``.)"""
+    refuse_overlap([output_dir], inputs, exact=True)
+    for path in inputs:
+        if os.fspath(path).endswith(".nix"):
+            refuse_overlap([Path(output_dir) / Path(path).name], [path], exact=True)
+
+
 def nixify_manifest(manifest: PathLike, tarball_dir: PathLike, output_dir: PathLike, *,
                     platforms: Sequence[str] = (), packages: Sequence[str] = (),
                     base_url: str | None = None, jobs: int = 1,
@@ -114,6 +126,7 @@ def nixify_manifest(manifest: PathLike, tarball_dir: PathLike, output_dir: PathL
         OutputError: ``output_dir`` cannot be written.
         SourceError: a tarball cannot be read.
     """
+    _nix_files_apart(output_dir, [manifest, tarball_dir])
     return nixify(load_manifest(manifest), tarball_dir, output_dir,
                   platforms=platforms or None, packages=packages or None,
                   base_url=base_url or DEFAULT_BASE_URL, jobs=jobs, progress=progress,
@@ -145,6 +158,7 @@ def nixify_sets(manifests: Sequence[PathLike], output_dir: PathLike, *,
         OutputError: ``output_dir`` cannot be written.
     """
     loaded = [load_manifest(m) for m in manifests]
+    _nix_files_apart(output_dir, list(manifests))
     return write_sets(plan_sets(loaded, base_url), output_dir)
 
 

@@ -10,6 +10,7 @@ from cudasplit._layout import LayoutSpec
 from cudasplit._report import Report
 from cudasplit._source import Source
 from cudasplit._split.args import check_optional, check_path, check_source
+from cudasplit._split.overlap import refuse_overlap
 from cudasplit._split.pipeline import SplitOptions
 from cudasplit._split.pipeline import split as _split
 from cudasplit.errors import OptionsError, OptionsTypeError
@@ -140,6 +141,8 @@ def repack_to_dir(source: PathLike | Source, output_dir: PathLike,
     if opts.dry_run:  # the same layout the archives will name, so the plans are the same
         return RepackResult(_split(source, None, options=opts,
                                    layout=LayoutSpec.unpacked_at(pack.prefix)))
+    # The stage goes into output_dir: a directory source must not hold it.
+    refuse_overlap([Path(output_dir) / f"{TarballSink.stage_prefix}*"], [source])
     sink = TarballSink(Path(output_dir), prefix=pack.prefix, fmt=pack.fmt,
                        level=pack.effective_level(), threads=pack.threads, mtime=pack.mtime,
                        overwrite=opts.overwrite, staging_parent=pack.staging_parent)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -91,6 +92,9 @@ def features_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...]
     # A lazy public name (``cudasplit._LAZY``): loaded only when this command runs.
     from .. import manifest_features
 
+    if output_file and os.path.realpath(output_file) == os.path.realpath(manifest):
+        fail(OutputError(f"{output_file}: this output is the input manifest; nothing was "
+                         "written"))
     try:
         with status_line("tarball") as status:
             report = manifest_features(manifest, tarball_dir, platforms=platforms,
