@@ -113,6 +113,9 @@ class ReportTarget:
             data(text, nl=False)
             return
         try:
+            # A report whose directory did not exist at claim() (inside an output, or
+            # anywhere for root, whom every directory lets in) gets it now, as outputs do.
+            Path(self.target).parent.mkdir(parents=True, exist_ok=True)
             Path(self.target).write_text(text)
         except OSError as exc:
             raise OutputError(f"{self.target}: cannot write the report ({exc.strerror})") from exc
