@@ -153,10 +153,12 @@ class ReportTarget:
               "(faster on slow disks; a power loss may then leave truncated files).")
 @click.option("-j", "--jobs", type=int, default=None, help="Parallelism (default: available CPUs; "
               "NIX_BUILD_CORES in a Nix builder).")
-@click.option("--memory-limit", metavar="SIZE", help="Decoded bytes the parallel decoder may "
-              "hold at once (K/M/G; default: jobs+1 xz blocks, 64 MiB to 4 GiB; from -j8 without "
-              "it, xz goes through `xz -TN`, ~70 MB a thread). Lower is slower, never wrong; "
-              "peak RSS is about 60 MB + SIZE + jobs x 10 MB.")
+@click.option("--memory-limit", metavar="SIZE", help="Memory the decoder may use: decoded "
+              "bytes held and its threads' dictionaries together (K/M/G; default: jobs+1 xz "
+              "blocks, 64 MiB to 4 GiB; from -j8 without it, xz goes through `xz -TN`, "
+              "bounded by that default with --memlimit-decompress). Lower is slower, never "
+              "wrong; the peak RSS of the whole run, xz child included, stays within SIZE + "
+              "about 100 MB.")
 @click.option("-q", "--quiet", is_flag=True, help="Hide the summary, the progress line, "
               "warnings and notes; errors and problems (what --strict fails on) are still "
               "printed, and so is what --closure and --report - ask for.")

@@ -23,11 +23,14 @@ The budget is ``memory_limit`` when given, else :func:`default_decode_budget`:
 ``(jobs + 1) x the largest block``, at least 64 MiB and at most 4 GiB or a quarter of the
 RAM.  ``jobs + 1`` blocks keep every thread busy while the reader is on the oldest one; a
 smaller budget admits fewer blocks at once (slower, never wrong); a block larger than the
-budget streams through a 64 MiB window.  Peak RSS is about::
+budget streams through a 64 MiB window.  Without a limit, peak RSS is about::
 
     interpreter and cudasplit (~60 MB) + budget + busy threads x (xz dictionary + 2 MiB)
 
-e.g. ``xz -6`` (8 MiB dictionary, 24 MiB blocks) with 16 threads: 60 + 408 + 160 MB.
+e.g. ``xz -6`` (8 MiB dictionary, 24 MiB blocks) with 16 threads: 60 + 408 + 160 MB. A
+``memory_limit`` holds the threads' dictionaries too (``memory``), and the ``xz`` child gets
+it (or the default budget) as ``--memlimit-decompress``: the run's peak RSS, child included,
+stays within the limit plus about 100 MB (benchmarks/bench_memory.py).
 
 Every failure of the data becomes :class:`~cudasplit.errors.CorruptArchiveError` (or
 :class:`~cudasplit.errors.SourceError` for an unreadable file) with a one-line message that
@@ -56,6 +59,7 @@ from cudasplit._source.codecs.external import (
     external_command,
     xz_decodes_in_parallel,
 )
+from cudasplit._source.codecs.memory import dictionary_size, threads_within
 from cudasplit._source.codecs.stdlib import bz2_chunks, gzip_chunks, plain_chunks
 from cudasplit._source.codecs.threads import BlockPipeline, PipelineStats
 from cudasplit._source.codecs.xz import (
@@ -175,8 +179,11 @@ def _xz_reader(fh: IO[bytes], source: str, jobs: int, memory_limit: int | None,
         return ChunkReader(xz_sequential_chunks(fd, streams, source), source)
     tasks = [functools.partial(xz_block_chunks, fd, s, b, source) for s, b in blocks]
     sizes = [b.uncompressed_size for _, b in blocks]
-    budget = (memory_limit if memory_limit is not None
-              else default_decode_budget(jobs, max(sizes, default=0)))
+    if memory_limit is None:
+        budget = default_decode_budget(jobs, max(sizes, default=0))
+    else:  # the limit holds the threads' dictionaries too (codecs/memory.py)
+        jobs, budget = threads_within(memory_limit, jobs,
+                                      dictionary_size(fd, [b for _, b in blocks]))
     return _threaded_reader(tasks, source, jobs, budget, sizes)
 
 
@@ -207,20 +214,25 @@ def _in_process_reader(fh: IO[bytes], codec: Codec, source: str, jobs: int,
 
 
 def _external_reader(fh: IO[bytes], codec: Codec, path: Path, source: str,
-                     jobs: int) -> ChunkReader | None:
-    argv = external_command(codec, path, jobs)
-    if argv is None:
-        return None
+                     jobs: int, memory_limit: int | None = None) -> ChunkReader | None:
     # Same up-front structure check as in-process, so that trailing garbage and truncation
     # are reported identically (the binaries would also catch them, later). Null bytes after
     # the data are accepted for every codec; the binaries refuse some (zstd any, xz those not
     # a multiple of four): such files are decoded in-process.
     fd = fh.fileno()
     size = os.fstat(fd).st_size
+    memlimit = None
     if codec is Codec.XZ:
         streams = read_xz_layout(fd, size, source=source)
         if (size - streams[-1].end) % 4:
             return None
+        # xz's memory is bounded like the in-process decoder's: the limit, else the default
+        # budget (a 1.2 MB archive of 256 MiB blocks drove `xz -T8` to 1.9 GB without one).
+        largest = max((b.uncompressed_size for s in streams for b in s.blocks), default=0)
+        memlimit = memory_limit or default_decode_budget(jobs, largest)
+    argv = external_command(codec, path, jobs, memlimit)
+    if argv is None:
+        return None
     elif codec is Codec.ZSTD:
         frames = zstd_frames(fh, source)
         if not frames or sum(frames[-1]) != size:
@@ -274,7 +286,7 @@ def open_decompressed(
         if background is False and external is None:
             external = False  # decoding in the caller's thread: never a subprocess by default
         if codec is not Codec.NONE and _use_external(codec, external, jobs, memory_limit):
-            reader = _external_reader(fh, codec, path, source, jobs)
+            reader = _external_reader(fh, codec, path, source, jobs, memory_limit)
         if reader is None:
             reader = _in_process_reader(fh, codec, source, jobs, memory_limit, background)
         with reader:
