@@ -14,6 +14,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from cudasplit._argcheck import check_fields, checked
 from cudasplit._model import OUTPUT_NAMES, PackageId
 
 __all__ = ["Layout", "LayoutSpec", "archive_stem"]
@@ -47,6 +48,7 @@ def archive_stem(package: PackageId) -> str:
     return "-".join(parts)
 
 
+@checked
 @dataclass(frozen=True, slots=True)
 class LayoutSpec:
     """Fixed roots (``roots``), or archive roots ``<prefix>/<output>`` (``archives``) whose
@@ -65,6 +67,9 @@ class LayoutSpec:
     roots: tuple[tuple[str, str], ...] = ()
     archives: bool = False
     prefix: str | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
     @classmethod
     def placeholders(cls) -> LayoutSpec:

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from cudasplit._argcheck import checked
+
 SCHEMA_VERSION = 1
 _DROP_REASONS = {"<builtin>:cuda-major": "CUDA major", "<builtin>:package-drop": "package table"}
 
@@ -225,6 +227,7 @@ class Report:
 _MASK = "e" * 32
 
 
+@checked
 def relative_report(report: Report, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """``report`` as JSON data safe to keep in ``$out``: output roots as ``$<output>``,
     source and rule files by name, other store paths' hashes masked.

@@ -6,8 +6,8 @@ The package is folders by part of the job, and imports run one way, top to botto
           ->  sinks/  ->  _source/ | _rulebook/  ->  _elf/ (patch -> plan -> read)  ->  core
 
 The core is a few root modules every part may use (``errors``, ``_model``, ``_report``,
-``_layout``, ``_globs``). Every import counts: module level, inside functions (lazy), and under
-``if TYPE_CHECKING:`` (a typing-only import still ties the two modules together).
+``_layout``, ``_globs``, ``_argcheck``). Every import counts: module level, inside functions
+(lazy), and under ``if TYPE_CHECKING:`` (a typing-only import still ties the two modules together).
 """
 
 from __future__ import annotations
@@ -36,11 +36,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("_elf.patch",),
     ("_elf.plan",),
     ("_elf.read", "_elf"),
-    ("errors", "_model", "_report", "_layout", "_globs"),
+    ("errors", "_model", "_report", "_layout", "_globs", "_argcheck"),
 )
 # The only names allowed at the top of the package: the public face, the folders, the core.
 TOP = {"__init__", "__main__", "errors", "cli", "sinks", "_api", "_release", "_split", "_nix",
-       "_source", "_rulebook", "_elf", "_model", "_report", "_layout", "_globs"}
+       "_source", "_rulebook", "_elf", "_model", "_report", "_layout", "_globs",
+       "_argcheck"}
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cudasplit._api.entry import split_to_dir, split_writes
+from cudasplit._argcheck import checked
 from cudasplit._model import PackageId
 from cudasplit._report import Report, relative_report
 from cudasplit._source import decode_threads, detect_codec, package_from_filename, parse_top_dir
@@ -57,6 +58,7 @@ class BatchResult:
                 "error": None if self.error is None else str(self.error), "report": report}
 
 
+@checked
 def batch_report(results: Sequence[BatchResult], *, relative: bool = False) -> dict[str, Any]:
     """The JSON data of a whole batch (``split --report`` with several sources).
 
@@ -86,6 +88,7 @@ def batch_sources(paths: Sequence[PathLike]) -> list[Path]:
     return result
 
 
+@checked
 def directory_kind(path: PathLike) -> str:
     """Whether a directory is an unpacked redistributable or a directory of tarballs, by
     content: a ``*-archive`` directory itself, or a directory holding exactly one, is a tree;
@@ -134,6 +137,7 @@ def batch_output_dir(source: Path) -> str:
     return name + (f"_cuda{package.cuda_variant}" if package.cuda_variant else "")
 
 
+@checked
 def split_many(sources: Sequence[PathLike], output_dir: PathLike,
                options: SplitOptions | None = None) -> list[BatchResult]:
     """Split several sources concurrently (within ``options.jobs``) into

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from cudasplit._argcheck import checked
 from cudasplit._layout import LayoutSpec
 from cudasplit._model import OUTPUT_NAMES, Kind
 from cudasplit._nix import nix_outputs, with_nix_defaults
@@ -32,6 +33,7 @@ EXPLAIN_SCHEMA = 1  # the "schema" of Explanation.as_dict
 PathLike = str | os.PathLike[str]
 
 
+@checked
 def split(source: PathLike | Source, sink: Sink, options: SplitOptions | None = None
           ) -> Report:
     """Split ``source`` into ``sink``: classify every member by the rules, place it, and
@@ -68,6 +70,7 @@ def _check_call(source: object, options: object) -> None:
     check_optional(options, SplitOptions)
 
 
+@checked
 def split_to_dir(source: PathLike | Source, output_dir: PathLike,
                  options: SplitOptions | None = None) -> Report:
     """Split ``source`` into ``output_dir/<output>/...``, staged, so a failed or killed
@@ -110,6 +113,7 @@ def split_writes(output_dir: PathLike) -> list[Path]:
     return [*(root / name for name in OUTPUT_NAMES), root / f"{STAGING_PREFIX}*"]
 
 
+@checked
 def split_nix(source: PathLike | Source, env: dict[str, str] | None = None,
               options: SplitOptions | None = None) -> Report:
     """Split ``source`` inside a Nix builder into the derivation's outputs (``$outputs``
@@ -146,6 +150,7 @@ def split_nix(source: PathLike | Source, env: dict[str, str] | None = None,
     return _split(source, DirectorySink(roots), options=opts)
 
 
+@checked
 def inspect(source: PathLike | Source, options: SplitOptions | None = None,
             layout: LayoutSpec | None = None) -> Report:
     """Classify every member of ``source``; write nothing.
@@ -218,6 +223,7 @@ class Explanation:
         return {"schema": EXPLAIN_SCHEMA, **asdict(self)}
 
 
+@checked
 def explain(source: PathLike | Source, path: str, options: SplitOptions | None = None
             ) -> Explanation:
     """Which rule placed ``path`` and which rules it passed over, with the ELF edit a split

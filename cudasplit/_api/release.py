@@ -11,6 +11,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from cudasplit._argcheck import checked
 from cudasplit._release.diff import ReleaseDiff, diff_snapshots, snapshot
 from cudasplit._release.features import FeatureReport, features_for_manifest
 from cudasplit._release.manifest import VerifyReport, load_manifest, verify
@@ -22,8 +23,11 @@ from cudasplit._release.nixify import (
     plan_sets,
     write_sets,
 )
+from cudasplit._source import PLATFORMS
+from cudasplit._split.options import unknown_platform
 from cudasplit._split.overlap import refuse_overlap
 from cudasplit._split.progress import ProgressCallback
+from cudasplit.errors import OptionsError
 
 PathLike = str | os.PathLike[str]
 
@@ -31,6 +35,7 @@ __all__ = ["diff_releases", "manifest_features", "nixify_manifest", "nixify_sets
            "verify_manifest"]
 
 
+@checked(jobs=0)
 def verify_manifest(manifest: PathLike, tarball_dir: PathLike, *,
                     platforms: Sequence[str] = (), cuda_variants: Sequence[str] = (),
                     packages: Sequence[str] = (), jobs: int = 0,
@@ -58,6 +63,7 @@ def verify_manifest(manifest: PathLike, tarball_dir: PathLike, *,
                   progress=progress)
 
 
+@checked(jobs=0)
 def manifest_features(manifest: PathLike, tarball_dir: PathLike, *,
                       platforms: Sequence[str] = (), cuda_variants: Sequence[str] = (),
                       packages: Sequence[str] = (), jobs: int = 0,
@@ -99,6 +105,7 @@ def _nix_files_apart(output_dir: PathLike, inputs: Sequence[PathLike]) -> None:
             refuse_overlap([Path(output_dir) / Path(path).name], [path], exact=True)
 
 
+@checked(jobs=1)
 def nixify_manifest(manifest: PathLike, tarball_dir: PathLike, output_dir: PathLike, *,
                     platforms: Sequence[str] = (), packages: Sequence[str] = (),
                     base_url: str | None = None, jobs: int = 1,
@@ -133,6 +140,7 @@ def nixify_manifest(manifest: PathLike, tarball_dir: PathLike, output_dir: PathL
                   toolkit=toolkit)
 
 
+@checked
 def nixify_sets(manifests: Sequence[PathLike], output_dir: PathLike, *,
                 base_url: str | None = None) -> SetsResult:
     """One Nix package set per CUDA release among ``manifests``, from the manifests alone:
@@ -162,6 +170,7 @@ def nixify_sets(manifests: Sequence[PathLike], output_dir: PathLike, *,
     return write_sets(plan_sets(loaded, base_url), output_dir)
 
 
+@checked(jobs=1)
 def diff_releases(old: PathLike, new: PathLike, *, tarball_dir: PathLike | None = None,
                   old_tarballs: PathLike | None = None, new_tarballs: PathLike | None = None,
                   platform: str = "linux-x86_64", jobs: int = 1,
@@ -186,6 +195,8 @@ def diff_releases(old: PathLike, new: PathLike, *, tarball_dir: PathLike | None 
         SourceError: a tarball or directory cannot be read.
         RulesError: a rule file is invalid.
     """
+    if platform not in PLATFORMS:
+        raise OptionsError(unknown_platform(platform, "platform"))
     before = snapshot(old, tarball_dir=old_tarballs or tarball_dir, platform=platform,
                       jobs=jobs, progress=progress)
     after = snapshot(new, tarball_dir=new_tarballs or tarball_dir, platform=platform, jobs=jobs,

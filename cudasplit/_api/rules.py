@@ -6,6 +6,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from cudasplit._argcheck import checked
 from cudasplit._model import PackageId
 from cudasplit._rulebook import (
     RuleSet,
@@ -20,6 +21,7 @@ from cudasplit._split.options import SplitOptions, check_package_known
 __all__ = ["check_rule_file", "package_entry_lines", "ruleset_for", "ruleset_toml"]
 
 
+@checked
 def ruleset_for(package: str | None = None, files: Sequence[str | os.PathLike[str]] = (), *,
                 default_rules: bool = False) -> RuleSet:
     """The rules a split of ``package`` would use, ``files`` first (highest precedence),
@@ -43,6 +45,7 @@ def ruleset_for(package: str | None = None, files: Sequence[str | os.PathLike[st
     return load_ruleset(package, [os.fspath(f) for f in files])
 
 
+@checked
 def check_rule_file(path: str | os.PathLike[str]) -> RuleSet:
     """Read and validate one rule file on its own.
 
@@ -60,6 +63,7 @@ def check_rule_file(path: str | os.PathLike[str]) -> RuleSet:
     return build_ruleset([(name, read_rule_file(Path(name)))])
 
 
+@checked
 def package_entry_lines(ruleset: RuleSet) -> list[str]:
     """The rule set's package-table entry as ``key = value`` lines, every key (defaults
     too) with its gates spelt out, so the entry reads the same for every package (for

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cudasplit._argcheck import check_fields, checked
 from cudasplit._layout import LayoutSpec
 from cudasplit._report import Report
 from cudasplit._source import Source
@@ -19,6 +20,7 @@ from cudasplit.sinks._tarball import DEFAULT_FORMAT, DEFAULT_LEVEL, FORMATS, Tar
 PathLike = str | os.PathLike[str]
 
 
+@checked
 @dataclass(frozen=True, slots=True)
 class RepackOptions:
     """How the archives are written (what goes into them is :class:`SplitOptions`' business).
@@ -47,6 +49,7 @@ class RepackOptions:
     staging_parent: Path | None = None  # where members are staged; default: the output dir
 
     def __post_init__(self) -> None:
+        check_fields(self)
         _check_repack(self)
 
     def effective_level(self) -> int:
@@ -105,6 +108,7 @@ class RepackResult:
     archives: list[Path] = field(default_factory=list)
 
 
+@checked
 def repack_to_dir(source: PathLike | Source, output_dir: PathLike,
                   options: SplitOptions | None = None,
                   repack: RepackOptions | None = None) -> RepackResult:

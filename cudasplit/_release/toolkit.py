@@ -28,6 +28,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cudasplit._argcheck import checked
 from cudasplit._model import OUTPUT_NAMES
 from cudasplit._release.toolkitwrite import write_view
 from cudasplit._split.overlap import refuse_overlap
@@ -88,6 +89,7 @@ class _Plan:
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
+@checked
 def toolkit_view(split_dirs: Sequence[str | os.PathLike[str]], dest: str | os.PathLike[str],
                  *, packages: Sequence[Sequence[str | os.PathLike[str]]] = (),
                  arm_target: str = "sbsa-linux", overwrite: bool = False,

@@ -21,6 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from cudasplit._argcheck import checked
 from cudasplit._model import OUTPUT_NAMES
 from cudasplit._rulebook.pkgload import load_package
 from cudasplit._rulebook.pkgparse import (
@@ -73,6 +74,7 @@ def default_rules_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "rules"
 
 
+@checked
 def load_ruleset(
     package_name: str | None = None,
     extra_files: Sequence[str | Path] = (),

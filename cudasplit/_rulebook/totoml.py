@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from cudasplit._argcheck import checked
 from cudasplit._rulebook.load import read_rule_file
 from cudasplit._rulebook.ruleset import RuleSet
 
@@ -24,6 +25,7 @@ __all__ = ["ruleset_toml"]
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
+@checked
 def ruleset_toml(ruleset: RuleSet) -> str:
     """The rule set's files merged into one TOML document that ``tomllib`` reads back
     into the same rules (``rules show``): ``[package]`` key by key as the merge takes

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import IO
 
+from cudasplit._argcheck import checked
 from cudasplit._model import PackageId
 from cudasplit._source.base import HEAD_SIZE, Source
 from cudasplit._source.codecs import (
@@ -107,6 +108,7 @@ ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
 STDIN = "-"
 
 
+@checked(jobs=1, memory_limit=1 << 20, strip_components=0)
 def open_source(path: str | os.PathLike[str], *, package: PackageId | None = None,
                 jobs: int = 1, limits: Limits | None = None,
                 strip_components: int | None = None,

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cudasplit._argcheck import checked
 from cudasplit._elf.patch import PATCHERS, UnknownPatcherError
 from cudasplit._elf.plan import RunpathPolicy
 from cudasplit._model import OUTPUT_NAMES, PackageId
@@ -65,6 +66,7 @@ class Progress:
     done: bool = False    # the last call of a run
 
 
+@checked
 @dataclass(frozen=True, slots=True)
 class SplitOptions:
     """Everything that changes what a split does. Frozen: one value serves a whole run.
@@ -179,7 +181,7 @@ class SplitOptions:
 # The smallest decoder budget accepted: one decoded chunk (below it nothing could be held).
 MIN_MEMORY_LIMIT = 1 << 20
 _FLAGS = ("patch", "strict", "dry_run", "overwrite", "nix_markers", "check_fhs_refs",
-          "default_rules", "fsync", "skip_unsafe_members", "nix_build")
+          "default_rules", "fsync", "skip_unsafe_members", "nix_build", "consumer_guards")
 _CUDA_VERSION = re.compile(r"\d+\.\d+(\.\d+)?")
 
 

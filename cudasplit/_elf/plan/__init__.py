@@ -3,6 +3,7 @@ planner that turns a member's facts and the output layout into an edit value."""
 
 from __future__ import annotations
 
+from cudasplit._argcheck import checked
 from cudasplit._elf.plan.edit import EditResult, ElfEdit, UnknownPatcherError
 from cudasplit._elf.plan.entries import dedupe, entry_key
 from cudasplit._elf.plan.hostloader import (
@@ -32,9 +33,13 @@ from cudasplit._elf.plan.runpath import (
     is_glibc_name,
     is_origin_relative,
     is_stub_entry,
-    plan_runpath,
     split_search_path,
 )
+from cudasplit._elf.plan.runpath import plan_runpath as _plan_runpath
+
+# The public function checks its arguments (cudasplit._argcheck); the planner calls the
+# leaf module's own, once per ELF file, without the check.
+plan_runpath = checked(_plan_runpath)
 
 __all__ = [
     "DEFAULT_DRIVER_LINK",

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
+from cudasplit._argcheck import checked
 from cudasplit.errors import ManifestError
 
 __all__ = ["PNAME", "VARIANT_KEY", "Artifact", "Manifest", "Package", "load_manifest",
@@ -111,6 +112,7 @@ class Manifest:
 MAX_MANIFEST_BYTES = 16 << 20
 
 
+@checked
 def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     """Read and validate NVIDIA's ``redistrib_*.json``.
 
