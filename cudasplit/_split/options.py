@@ -109,10 +109,12 @@ class SplitOptions:
             archive's own platform).
         nix_build: inside a Nix builder (set by :func:`split_nix`): a package without rules
             or a missing ``nvcc.profile`` package root is an error, not a warning.
-        memory_limit: bytes of decoded data the parallel decoder may hold at once (at least
-            1 MiB); ``None``: (jobs + 1) whole xz blocks, within 64 MiB and min(4 GiB, RAM/4),
-            and from 8 jobs multi-block xz goes through ``xz -TN`` (faster there; its memory
-            is xz's, ~70 MB a thread); a limit keeps the in-process decoder, within it.
+        memory_limit: bytes the decoder may use: decoded data held and its threads'
+            dictionaries together (at least 1 MiB; the run's peak RSS stays within it plus
+            about 100 MB); ``None``: (jobs + 1) whole xz blocks, within 64 MiB and min(4 GiB,
+            RAM/4), and from 8 jobs multi-block xz goes through ``xz -TN`` (faster there),
+            bounded by that budget with ``--memlimit-decompress``; a limit keeps the
+            in-process decoder.
         skip_unsafe_members: skip (with a problem) a member that would leave the output, such
             as a symlink to ``/etc``, instead of refusing the archive.
 
