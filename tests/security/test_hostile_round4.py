@@ -625,3 +625,50 @@ def test_report_in_a_missing_directory(tmp_path: Path) -> None:
                 "--default-rules", "-q")
     assert done.returncode == 0, done.stderr
     assert json.loads(report.read_text())["members"]
+
+
+# -- a moved dynamic array and PT_GNU_RELRO (documented in elf-editing.md) -------------------------
+
+
+def _segments(path: Path) -> list[tuple[str, int, int, str]]:
+    out = subprocess.run(["readelf", "-lW", str(path)], capture_output=True, text=True,
+                         check=True).stdout
+    rows = []
+    for line in out.splitlines():
+        fields = line.split()
+        if fields and fields[0] in ("LOAD", "DYNAMIC", "GNU_RELRO"):
+            flags = "".join(fields[6:-1])  # "R E" is two fields
+            rows.append((fields[0], int(fields[2], 16), int(fields[5], 16), flags))
+    return rows
+
+
+@pytest.mark.parametrize("linker", ["lld", "mold", "bfd"])
+def test_moved_dynamic_array_is_as_documented(tmp_path: Path, linker: str) -> None:
+    """elf-editing.md: where the array has no spare slot (lld), it moves into a writable
+    segment outside PT_GNU_RELRO (as patchelf does); the file loads, also after strip.
+    Elsewhere it stays in place, inside RELRO."""
+    import shutil
+
+    from cudasplit._elf.patch import ElfEdit, apply_edit
+
+    tool = {"lld": "ld.lld", "mold": "mold", "bfd": "ld.bfd"}[linker]
+    if shutil.which(tool) is None or shutil.which("readelf") is None:
+        pytest.skip(f"no {tool} or readelf")
+    source = tmp_path / "l.c"
+    source.write_text("int three = 3; int *const table[1] = {&three};\n"
+                      "int f(void) { return *table[0]; }\n")
+    lib = tmp_path / "libl.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", f"-fuse-ld={linker}", "-Wl,-z,relro,-z,now",
+                    "-o", str(lib), str(source)], check=True)
+    apply_edit(lib, ElfEdit(runpath="/nix/store/" + "b" * 32 + "-x/lib:$ORIGIN"))
+    rows = _segments(lib)
+    dynamic = next(r for r in rows if r[0] == "DYNAMIC")
+    relro = next(r for r in rows if r[0] == "GNU_RELRO")
+    inside = relro[1] <= dynamic[1] < relro[1] + relro[2]
+    assert inside == (linker != "lld"), rows
+    host = next(r for r in rows if r[0] == "LOAD" and r[1] <= dynamic[1] < r[1] + r[2])
+    assert "W" in host[3]
+    code = f"import ctypes,sys; sys.exit(ctypes.CDLL({str(lib)!r}).f() != 3)"
+    for _ in ("patched", "stripped"):
+        assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+        subprocess.run(["strip", str(lib)], check=True)
