@@ -12,7 +12,7 @@ from typing import BinaryIO, cast
 from cudasplit._model import Member, MemberType, PackageId
 from cudasplit._source.base import HEAD_SIZE
 from cudasplit._source.codecs import CHUNK, open_decompressed
-from cudasplit._source.limits import Guard, Limits
+from cudasplit._source.limits import Guard, Limits, deliverable
 from cudasplit._source.names import MAX_PATH_BYTES, check_text, normalise_member_path, short_name
 from cudasplit._source.tarheaders import (
     BLOCK,
@@ -68,8 +68,9 @@ class TarSource:
         return self._package
 
     def members(self) -> Iterator[tuple[Member, BinaryIO | None]]:
-        with open_decompressed(self.path, jobs=self.jobs,
-                               memory_limit=self.memory_limit) as stream:
+        with open_decompressed(self.path, jobs=self.jobs, memory_limit=self.memory_limit,
+                               deliverable=deliverable(self.limits,
+                                                       self._compressed_size())) as stream:
             reader = TarReader(stream, self._charge_extended)
             yield from self._iterate(reader)
             self.warnings += after_end(stream, self._guard, self._located)

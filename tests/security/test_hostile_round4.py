@@ -355,13 +355,26 @@ def test_external_xz_gets_a_memory_limit(tmp_path: Path, monkeypatch: pytest.Mon
         return real(argv, source)
 
     monkeypatch.setattr(codecs, "ExternalDecompressor", spy)
-    for limit in (None, 64 << 20):
-        with codecs.open_decompressed(archive, jobs=8, external=True,
-                                      memory_limit=limit) as stream:
+    for limit, deliverable in ((None, None), (64 << 20, None), (None, 80 << 20),
+                               (None, 1 << 20)):
+        with codecs.open_decompressed(archive, jobs=8, external=True, memory_limit=limit,
+                                      deliverable=deliverable) as stream:
             assert stream.read() == data
-    assert [a for a in seen[0] if a.startswith("--memlimit")] == [
-        f"--memlimit-decompress={codecs.default_decode_budget(8, 1 << 20)}"]
-    assert f"--memlimit-decompress={64 << 20}" in seen[1]
+    limits = [[a for a in argv if a.startswith("--memlimit")] for argv in seen]
+    budget = codecs.default_decode_budget(8, 1 << 20)
+    assert limits == [[f"--memlimit-decompress={budget}"], [f"--memlimit-decompress={64 << 20}"],
+                      [f"--memlimit-decompress={min(budget, 80 << 20)}"],
+                      [f"--memlimit-decompress={codecs.MIN_BUDGET}"]]
+
+
+def test_a_small_bomb_is_not_decoded_far_ahead(tmp_path: Path) -> None:
+    """249 KB of .tar.xz in 256 MiB blocks of 4 MiB zero files: `xz -T8` decoded 1.3 GB
+    ahead of the ratio guard that refused the archive (the issue measured 1.9 GB). The
+    default budget and the child's limit are no larger than what the guards let through."""
+    from cudasplit._source.limits import RATIO_GRACE, Limits, deliverable
+
+    assert deliverable(Limits(), 249_328) == max(RATIO_GRACE, 200 * 249_328)
+    assert deliverable(Limits(max_total_bytes=1 << 20), 10 << 30) == 1 << 20
 
 
 def test_a_memory_limit_holds_the_threads_dictionaries() -> None:
