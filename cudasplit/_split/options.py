@@ -111,7 +111,7 @@ class SplitOptions:
             or a missing ``nvcc.profile`` package root is an error, not a warning.
         memory_limit: bytes the decoder may use: decoded data held and its threads'
             dictionaries together (at least 1 MiB; the run's peak RSS stays within it plus
-            about 100 MB); ``None``: (jobs + 1) whole xz blocks, within 64 MiB and min(4 GiB,
+            about 150 MB); ``None``: (jobs + 1) whole xz blocks, within 64 MiB and min(4 GiB,
             RAM/4), and from 8 jobs multi-block xz goes through ``xz -TN`` (faster there),
             bounded by that budget with ``--memlimit-decompress``; a limit keeps the
             in-process decoder.

@@ -159,7 +159,7 @@ class ReportTarget:
               "from -j8 without it, xz goes through `xz -TN`, "
               "bounded by that default with --memlimit-decompress). Lower is slower, never "
               "wrong; the peak RSS of the whole run, xz child included, stays within SIZE + "
-              "about 100 MB.")
+              "about 150 MB.")
 @click.option("-q", "--quiet", is_flag=True, help="Hide the summary, the progress line, "
               "warnings and notes; errors and problems (what --strict fails on) are still "
               "printed, and so is what --closure and --report - ask for.")

@@ -21,7 +21,8 @@ thread starts reserves its whole decoded size from the budget, so each thread de
 block start to end without waiting for the reader, and the reader drains the blocks in order.
 The budget is ``memory_limit`` when given, else :func:`default_decode_budget`:
 ``(jobs + 1) x the largest block``, at least 64 MiB and at most 4 GiB or a quarter of the
-RAM, and (``deliverable``) at most what the caller's bomb guards let the file expand to.  ``jobs + 1`` blocks keep every thread busy while the reader is on the oldest one; a
+RAM, and (``deliverable``) at most what the caller's bomb guards let the file expand to.
+``jobs + 1`` blocks keep every thread busy while the reader is on the oldest one; a
 smaller budget admits fewer blocks at once (slower, never wrong); a block larger than the
 budget streams through a 64 MiB window.  Without a limit, peak RSS is about::
 
@@ -30,7 +31,7 @@ budget streams through a 64 MiB window.  Without a limit, peak RSS is about::
 e.g. ``xz -6`` (8 MiB dictionary, 24 MiB blocks) with 16 threads: 60 + 408 + 160 MB. A
 ``memory_limit`` holds the threads' dictionaries too (``memory``), and the ``xz`` child gets
 it (or the default budget) as ``--memlimit-decompress``: the run's peak RSS, child included,
-stays within the limit plus about 100 MB (benchmarks/bench_memory.py).
+stays within the limit plus about 150 MB (benchmarks/bench_memory.py).
 
 Every failure of the data becomes :class:`~cudasplit.errors.CorruptArchiveError` (or
 :class:`~cudasplit.errors.SourceError` for an unreadable file) with a one-line message that
