@@ -34,6 +34,7 @@ from cudasplit._rulebook.pkgtable import (
     added_needed,
     version_at_least,
 )
+from cudasplit._rulebook.regexprobe import regex_hazard, regex_hazards
 from cudasplit._rulebook.renames import aliases, name_at, renamed_pairs
 from cudasplit._rulebook.ruleset import (
     KIND_NAMES,
@@ -76,6 +77,8 @@ __all__ = [
     "name_at",
     "parse_dlopen_key",
     "read_rule_file",
+    "regex_hazard",
+    "regex_hazards",
     "renamed_pairs",
     "ruleset_toml",
     "version_at_least",

@@ -39,7 +39,9 @@ from cudasplit._source.limits import (
     DEFAULT_MAX_MEMBERS,
     DEFAULT_MAX_RATIO,
     DEFAULT_MAX_TOTAL_BYTES,
+    RATIO_GRACE,
     Limits,
+    deliverable,
 )
 from cudasplit._source.names import member_parent, normalise_member_path
 from cudasplit._source.tar import TarSource
@@ -74,6 +76,7 @@ __all__ = [
     "MAX_DEFAULT_BUDGET",
     "MIN_BUDGET",
     "PLATFORMS",
+    "RATIO_GRACE",
     "REGULAR",
     "SYMLINK",
     "BlockPipeline",
@@ -89,6 +92,7 @@ __all__ = [
     "check_checksum",
     "decode_threads",
     "default_decode_budget",
+    "deliverable",
     "detect_codec",
     "header_from_block",
     "member_parent",

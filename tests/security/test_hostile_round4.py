@@ -228,7 +228,7 @@ def _shipped_regexes() -> list[str]:
 
 @pytest.mark.parametrize("pattern", _shipped_regexes())
 def test_shipped_patterns_are_linear(pattern: str) -> None:
-    from cudasplit._rulebook.regexprobe import regex_hazard
+    from cudasplit._rulebook import regex_hazard
 
     assert regex_hazard(pattern, seconds=20) is None
 
@@ -371,14 +371,14 @@ def test_a_small_bomb_is_not_decoded_far_ahead(tmp_path: Path) -> None:
     """249 KB of .tar.xz in 256 MiB blocks of 4 MiB zero files: `xz -T8` decoded 1.3 GB
     ahead of the ratio guard that refused the archive (the issue measured 1.9 GB). The
     default budget and the child's limit are no larger than what the guards let through."""
-    from cudasplit._source.limits import RATIO_GRACE, Limits, deliverable
+    from cudasplit._source import RATIO_GRACE, Limits, deliverable
 
     assert deliverable(Limits(), 249_328) == max(RATIO_GRACE, 200 * 249_328)
     assert deliverable(Limits(max_total_bytes=1 << 20), 10 << 30) == 1 << 20
 
 
 def test_a_memory_limit_holds_the_threads_dictionaries() -> None:
-    from cudasplit._source.codecs.memory import LIBLZMA_OVERHEAD, threads_within
+    from cudasplit._source.codecs import LIBLZMA_OVERHEAD, threads_within
 
     threads, budget = threads_within(128 << 20, 16, 8 << 20)
     assert threads * (8 << 20) + threads * LIBLZMA_OVERHEAD + budget <= 128 << 20
@@ -390,8 +390,7 @@ def test_a_memory_limit_holds_the_threads_dictionaries() -> None:
                                                      ("-9", 64 << 20)])
 def test_dictionary_size_from_the_block_header(tmp_path: Path, preset: str,
                                                dictionary: int) -> None:
-    from cudasplit._source.codecs import read_xz_layout
-    from cudasplit._source.codecs.memory import dictionary_size
+    from cudasplit._source.codecs import dictionary_size, read_xz_layout
 
     done = subprocess.run(["xz", preset, "-T1", "--block-size=65536", "-c"],
                           input=os.urandom(200000), capture_output=True, check=False)

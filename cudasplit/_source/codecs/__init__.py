@@ -60,7 +60,7 @@ from cudasplit._source.codecs.external import (
     external_command,
     xz_decodes_in_parallel,
 )
-from cudasplit._source.codecs.memory import dictionary_size, threads_within
+from cudasplit._source.codecs.memory import LIBLZMA_OVERHEAD, dictionary_size, threads_within
 from cudasplit._source.codecs.stdlib import bz2_chunks, gzip_chunks, plain_chunks
 from cudasplit._source.codecs.threads import BlockPipeline, PipelineStats
 from cudasplit._source.codecs.xz import (
@@ -77,6 +77,7 @@ __all__ = [
     "CHUNK",
     "CODEC_ERRORS",
     "DEFAULT_READ_AHEAD",
+    "LIBLZMA_OVERHEAD",
     "MAX_DEFAULT_BUDGET",
     "MIN_BUDGET",
     "BlockPipeline",
@@ -88,9 +89,11 @@ __all__ = [
     "decode_threads",
     "default_decode_budget",
     "detect_codec",
+    "dictionary_size",
     "external_command",
     "open_decompressed",
     "read_xz_layout",
+    "threads_within",
 ]
 
 log = logging.getLogger(__name__)
