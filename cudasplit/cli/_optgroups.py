@@ -26,6 +26,7 @@ from .. import (
     runpath_policy,
 )
 from ._terminal import warn
+from ._text import flag_named
 
 F = TypeVar("F", bound=Callable[..., Any])
 Decorator = Callable[[Any], Any]
@@ -92,30 +93,6 @@ def split_options(kw: dict[str, Any], *groups: OptionGroup, **fields: Any) -> Sp
         return SplitOptions(**values, **fields)
     except OptionsError as exc:
         raise type(exc)(flag_named(str(exc))) from exc
-
-
-# SplitOptions' (and RepackOptions') fields and the options that set them, for messages: the
-# library names its parameter (``jobs must be ...``); a person typed ``--jobs``.
-FIELD_FLAGS = {
-    "jobs": "--jobs", "memory_limit": "--memory-limit", "max_total_bytes": "--max-size",
-    "max_ratio": "--max-ratio", "max_members": "--max-members",
-    "strip_components": "--strip-components", "cuda_major": "--cuda-major",
-    "cuda_version": "--cuda-version", "platform": "--platform",
-    "python_version": "--python-version", "glibc_version": "--glibc-version",
-    "cuda_component_hook": "--cuda-component-hook", "target_platform": "--target-platform",
-    "outputs": "--outputs", "rules_files": "--rules", "package": "--package",
-    "patcher": "--patcher",
-    # RepackOptions
-    "level": "--level", "threads": "--threads", "prefix": "--prefix", "fmt": "--format",
-}
-
-
-def flag_named(message: str) -> str:
-    """``jobs must be ...`` -> ``--jobs must be ...``: an option error names the flag."""
-    field, sep, rest = message.partition(" ")
-    field = field.split("[", 1)[0]
-    flag = FIELD_FLAGS.get(field)
-    return f"{flag} {rest}" if flag and sep else message
 
 
 def _outputs(value: str | None) -> tuple[str, ...] | None:

@@ -15,10 +15,10 @@ from .. import (
     Report,
     repack_to_dir,
 )
-from ._optgroups import COMMON, PATCH, flag_named, split_options
+from ._optgroups import COMMON, PATCH, split_options
 from ._split import ReportTarget
 from ._terminal import fail, print_issues, setup_logging, status_line
-from ._text import say
+from ._text import flag_named, say
 
 
 @click.command("repack")

@@ -22,8 +22,8 @@ from typing import ClassVar, NoReturn
 
 import click
 
-from .. import CudasplitError, Problem, Progress, Report
-from ._text import message, shown
+from .. import CudasplitError, OptionsError, Problem, Progress, Report
+from ._text import flag_named, message, shown
 
 # The exit codes the README documents; a CudasplitError brings its own (exit_code, 2 or 1).
 EXIT_OK, EXIT_PROBLEMS, EXIT_INTERRUPTED = 0, 1, 130
@@ -127,8 +127,10 @@ def note(text: str) -> None:
 
 
 def fail(exc: CudasplitError) -> NoReturn:
-    """``cudasplit: error: MESSAGE`` on stderr, then exit with the error's code."""
-    err(message("error", str(exc)))
+    """``cudasplit: error: MESSAGE`` on stderr, then exit with the error's code. An option's
+    value names the option as typed (``--jobs``), not the API's parameter."""
+    text = flag_named(str(exc)) if isinstance(exc, OptionsError) else str(exc)
+    err(message("error", text))
     sys.exit(exc.exit_code)
 
 

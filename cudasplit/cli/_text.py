@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import click
 
-__all__ = ["data", "message", "say", "shown"]
+__all__ = ["FIELD_FLAGS", "data", "flag_named", "message", "say", "shown"]
 
 # The few controls with a short escape everyone reads; the rest as \xNN, \uNNNN, \UNNNNNNNN.
 _SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
@@ -59,3 +59,27 @@ def message(kind: str, text: str, code: str | None = None) -> str:
     """``cudasplit: KIND: TEXT [code]`` -- the form of every message on standard error (kind:
     error, warning, problem, note), one line, through :func:`shown`."""
     return shown(f"cudasplit: {kind}: {text}" + (f" [{code}]" if code else ""))
+
+
+# SplitOptions' (and RepackOptions') fields and the options that set them, for messages: the
+# library names its parameter (``jobs must be ...``); a person typed ``--jobs``.
+FIELD_FLAGS = {
+    "jobs": "--jobs", "memory_limit": "--memory-limit", "max_total_bytes": "--max-size",
+    "max_ratio": "--max-ratio", "max_members": "--max-members",
+    "strip_components": "--strip-components", "cuda_major": "--cuda-major",
+    "cuda_version": "--cuda-version", "platform": "--platform",
+    "python_version": "--python-version", "glibc_version": "--glibc-version",
+    "cuda_component_hook": "--cuda-component-hook", "target_platform": "--target-platform",
+    "outputs": "--outputs", "rules_files": "--rules", "package": "--package",
+    "patcher": "--patcher",
+    # RepackOptions
+    "level": "--level", "threads": "--threads", "prefix": "--prefix", "fmt": "--format",
+}
+
+
+def flag_named(message: str) -> str:
+    """``jobs must be ...`` -> ``--jobs must be ...``: an option error names the flag."""
+    field, sep, rest = message.partition(" ")
+    field = field.split("[", 1)[0]
+    flag = FIELD_FLAGS.get(field)
+    return f"{flag} {rest}" if flag and sep else message
