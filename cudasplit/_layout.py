@@ -14,6 +14,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from cudasplit._argcheck import check_fields, checked
 from cudasplit._model import OUTPUT_NAMES, PackageId
 
 __all__ = ["Layout", "LayoutSpec", "archive_stem"]
@@ -55,6 +56,7 @@ def archive_stem(package: PackageId) -> str:
     return "-".join(parts)
 
 
+@checked
 @dataclass(frozen=True, slots=True)
 class LayoutSpec:
     """Fixed roots (``roots``), or archive roots ``<prefix>/<output>`` (``archives``) whose
@@ -76,6 +78,9 @@ class LayoutSpec:
     archives: bool = False
     prefix: str | None = None
     base: str | None = None   # other outputs: <base>/<output> (see Layout.base)
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
     @classmethod
     def placeholders(cls) -> LayoutSpec:

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from cudasplit._argcheck import checked
 from cudasplit.errors import NotFoundError
 
 SCHEMA_VERSION = 1
@@ -279,6 +280,7 @@ def _numbers(version: str | None) -> tuple[int, ...]:
     return tuple(int(p) for p in (version or "0").split(".") if p.isdigit())
 
 
+@checked
 def relative_report(report: Report, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """``report`` as JSON data safe to keep in ``$out``: output roots as ``$<output>``,
     source and rule files by name, other store paths' hashes masked.

@@ -8,8 +8,9 @@ The package is folders by part of the job, and imports run one way, top to botto
 
 ``_run/`` is the run's own small core (jobs and cores, progress, argument checks, the defaults
 the help shows), below every part that runs. The core is a few root modules every part may use
-(``errors``, ``_model``, ``_report``, ``_layout``, ``_globs``). Every import counts: module level, inside functions (lazy), and under
-``if TYPE_CHECKING:`` (a typing-only import still ties the two modules together).
+(``errors``, ``_model``, ``_report``, ``_layout``, ``_globs``, ``_argcheck``). Every import
+counts: module level, inside functions (lazy), and under ``if TYPE_CHECKING:`` (a typing-only
+import still ties the two modules together).
 """
 
 from __future__ import annotations
@@ -39,11 +40,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("_elf.plan",),
     ("_elf.read", "_elf"),
     ("_run",),
-    ("errors", "_model", "_report", "_layout", "_globs"),
+    ("errors", "_model", "_report", "_layout", "_globs", "_argcheck"),
 )
 # The only names allowed at the top of the package: the public face, the folders, the core.
 TOP = {"__init__", "__main__", "errors", "cli", "sinks", "_api", "_release", "_split", "_nix",
-       "_source", "_rulebook", "_elf", "_run", "_model", "_report", "_layout", "_globs"}
+       "_source", "_rulebook", "_elf", "_run", "_model", "_report", "_layout", "_globs",
+       "_argcheck"}
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,8 @@ SOURCES = sorted(PACKAGE.rglob("*.py"))
 # Files named in the code that live outside this repository.
 OUTSIDE = {"auto-patchelf.py"}  # Nixpkgs' autoPatchelfHook
 # Private-looking words that are not ours: Nixpkgs' ``_cuda`` attribute set, NVIDIA's
-# ``_cudaNN`` archive suffix (``_cuda13``).
-FOREIGN = re.compile(r"_cuda\d*")
+# ``_cudaNN`` archive suffix (``_cuda13``), the flag ``typing`` sets on a Protocol class.
+FOREIGN = re.compile(r"_cuda\d*|_is_protocol")
 
 MOD = re.compile(r":mod:`~?([\w.]+)`")
 DOTTED = re.compile(r"(?<![\w.])cudasplit((?:\.\w+)+)")

@@ -15,12 +15,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from cudasplit._api.entry import split_to_dir
+from cudasplit._api.entry import split_to_dir, split_writes
+from cudasplit._argcheck import checked
 from cudasplit._model import PackageId
 from cudasplit._report import Report, relative_report
 from cudasplit._run import Cores, Progress, check_optional, check_path
 from cudasplit._source import decode_threads, detect_codec, package_from_filename, parse_top_dir
 from cudasplit._split.options import SplitOptions
+from cudasplit._split.overlap import refuse_overlap
 from cudasplit.errors import CudasplitError, OptionsTypeError, SourceError, source_os_error
 
 PathLike = str | os.PathLike[str]
@@ -56,6 +58,7 @@ class BatchResult:
                 "error": None if self.error is None else str(self.error), "report": report}
 
 
+@checked
 def batch_report(results: Sequence[BatchResult], *, relative: bool = False) -> dict[str, Any]:
     """The JSON data of a whole batch (``split --report`` with several sources).
 
@@ -85,6 +88,7 @@ def batch_sources(paths: Sequence[PathLike]) -> list[Path]:
     return result
 
 
+@checked
 def directory_kind(path: PathLike) -> str:
     """Whether a directory is an unpacked redistributable or a directory of tarballs, by
     content: a ``*-archive`` directory itself, or a directory holding exactly one, is a tree;
@@ -138,6 +142,7 @@ def batch_output_dir(source: Path) -> str:
     return name + (f"_cuda{package.cuda_variant}" if package.cuda_variant else "")
 
 
+@checked
 def split_many(sources: Sequence[PathLike], output_dir: PathLike,
                options: SplitOptions | None = None) -> list[BatchResult]:
     """Split several sources concurrently (within ``options.jobs``) into
@@ -174,6 +179,9 @@ def split_many(sources: Sequence[PathLike], output_dir: PathLike,
     if len(set(names)) != len(names):
         raise SourceError("two sources would share one output directory: "
                           + ", ".join(sorted({n for n in names if names.count(n) > 1})))
+    if not opts.dry_run:
+        refuse_overlap([w for name in names for w in split_writes(Path(output_dir) / name)],
+                       [*sources, *paths])
     jobs = opts.effective_jobs()
     cores = Cores(jobs)
     cancel = threading.Event()

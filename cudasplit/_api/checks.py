@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
+from cudasplit._argcheck import checked
 from cudasplit._elf.plan import DEFAULT_DRIVER_LINK
 from cudasplit._nix import nix_outputs
 from cudasplit._release.closure import ClosureReport, closure_of_dir, closure_of_roots
@@ -17,6 +18,7 @@ PathLike = str | os.PathLike[str]
 __all__ = ["LoadView", "closure_of", "ldd"]
 
 
+@checked
 def closure_of(split_dir: PathLike | None = None, *, roots: Mapping[str, str] | None = None,
                env: Mapping[str, str] | None = None,
                progress: ProgressCallback | None = None) -> ClosureReport:
@@ -46,6 +48,7 @@ def closure_of(split_dir: PathLike | None = None, *, roots: Mapping[str, str] | 
                             progress)
 
 
+@checked
 def ldd(path: PathLike, *, maps: Sequence[tuple[str, str]] = (),
         driver_link: str | None = None, interpreter: str | None = None,
         ld_library_path: Sequence[str] = (), system: bool = True) -> list[LoadView]:

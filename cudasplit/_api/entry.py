@@ -16,11 +16,13 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cudasplit._argcheck import checked
 from cudasplit._layout import LayoutSpec
 from cudasplit._model import OUTPUT_NAMES, Kind
 from cudasplit._report import MemberRecord, Report
 from cudasplit._run import check_optional, check_path, check_sink, check_source
 from cudasplit._split.options import SplitOptions
+from cudasplit._split.overlap import refuse_overlap
 from cudasplit._split.start import started
 from cudasplit.errors import OptionsTypeError, SourceError
 
@@ -34,6 +36,7 @@ EXPLAIN_SCHEMA = 1  # the "schema" of Explanation.as_dict
 PathLike = str | os.PathLike[str]
 
 
+@checked
 def split(source: PathLike | Source, sink: Sink, options: SplitOptions | None = None
           ) -> Report:
     """Split ``source`` into ``sink``: classify every member by the rules, place it, and
@@ -74,6 +77,7 @@ def _check_call(source: object, options: object) -> None:
     check_optional(options, SplitOptions)
 
 
+@checked
 def split_to_dir(source: PathLike | Source, output_dir: PathLike,
                  options: SplitOptions | None = None) -> Report:
     """Split ``source`` into ``output_dir/<output>/...``, staged, so a failed or killed
@@ -108,12 +112,24 @@ def split_to_dir(source: PathLike | Source, output_dir: PathLike,
 
         if opts.dry_run:
             return _split(opened, None, options=opts, layout=LayoutSpec.under(output_dir))
+        # Checked while the archive decodes (reading only): nothing is written before it.
+        refuse_overlap(split_writes(output_dir), [source])
         sink = DirectorySink.for_output_dir(Path(output_dir), list(OUTPUT_NAMES),
                                             overwrite=opts.overwrite, durable=opts.fsync,
                                             other_outputs=opts.profile != DEFAULT_PROFILE)
         return _split(opened, sink, options=opts)
 
 
+def split_writes(output_dir: PathLike) -> list[Path]:
+    """What a split into ``output_dir`` writes or replaces: every output root
+    (``--overwrite`` replaces them all) and its staging directory."""
+    from cudasplit.sinks._staging import STAGING_PREFIX  # the sinks load while decoding
+
+    root = Path(output_dir)
+    return [*(root / name for name in OUTPUT_NAMES), root / f"{STAGING_PREFIX}*"]
+
+
+@checked
 def split_nix(source: PathLike | Source, env: dict[str, str] | None = None,
               options: SplitOptions | None = None) -> Report:
     """Split ``source`` inside a Nix builder into the derivation's outputs (``$outputs``
@@ -156,6 +172,7 @@ def split_nix(source: PathLike | Source, env: dict[str, str] | None = None,
         return _split(opened, DirectorySink(roots), options=opts)
 
 
+@checked
 def inspect(source: PathLike | Source, options: SplitOptions | None = None,
             layout: LayoutSpec | None = None) -> Report:
     """Classify every member of ``source``; write nothing.
@@ -233,6 +250,7 @@ class Explanation:
         return {"schema": EXPLAIN_SCHEMA, **asdict(self)}
 
 
+@checked
 def explain(source: PathLike | Source, path: str, options: SplitOptions | None = None
             ) -> Explanation:
     """Which rule placed ``path`` and which rules it passed over, with the ELF edit a split

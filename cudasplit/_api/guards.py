@@ -6,6 +6,7 @@ import os
 from collections.abc import Sequence
 from importlib import resources
 
+from cudasplit._argcheck import checked
 from cudasplit._elf.plan import DEFAULT_DRIVER_LINK
 from cudasplit._release.ambiguity import Ambiguity, ambiguities_in
 from cudasplit._release.budget import DEFAULT_FORBIDDEN, STORE_DIR, BudgetReport, check_budget
@@ -30,6 +31,7 @@ def _options(maps: Sequence[tuple[str, str]], driver_link: str | None,
     return LddOptions(tuple(pairs), interpreter, tuple(ld_library_path), system)
 
 
+@checked
 def ambiguous_runpaths(path: PathLike, *, maps: Sequence[tuple[str, str]] = (),
                        driver_link: str | None = None) -> list[Ambiguity]:
     """Every ELF file in ``path`` whose RUNPATH (RPATH when it has none) holds a library of one
@@ -50,6 +52,7 @@ def ambiguous_runpaths(path: PathLike, *, maps: Sequence[tuple[str, str]] = (),
     return ambiguities_in(path, _options(maps, driver_link))
 
 
+@checked
 def dlopen_audit(path: PathLike, *, inputs: Sequence[str] = (),
                  maps: Sequence[tuple[str, str]] = (), driver_link: str | None = None,
                  interpreter: str | None = None, ld_library_path: Sequence[str] = (),
@@ -83,6 +86,7 @@ def dlopen_audit(path: PathLike, *, inputs: Sequence[str] = (),
     return audit_dlopen(views, inputs)
 
 
+@checked(max_bytes=0)
 def closure_budget(path: PathLike, *, forbid: Sequence[str] = DEFAULT_FORBIDDEN_OUTPUTS,
                    max_bytes: int | None = None, store_dir: str = STORE_DIR) -> BudgetReport:
     """Walk the run-time closure of ``path`` and report every forbidden output it reaches,
@@ -104,6 +108,7 @@ def closure_budget(path: PathLike, *, forbid: Sequence[str] = DEFAULT_FORBIDDEN_
     return check_budget(path, forbid=forbid, max_bytes=max_bytes, store_dir=store_dir)
 
 
+@checked
 def consumer_guards_hook() -> str:
     """Where the consumer-guards setup hook is, the one ``split --consumer-guards`` writes into
     the output consumers link against.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from cudasplit._argcheck import checked
 from cudasplit._elf.read import (
     ExportedSymbol,
     GpuCode,
@@ -28,6 +29,7 @@ __all__ = ["ExportedSymbol", "FilePlan", "GpuCode", "Inside", "PrunePlan", "Vers
            "exported_symbols", "gpu_prune_plan", "inside_of", "sbom"]
 
 
+@checked
 def inside_of(path: PathLike) -> Inside | None:
     """The GPU code (per kind and architecture) and the glibc floor of one ELF file or static
     archive, read from headers only.
@@ -48,6 +50,7 @@ def inside_of(path: PathLike) -> Inside | None:
         raise ElfError(f"{os.fspath(path)}: cannot read ({exc.strerror or exc})") from exc
 
 
+@checked
 def exported_symbols(path: PathLike) -> tuple[ExportedSymbol, ...]:
     """The dynamic symbols an ELF library defines, with their version nodes (``objdump -T``'s
     defined symbols).
@@ -67,6 +70,7 @@ def exported_symbols(path: PathLike) -> tuple[ExportedSymbol, ...]:
         raise ElfError(f"{os.fspath(path)}: cannot read ({exc.strerror or exc})") from exc
 
 
+@checked(jobs=0)
 def gpu_prune_plan(source: PathLike, gpu_archs: str | Sequence[str], *,
                    jobs: int | None = None) -> PrunePlan:
     """A report-only plan: for each library of ``source``, the GPU code the GPUs in
@@ -89,6 +93,7 @@ def gpu_prune_plan(source: PathLike, gpu_archs: str | Sequence[str], *,
     return prune_plan(source, gpu_archs, jobs=resolve_jobs(jobs))
 
 
+@checked(jobs=0)
 def sbom(sources: Sequence[PathLike], *, manifest: PathLike | None = None,
          platform: str = "linux-x86_64", name: str | None = None,
          licence: str | None = None, jobs: int | None = None) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from cudasplit._argcheck import checked
 from cudasplit._elf.plan import DEFAULT_DRIVER_LINK, RunpathPolicy
 from cudasplit._model import PackageId
 from cudasplit._source import PLATFORMS, parse_top_dir
@@ -18,6 +19,7 @@ from cudasplit.errors import OptionsError, RunpathPolicyError
 __all__ = ["package_id", "platform_name", "runpath_policy"]
 
 
+@checked
 def runpath_policy(
     *,
     driver_link: str | None = DEFAULT_DRIVER_LINK,
@@ -71,6 +73,7 @@ def _interpreters(values: Sequence[str]) -> tuple[tuple[str, str], ...]:
     return parse_interpreters(values)
 
 
+@checked
 def package_id(text: str) -> PackageId:
     """A package identity from a word, as ``SplitOptions.package`` takes it.
 
@@ -87,6 +90,7 @@ def package_id(text: str) -> PackageId:
     return parse_top_dir(text) or parse_top_dir(text + "-archive") or PackageId(text)
 
 
+@checked
 def platform_name(word: str, cuda_version: str | None = None) -> str:
     """NVIDIA's platform name for a platform word: ``x86_64-linux`` -> ``linux-x86_64``,
     ``aarch64-linux:8.7`` (Jetson capabilities) -> ``linux-aarch64`` or ``linux-sbsa``;

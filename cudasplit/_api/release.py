@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 
+from cudasplit._argcheck import checked
 from cudasplit._release.diff import ReleaseDiff, diff_snapshots, snapshot
 from cudasplit._release.features import FeatureReport, features_for_manifest
 from cudasplit._release.manifest import VerifyReport, load_manifest, verify
@@ -22,6 +24,10 @@ from cudasplit._release.nixify import (
     write_sets,
 )
 from cudasplit._run import ProgressCallback, check_jobs, resolve_jobs
+from cudasplit._source import PLATFORMS
+from cudasplit._split.options import unknown_platform
+from cudasplit._split.overlap import refuse_overlap
+from cudasplit.errors import OptionsError
 
 PathLike = str | os.PathLike[str]
 
@@ -29,6 +35,7 @@ __all__ = ["diff_releases", "manifest_features", "nixify_manifest", "nixify_sets
            "verify_manifest"]
 
 
+@checked(jobs=0)
 def verify_manifest(manifest: PathLike, tarball_dir: PathLike, *,
                     platforms: Sequence[str] = (), cuda_variants: Sequence[str] = (),
                     packages: Sequence[str] = (), jobs: int | None = None,
@@ -58,6 +65,7 @@ def verify_manifest(manifest: PathLike, tarball_dir: PathLike, *,
                   progress=progress)
 
 
+@checked(jobs=0)
 def manifest_features(manifest: PathLike, tarball_dir: PathLike, *,
                       platforms: Sequence[str] = (), cuda_variants: Sequence[str] = (),
                       packages: Sequence[str] = (), jobs: int | None = None,
@@ -91,6 +99,17 @@ def manifest_features(manifest: PathLike, tarball_dir: PathLike, *,
         extended=extended, progress=progress)
 
 
+def _nix_files_apart(output_dir: PathLike, inputs: Sequence[PathLike]) -> None:
+    """``output_dir`` only gets new ``.nix`` files (nothing in it is read, walked or removed):
+    it may not be an input, and no input may be a file it is about to write over. (Inside or
+    around the tarball directory is fine: ``--tarballs . -o nix``.)"""
+    refuse_overlap([output_dir], inputs, exact=True)
+    for path in inputs:
+        if os.fspath(path).endswith(".nix"):
+            refuse_overlap([Path(output_dir) / Path(path).name], [path], exact=True)
+
+
+@checked(jobs=0)
 def nixify_manifest(manifest: PathLike, tarball_dir: PathLike, output_dir: PathLike, *,
                     platforms: Sequence[str] = (), packages: Sequence[str] = (),
                     base_url: str | None = None, jobs: int | None = None,
@@ -120,6 +139,7 @@ def nixify_manifest(manifest: PathLike, tarball_dir: PathLike, output_dir: PathL
         OutputError: ``output_dir`` cannot be written.
         SourceError: a tarball cannot be read.
     """
+    _nix_files_apart(output_dir, [manifest, tarball_dir])
     return nixify(load_manifest(manifest), tarball_dir, output_dir,
                   platforms=platforms or None, packages=packages or None,
                   base_url=base_url or DEFAULT_BASE_URL, jobs=resolve_jobs(jobs),
@@ -127,6 +147,7 @@ def nixify_manifest(manifest: PathLike, tarball_dir: PathLike, output_dir: PathL
                   toolkit=toolkit)
 
 
+@checked
 def nixify_sets(manifests: Sequence[PathLike], output_dir: PathLike, *,
                 base_url: str | None = None) -> SetsResult:
     """One Nix package set per CUDA release among ``manifests``, from the manifests alone:
@@ -152,9 +173,11 @@ def nixify_sets(manifests: Sequence[PathLike], output_dir: PathLike, *,
         OutputError: ``output_dir`` cannot be written.
     """
     loaded = [load_manifest(m) for m in manifests]
+    _nix_files_apart(output_dir, list(manifests))
     return write_sets(plan_sets(loaded, base_url), output_dir)
 
 
+@checked(jobs=0)
 def diff_releases(old: PathLike, new: PathLike, *, tarball_dir: PathLike | None = None,
                   old_tarballs: PathLike | None = None, new_tarballs: PathLike | None = None,
                   platform: str = "linux-x86_64", jobs: int | None = None,
@@ -180,6 +203,8 @@ def diff_releases(old: PathLike, new: PathLike, *, tarball_dir: PathLike | None 
         SourceError: a tarball or directory cannot be read.
         RulesError: a rule file is invalid.
     """
+    if platform not in PLATFORMS:
+        raise OptionsError(unknown_platform(platform, "platform"))
     cores = resolve_jobs(jobs)
     before = snapshot(old, tarball_dir=old_tarballs or tarball_dir, platform=platform,
                       jobs=cores, progress=progress)

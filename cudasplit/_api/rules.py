@@ -6,6 +6,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from cudasplit._argcheck import checked
 from cudasplit._model import PackageId
 from cudasplit._rulebook import (
     DEFAULT_PROFILE,
@@ -21,6 +22,7 @@ from cudasplit._split.options import SplitOptions, check_package_known
 __all__ = ["check_rule_file", "package_entry_lines", "ruleset_for", "ruleset_toml"]
 
 
+@checked
 def ruleset_for(package: str | None = None, files: Sequence[str | os.PathLike[str]] = (), *,
                 default_rules: bool = False, profile: str = DEFAULT_PROFILE,
                 platform: str | None = None) -> RuleSet:
@@ -52,6 +54,7 @@ def ruleset_for(package: str | None = None, files: Sequence[str | os.PathLike[st
                         platform=platform)
 
 
+@checked
 def check_rule_file(path: str | os.PathLike[str], *, profile: str = DEFAULT_PROFILE,
                     platform: str | None = None) -> RuleSet:
     """Read and validate one rule file on its own (with another profile: over that profile's
@@ -78,6 +81,7 @@ def check_rule_file(path: str | os.PathLike[str], *, profile: str = DEFAULT_PROF
     return build_ruleset([(name, read_rule_file(Path(name)))])
 
 
+@checked
 def package_entry_lines(ruleset: RuleSet) -> list[str]:
     """The rule set's package-table entry as ``key = value`` lines, every key (defaults
     too) with its gates spelt out, so the entry reads the same for every package (for

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 
+from cudasplit._argcheck import checked
 from cudasplit._release.closurescan import _walk as walk_outputs
 from cudasplit._report import Report
 
 __all__ = ["measure_outputs"]
 
 
+@checked
 def measure_outputs(report: Report) -> dict[str, tuple[int, int]]:
     """``(files, bytes)`` of each output directory of a finished split, counted as
     :func:`closure_of` counts: every non-directory (symlinks and ``nix-support`` files

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from cudasplit._argcheck import checked
 from cudasplit._model import Member
 from cudasplit._release.featurescan import Features, FeatureScan
 from cudasplit._release.manifest import Artifact, Manifest, find_tarball, select_artifacts
@@ -40,6 +41,7 @@ __all__ = ["FeatureReport", "FeatureResult", "FeatureStatus", "Features", "featu
            "features_of"]
 
 
+@checked(jobs=1)
 def features_of(tarball: str | os.PathLike[str], *, extended: bool = False,
                 jobs: int = 1, on_bytes: Callable[[int], None] | None = None) -> Features:
     """Stream one tarball (or a Windows ``.zip``, or an unpacked directory) once and

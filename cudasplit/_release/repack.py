@@ -7,19 +7,27 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cudasplit._argcheck import check_fields, checked
 from cudasplit._layout import LayoutSpec
 from cudasplit._report import Report
 from cudasplit._rulebook import DEFAULT_PROFILE, default_rules_dir
 from cudasplit._run import check_optional, check_path, check_source, resolve_jobs
 from cudasplit._source import Source
+from cudasplit._split.overlap import refuse_overlap
 from cudasplit._split.pipeline import SplitOptions
 from cudasplit._split.pipeline import split as _split
-from cudasplit.errors import OptionsError
-from cudasplit.sinks._tarball import DEFAULT_FORMAT, DEFAULT_LEVEL, TarballSink, mtime_from_env
+from cudasplit.errors import OptionsError, OptionsTypeError
+from cudasplit.sinks._tarball import (
+    DEFAULT_FORMAT,
+    DEFAULT_LEVEL,
+    TarballSink,
+    mtime_from_env,
+)
 
 PathLike = str | os.PathLike[str]
 
 
+@checked
 @dataclass(frozen=True, slots=True)
 class RepackOptions:
     """How the archives are written (what goes into them is :class:`SplitOptions`' business).
@@ -29,7 +37,8 @@ class RepackOptions:
         fmt: ``zst``, ``xz`` or ``gz``; ``conda``: one ``.conda`` per output of a profile
             that describes conda packages (``SplitOptions(profile="conda-forge")``), into
             ``<output_dir>/<subdir>/``.
-        level: the compression level.
+        level: the compression level: zst and conda 1-22, xz 0-9, gz 1-9; ``None``: 10 for
+            zst and conda, 9 for xz and gz.
         threads: zstd compressor threads; ``None``: the split's cores
             (``SplitOptions.jobs``); 0: single-threaded; -1: every CPU the process may use.
             The bytes are the same for any value >= 1 (so on any machine by default) and
@@ -38,15 +47,61 @@ class RepackOptions:
         staging_parent: where members are staged (default: the output directory).
 
     Raises:
-        OutputError: (when the archives are written) an unknown format or a relative prefix.
+        OptionsError: an unknown format, a level out of the format's range, threads below
+            -1, a relative prefix, a negative mtime (each naming the field).
+        OptionsTypeError: a field of the wrong type (also a ``TypeError``).
     """
 
     prefix: str | None = None      # outputs unpack to <prefix>/<output>; default /<stem>
     fmt: str = DEFAULT_FORMAT      # zst | xz | gz | conda
-    level: int = DEFAULT_LEVEL
+    level: int | None = None       # None: the format's default (LEVELS)
     threads: int | None = None     # zstd threads; None: the split's jobs; 0: single-threaded
     mtime: int | None = None       # None: SOURCE_DATE_EPOCH or the fixed default
     staging_parent: Path | None = None  # where members are staged; default: the output dir
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        _check_repack(self)
+
+    def effective_level(self) -> int:
+        """The level the archives are written with."""
+        return LEVELS[self.fmt][2] if self.level is None else self.level
+
+
+# Per format: the lowest and highest level, and the default (zst's is the long-standing
+# DEFAULT_LEVEL; xz and gz were always written at their highest, 9).
+LEVELS = {"zst": (1, 22, DEFAULT_LEVEL), "xz": (0, 9, 9), "gz": (1, 9, 9),
+          "conda": (1, 22, DEFAULT_LEVEL)}
+
+
+def _check_repack(options: RepackOptions) -> None:
+    for name in ("fmt", "prefix"):
+        value = getattr(options, name)
+        if value is not None and not isinstance(value, str):
+            raise OptionsTypeError(f"{name} must be a str, not {type(value).__name__} "
+                                   f"{value!r}")
+    if options.fmt not in LEVELS:
+        raise OptionsError(f"fmt must be one of {', '.join(LEVELS)}, not {options.fmt!r}")
+    low, high, _default = LEVELS[options.fmt]
+    for name, value, minimum, maximum in (("level", options.level, low, high),
+                                          ("threads", options.threads, -1, None),
+                                          ("mtime", options.mtime, 0, None)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise OptionsTypeError(f"{name} must be an integer, not {type(value).__name__} "
+                                   f"{value!r}")
+        if value < minimum or (maximum is not None and value > maximum):
+            span = f"{minimum}-{maximum}" if maximum is not None else f">= {minimum}"
+            where = f" for {options.fmt}" if name == "level" else ""
+            raise OptionsError(f"{name} must be {span}{where}, not {value}")
+    prefix = options.prefix
+    if prefix is not None and (not prefix.startswith("/") or "\0" in prefix):
+        raise OptionsError(f"prefix must be an absolute path, not {prefix!r}")
+    if options.staging_parent is not None and not isinstance(options.staging_parent,
+                                                             (str, os.PathLike)):
+        raise OptionsTypeError(f"staging_parent must be a path, not "
+                               f"{type(options.staging_parent).__name__}")
 
 
 @dataclass(slots=True)
@@ -65,6 +120,7 @@ class RepackResult:
     archives: list[Path] = field(default_factory=list)
 
 
+@checked
 def repack_to_dir(source: PathLike | Source, output_dir: PathLike,
                   options: SplitOptions | None = None,
                   repack: RepackOptions | None = None) -> RepackResult:
@@ -107,8 +163,10 @@ def repack_to_dir(source: PathLike | Source, output_dir: PathLike,
                else resolve_jobs(None) if pack.threads < 0 else pack.threads)
     if pack.fmt == "conda":
         return _repack_conda(source, Path(output_dir), opts, pack, threads)
+    # The stage goes into output_dir: a directory source must not hold it.
+    refuse_overlap([Path(output_dir) / f"{TarballSink.stage_prefix}*"], [source])
     sink = TarballSink(Path(output_dir), prefix=pack.prefix, fmt=pack.fmt,
-                       level=pack.level, threads=threads, mtime=pack.mtime,
+                       level=pack.effective_level(), threads=threads, mtime=pack.mtime,
                        overwrite=opts.overwrite, staging_parent=pack.staging_parent,
                        progress=opts.progress)
     report = _split(source, sink, options=opts)
@@ -125,9 +183,10 @@ def _repack_conda(source: PathLike | Source, channel: Path, opts: SplitOptions,
                            "packages into its own prefix)")
     from cudasplit.sinks import CondaChannelSink  # loads on first use (PEP 562)
 
+    refuse_overlap([channel], [source])
     sink = CondaChannelSink(channel, opts.rules_dir or default_rules_dir(), opts.profile,
                             platform=opts.platform, cuda_version=opts.cuda_version,
-                            level=pack.level, threads=threads,
+                            level=pack.effective_level(), threads=threads,
                             mtime=mtime_from_env() if pack.mtime is None else pack.mtime,
                             overwrite=opts.overwrite, staging_parent=pack.staging_parent)
     report = _split(source, sink, options=opts)

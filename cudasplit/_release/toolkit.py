@@ -28,8 +28,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cudasplit._argcheck import checked
 from cudasplit._model import OUTPUT_NAMES
 from cudasplit._release.toolkitwrite import write_view
+from cudasplit._split.overlap import refuse_overlap
 from cudasplit._split.targets import EM_AARCH64, EM_PPC64, EM_X86_64, elf_machine, machine_of_tree
 from cudasplit.errors import ToolkitError
 
@@ -87,6 +89,7 @@ class _Plan:
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
+@checked
 def toolkit_view(split_dirs: Sequence[str | os.PathLike[str]], dest: str | os.PathLike[str],
                  *, packages: Sequence[Sequence[str | os.PathLike[str]]] = (),
                  arm_target: str = "sbsa-linux", overwrite: bool = False,
@@ -117,6 +120,8 @@ def toolkit_view(split_dirs: Sequence[str | os.PathLike[str]], dest: str | os.Pa
     if arm_target not in ARM_DIRS:
         raise ToolkitError(f"arm_target must be one of {', '.join(ARM_DIRS)}, "
                            f"not {arm_target!r}")
+    if not dry_run:
+        _refuse_overlap(Path(dest), split_dirs, packages)
     splits = [s for d in split_dirs for s in _splits(Path(d).absolute())]
     splits += [_package(group) for group in packages if group]
     if not splits:
@@ -139,6 +144,14 @@ def toolkit_view(split_dirs: Sequence[str | os.PathLike[str]], dest: str | os.Pa
     if not dry_run:
         write_view(Path(dest), plan.entries, view.written, view.host, overwrite=overwrite)
     return view
+
+
+def _refuse_overlap(dest: Path, split_dirs: Sequence[str | os.PathLike[str]],
+                    packages: Sequence[Sequence[str | os.PathLike[str]]]) -> None:
+    """``dest`` (replaced whole by ``overwrite``) and its stage beside it may not be, be
+    inside, or contain a split directory or an output root it links to."""
+    refuse_overlap([dest, dest.with_name(f".{dest.name}.cudasplit-*")],
+                   [*split_dirs, *(root for group in packages for root in group)])
 
 
 # -- reading the splits ------------------------------------------------------------------------
@@ -263,8 +276,25 @@ _MISSING = Path("\0missing")
 
 
 def _add_children(plan: _Plan, path: str, src: Path) -> None:
-    for child in sorted(src.iterdir()):
+    _refuse_loop(src)
+    try:
+        children = sorted(src.iterdir())
+    except OSError as exc:
+        raise ToolkitError(f"{src}: cannot read ({exc.strerror})") from exc
+    for child in children:
         _add(plan, f"{path}/{child.name}", child)
+
+
+def _refuse_loop(src: Path) -> None:
+    """A directory merged entry by entry must not be one of the directories it sits in
+    (``include/cccl -> .``): walking it would go round until the kernel's ELOOP, and the
+    error then read as two outputs disagreeing. Named by its first link on the way."""
+    real = os.path.realpath(src)
+    for above in src.parents:
+        if os.path.realpath(above) == real:
+            link = next((p for p in (src, *src.parents) if p.is_symlink()), src)
+            raise ToolkitError(f"{link}: a symlink loop ({link} -> {os.readlink(link)} leads "
+                               f"back to {above}); refused")
 
 
 def _explode(plan: _Plan, path: str) -> None:

@@ -51,6 +51,7 @@ from cudasplit._rulebook.profile import (
     available_profiles,
     profile_dir,
 )
+from cudasplit._rulebook.regexprobe import regex_hazard, regex_hazards
 from cudasplit._rulebook.renames import aliases, name_at, renamed_pairs
 from cudasplit._rulebook.ruleset import (
     KIND_NAMES,
@@ -136,6 +137,8 @@ __all__ = [
     "parse_dlopen_key",
     "profile_dir",
     "read_rule_file",
+    "regex_hazard",
+    "regex_hazards",
     "renamed_pairs",
     "ruleset_toml",
     "version_at_least",

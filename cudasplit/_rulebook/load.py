@@ -21,6 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from cudasplit._argcheck import checked
 from cudasplit._elf.plan import is_origin_relative, is_stub_entry
 from cudasplit._rulebook.pkgload import load_package
 from cudasplit._rulebook.pkgparse import (
@@ -39,6 +40,7 @@ from cudasplit._rulebook.profile import (
     profile_variables,
     substitute,
 )
+from cudasplit._rulebook.regexprobe import regex_hazards
 from cudasplit._rulebook.ruleset import (
     KIND_NAMES,
     Rename,
@@ -85,6 +87,7 @@ def default_rules_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "rules"
 
 
+@checked
 def load_ruleset(
     package_name: str | None = None,
     extra_files: Sequence[str | Path] = (),
@@ -185,6 +188,7 @@ def build_ruleset(documents: Iterable[tuple[str, Mapping[str, Any]]],
             package_tables.append((filename, table_of(doc["package"], filename, "package")))
         names.append(filename)
     package = load_package(package_tables, known)
+    _refuse_slow_regexes(package_tables)
     if package.text_edits_from:
         package = replace(package, text_edits=package.text_edits + tuple(
             _edits_from(rules_dir or default_rules_dir(), package.text_edits_from)))
@@ -213,6 +217,21 @@ def _known_outputs(documents: Sequence[tuple[str, Mapping[str, Any]]],
             own = string_list(table["outputs"], f"{filename}:[package]", "outputs")
             return tuple(dict.fromkeys((*profile.outputs, *own)))
     return profile.outputs
+
+
+def _refuse_slow_regexes(tables: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
+    """A user's ``text_edits`` regex runs on archive text: one that backtracks
+    catastrophically on a probe line is refused here, before any archive is read (the shipped
+    files are probed by the test suite instead, so a split does not pay for it)."""
+    shipped = default_rules_dir().resolve()
+    for filename, table in tables:
+        if Path(filename).resolve().is_relative_to(shipped):
+            continue
+        entries = table.get("text_edits", [])
+        patterns = [pair[0] for entry in entries for pair in entry.get("regex", [])]
+        for pattern, hazard in zip(patterns, regex_hazards(patterns), strict=True):
+            if hazard is not None:
+                raise RulesError(f"{filename}: text_edits regex {pattern!r} {hazard}")
 
 
 def _load_rules(entries: Any, filename: str, label: str,

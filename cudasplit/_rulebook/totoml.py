@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from cudasplit._argcheck import checked
 from cudasplit._rulebook.load import read_rule_file
 from cudasplit._rulebook.profile import DEFAULT_PROFILE, substitute
 from cudasplit._rulebook.ruleset import RuleSet
@@ -25,6 +26,7 @@ __all__ = ["ruleset_toml"]
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
+@checked
 def ruleset_toml(ruleset: RuleSet) -> str:
     """The rule set's files merged into one TOML document that ``tomllib`` reads back
     into the same rules (``rules show``): ``[package]`` key by key as the merge takes
@@ -42,7 +44,8 @@ def ruleset_toml(ruleset: RuleSet) -> str:
     variables = dict(ruleset.profile.variables)
     documents = [(name, substitute(read_rule_file(Path(name)), variables))
                  for name in ruleset.files]
-    lines = ["# files, highest precedence first: " + ", ".join(ruleset.files), "schema = 1"]
+    lines = ["# files, highest precedence first: " + _visible(", ".join(ruleset.files)),
+             "schema = 1"]
     profile = next((doc["profile"] for _name, doc in reversed(documents) if "profile" in doc),
                    None)
     if ruleset.profile.name != DEFAULT_PROFILE and isinstance(profile, Mapping):
@@ -55,7 +58,7 @@ def ruleset_toml(ruleset: RuleSet) -> str:
         lines += ["", "[package]", *(f"{_key(k)} = {_value(v)}" for k, v in package.items())]
     for name, doc in documents:
         for table in doc.get("rename", []):
-            lines += ["", f"# {Path(name).name}", "[[rename]]", *_table_lines(table)]
+            lines += ["", f"# {_visible(Path(name).name)}", "[[rename]]", *_table_lines(table)]
     seen = _duplicate_names(documents)
     index = 0
     for name, doc in documents:
@@ -65,7 +68,7 @@ def ruleset_toml(ruleset: RuleSet) -> str:
             rule = dict(table)
             if rule.get("name") in seen:
                 rule["name"] = f"{label}:{rule['name']}"
-            lines += ["", f"# {index}. {label}:{table.get('name')}", "[[rule]]",
+            lines += ["", _visible(f"# {index}. {label}:{table.get('name')}"), "[[rule]]",
                       *_table_lines(rule)]
     return "\n".join(lines) + "\n"
 
@@ -91,7 +94,7 @@ def _table_lines(table: Mapping[str, Any]) -> list[str]:
 
 
 def _key(key: str) -> str:
-    return key if _BARE_KEY.match(key) else json.dumps(key)
+    return key if _BARE_KEY.match(key) else _visible(json.dumps(key, ensure_ascii=False))
 
 
 def _value(value: Any) -> str:
@@ -101,9 +104,20 @@ def _value(value: Any) -> str:
         return repr(value)
     if isinstance(value, str):
         # JSON's escapes (\", \\, \n, \uXXXX) are TOML basic-string escapes too.
-        return json.dumps(value, ensure_ascii=False)
+        return _visible(json.dumps(value, ensure_ascii=False))
     if isinstance(value, list):
         return "[" + ", ".join(_value(v) for v in value) + "]"
     if isinstance(value, Mapping):
         return "{ " + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + " }"
     return json.dumps(str(value))  # dates and times: TOML would need their own syntax
+
+
+def _visible(text: str) -> str:
+    """Characters a terminal would act on or that reorder text (C1 controls such as U+009B,
+    bidi overrides such as U+202E; JSON leaves them raw) as TOML's ``\\uXXXX`` escapes:
+    ``rules show`` prints to a terminal, and the text still reads back the same."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else
+                   f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}"
+                   for ch in text)

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import IO
 
+from cudasplit._argcheck import checked
 from cudasplit._model import PackageId
 from cudasplit._source.base import HEAD_SIZE, Source
 from cudasplit._source.codecs import (
@@ -38,7 +39,9 @@ from cudasplit._source.limits import (
     DEFAULT_MAX_MEMBERS,
     DEFAULT_MAX_RATIO,
     DEFAULT_MAX_TOTAL_BYTES,
+    RATIO_GRACE,
     Limits,
+    deliverable,
 )
 from cudasplit._source.names import member_parent, normalise_member_path
 from cudasplit._source.tar import TarSource
@@ -73,6 +76,7 @@ __all__ = [
     "MAX_DEFAULT_BUDGET",
     "MIN_BUDGET",
     "PLATFORMS",
+    "RATIO_GRACE",
     "REGULAR",
     "SYMLINK",
     "BlockPipeline",
@@ -88,6 +92,7 @@ __all__ = [
     "check_checksum",
     "decode_threads",
     "default_decode_budget",
+    "deliverable",
     "detect_codec",
     "header_from_block",
     "member_parent",
@@ -107,6 +112,7 @@ ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
 STDIN = "-"
 
 
+@checked(jobs=1, memory_limit=1 << 20, strip_components=0)
 def open_source(path: str | os.PathLike[str], *, package: PackageId | None = None,
                 jobs: int = 1, limits: Limits | None = None,
                 strip_components: int | None = None,

@@ -48,6 +48,13 @@ class Limits:
     max_members: int = DEFAULT_MAX_MEMBERS
 
 
+def deliverable(limits: Limits, compressed_size: int) -> int:
+    """The most decoded bytes a source can deliver before a bomb guard stops it: a decoder
+    never needs to hold more than that at once (its default memory is capped by it)."""
+    by_ratio = max(RATIO_GRACE, int(limits.max_ratio * compressed_size))
+    return min(limits.max_total_bytes, by_ratio)
+
+
 class Guard:
     """The bomb limits of one source: expanded bytes (absolute and per input byte) and the
     member count, each refused with a one-line LimitExceededError naming its option."""

@@ -27,7 +27,11 @@ __all__ = [
 MAX_COMPONENT_BYTES = 255   # NAME_MAX on Linux
 MAX_PATH_BYTES = 1024
 MAX_DEPTH = 64
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# C0 controls and DEL, C1 controls (U+0085 is a line break, U+009B a one-character CSI for
+# many terminals), the line and paragraph separators, and the bidi controls (U+202E shows
+# "lib/x\u202eos.a" as "lib/xa.so"): none is in a genuine redistributable's names.
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 
 
 def normalise_member_path(raw: str, *, source: str) -> str:
@@ -52,17 +56,21 @@ def normalise_member_path(raw: str, *, source: str) -> str:
 
 
 def check_text(raw: str, *, source: str, what: str, member: str | None = None) -> None:
-    """Refuse a name or link target with NUL, control characters or invalid UTF-8.
+    """Refuse a name or link target with NUL, control characters (C0, DEL, C1), line or
+    paragraph separators, bidi controls, or invalid UTF-8.
 
     tarfile decodes names with ``surrogateescape``; such names cannot be printed or put in
-    the JSON report faithfully, and a newline would forge lines in every line-based listing.
+    the JSON report faithfully, a newline would forge lines in every line-based listing, and
+    a bidi override makes a listed name read as another.
     """
     shown = short_name(member if member is not None else raw)
     if "\x00" in raw:
         raise UnsafeMemberError(f"{what} contains a NUL byte", source=source, member=shown)
-    if _CONTROL.search(raw):
-        raise UnsafeMemberError(f"{what} contains a control character", source=source,
-                                member=shown)
+    bad = _CONTROL.search(raw)
+    if bad:
+        kind = ("a bidirectional control" if bad[0] in _BIDI else "a control character")
+        raise UnsafeMemberError(f"{what} contains {kind} (U+{ord(bad[0]):04X})",
+                                source=source, member=shown)
     try:
         raw.encode("utf-8")
     except UnicodeEncodeError:

@@ -14,7 +14,7 @@ from cudasplit._model import Member, MemberType, PackageId
 from cudasplit._run import ByteGrid
 from cudasplit._source.base import HEAD_SIZE
 from cudasplit._source.codecs import CHUNK, open_decompressed
-from cudasplit._source.limits import Guard, Limits
+from cudasplit._source.limits import Guard, Limits, deliverable
 from cudasplit._source.names import MAX_PATH_BYTES, check_text, normalise_member_path, short_name
 from cudasplit._source.tarheaders import (
     BLOCK,
@@ -88,7 +88,8 @@ class TarSource:
         decoding = contextlib.ExitStack()
         with decoding:
             self._stream = decoding.enter_context(open_decompressed(
-                self.path, jobs=self.jobs, memory_limit=self.memory_limit))
+                self.path, jobs=self.jobs, memory_limit=self.memory_limit,
+                deliverable=deliverable(self.limits, self._compressed_size())))
             self._decoding = decoding.pop_all()
         self._attach_meter()
 

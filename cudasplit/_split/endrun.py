@@ -10,6 +10,7 @@ the outcome.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from cudasplit._elf.plan import unresolved_error
 from cudasplit._layout import Layout
@@ -141,13 +142,22 @@ class EndOfRun:
         for op in ops:
             if isinstance(op, SymlinkOp):
                 state.sink.make_symlink(op.output, op.dest, op.target)
-            else:
-                state.sink.make_hardlink(op.output, op.dest, op.src_output, op.src_dest)
+                continue
+            state.sink.make_hardlink(op.output, op.dest, op.src_output, op.src_dest)
+            if op.output != op.src_output:  # a copy: a file of its output like any other
+                copied = state.sink.staged_path(op.output, op.dest)
+                state.writer.count(op.output, _size(copied))
         for copy in copies:
             local = state.sink.staged_path(copy.output, copy.dest)
-            if local is not None:
-                state.patches.add(ElfJob(copy.position, copy.path, copy.output, copy.dest,
-                                         local, copy.rule))
+            if local is None:
+                continue
+            if not state.patches.original_into(copy.src_output, copy.src_dest, local):
+                state.writer.warn("hardlink-copy-patched", copy.path,
+                                  f"copied into {copy.output} from {copy.src_output} after "
+                                  "that file was rewritten whole (LIEF); the copy is planned "
+                                  "again from those bytes")
+            state.patches.add(ElfJob(copy.position, copy.path, copy.output, copy.dest,
+                                     local, copy.rule))
 
     # -- nix-support and checks -------------------------------------------------------------
 
@@ -222,3 +232,11 @@ class EndOfRun:
             for name in state.sink.outputs():
                 state.writer.declare(name)
             state.sink.finish()
+
+
+def _size(path: Path | None) -> int:
+    """The size of a staged file (0 where the sink keeps none on disk)."""
+    try:
+        return 0 if path is None else path.lstat().st_size
+    except OSError:
+        return 0

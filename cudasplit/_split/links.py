@@ -54,6 +54,8 @@ class ElfCopy:
     output: str
     dest: str
     rule: Rule | None
+    src_output: str = ""  # the file it was copied from
+    src_dest: str = ""
 
 
 LinkOp = SymlinkOp | HardlinkOp
@@ -166,7 +168,7 @@ class LinkPlanner:
         self.placements.remember(member.path, Placed(output, dest, source.kind))
         if output != source.output and source.kind.value.startswith("elf-"):
             self.elf_copies.append(ElfCopy(link.position, member.path, output, dest,
-                                           decision.rule_obj))
+                                           decision.rule_obj, source.output, source.dest))
 
     def _place_symlink(self, link: Deferred) -> None:
         member = link.member

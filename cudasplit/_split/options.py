@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cudasplit._argcheck import checked
 from cudasplit._elf.plan import RunpathPolicy, UnknownPatcherError
 from cudasplit._model import DEFAULT_PROFILE, OUTPUT_NAMES, PackageId
 from cudasplit._run import (
@@ -41,6 +42,7 @@ def cuda_version(options: SplitOptions, package: PackageId) -> str | None:
     return None
 
 
+@checked
 @dataclass(frozen=True, slots=True)
 class SplitOptions:
     """Everything that changes what a split does. Frozen: one value serves a whole run.
@@ -85,10 +87,12 @@ class SplitOptions:
             archive's own platform).
         nix_build: inside a Nix builder (set by :func:`split_nix`): a package without rules
             or a missing ``nvcc.profile`` package root is an error, not a warning.
-        memory_limit: bytes of decoded data the parallel decoder may hold at once (at least
-            1 MiB); ``None``: (jobs + 1) whole xz blocks, within 64 MiB and min(4 GiB, RAM/4),
-            and from 8 jobs multi-block xz goes through ``xz -TN`` (faster there; its memory
-            is xz's, ~70 MB a thread); a limit keeps the in-process decoder, within it.
+        memory_limit: bytes the decoder may use: decoded data held and its threads'
+            dictionaries together (at least 1 MiB; the run's peak RSS stays within it plus
+            about 150 MB); ``None``: (jobs + 1) whole xz blocks, within 64 MiB and min(4 GiB,
+            RAM/4), and from 8 jobs multi-block xz goes through ``xz -TN`` (faster there),
+            bounded by that budget with ``--memlimit-decompress``; a limit keeps the
+            in-process decoder.
         skip_unsafe_members: skip (with a problem) a member that would leave the output, such
             as a symlink to ``/etc``, instead of refusing the archive.
         inside: read what ELF files and static archives carry (GPU code per architecture,
@@ -168,7 +172,8 @@ class SplitOptions:
 # The smallest decoder budget accepted: one decoded chunk (below it nothing could be held).
 MIN_MEMORY_LIMIT = 1 << 20
 _FLAGS = ("patch", "strict", "dry_run", "overwrite", "nix_markers", "check_fhs_refs",
-          "default_rules", "fsync", "skip_unsafe_members", "nix_build", "inside")
+          "default_rules", "fsync", "skip_unsafe_members", "nix_build", "inside",
+          "consumer_guards")
 _CUDA_VERSION = re.compile(r"\d+\.\d+(\.\d+)?")
 
 

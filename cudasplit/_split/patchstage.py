@@ -25,9 +25,10 @@ import tempfile
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import BinaryIO
 
-from cudasplit._elf.patch import ElfBackend, FailFastBackend
+from cudasplit._elf.patch import ElfBackend, FailFastBackend, restore_original
 from cudasplit._elf.plan import ElfPlan, PlacedElf, PlanContext, plan_elf
 from cudasplit._elf.read import ElfInfo, read_elf_info
 from cudasplit._report import Problem
@@ -131,6 +132,21 @@ class PatchStage:
             if done is not None:
                 self._early[position] = done
         self._futures.clear()
+
+    def original_into(self, output: str, dest: str, copy: Path) -> bool:
+        """``copy`` is a byte copy of the file placed at ``(output, dest)``, taken once the
+        stream ended (a hard link into another output): when that file was already patched,
+        give the copy the bytes it had before (the edit's undo log). False where that cannot
+        be done (rewritten whole by LIEF): the copy then keeps the patched bytes."""
+        job = self._by_key.get((output, dest))
+        done = None if job is None else self._early.get(job.position)
+        if done is None or not done.applied or done.result is None \
+                or done.result.method in ("unchanged", "planned"):
+            return True
+        if done.result.undo is None:
+            return False
+        restore_original(copy, done.result.undo)
+        return True
 
     def patched_early(self, job: ElfJob) -> bool:
         """Whether ``job``'s file was patched while the stream was running."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 from click.shell_completion import get_completion_class
 
+from ._text import data
+
 SHELLS = ("bash", "zsh", "fish")
 
 
@@ -24,4 +26,4 @@ def completion_command(ctx: click.Context, shell: str) -> None:
     root = ctx.find_root().command
     completer = get_completion_class(shell)
     assert completer is not None  # every name in SHELLS is one of click's
-    click.echo(completer(root, {}, "cudasplit", "_CUDASPLIT_COMPLETE").source())
+    data(completer(root, {}, "cudasplit", "_CUDASPLIT_COMPLETE").source())

@@ -20,6 +20,7 @@ from .. import (
 )
 from ._optgroups import COMMON, PATCH, jobs_option, split_options
 from ._terminal import fail, plural, status_line
+from ._text import data, say
 
 
 @click.command("inspect")
@@ -36,10 +37,10 @@ def inspect_command(source: str, as_json: bool, jobs: int | None, **kw: Any) -> 
     except CudasplitError as exc:
         fail(exc)
     if as_json:
-        click.echo(report.to_json(), nl=False)
+        data(report.to_json(), nl=False)
         return
     for line in member_table(report):
-        click.echo(line)
+        say(line)
 
 
 def member_table(report: Report) -> list[str]:
@@ -102,24 +103,24 @@ def explain_command(source: str, path: str, as_json: bool, jobs: int | None,
     except CudasplitError as exc:
         fail(exc)
     if as_json:
-        click.echo(json.dumps(result.as_dict(), indent=2))
+        data(json.dumps(result.as_dict(), indent=2))
         return
-    click.echo(f"{result.path} ({result.kind})")
+    say(f"{result.path} ({result.kind})")
     if result.rename:
-        click.echo(f"  renamed by {result.rename} -> {result.dest}")
+        say(f"  renamed by {result.rename} -> {result.dest}")
     for trial in result.tried:
         mark = "MATCH" if trial.matched else "pass "
-        click.echo(f"  {mark} {trial.rule:40} {', '.join(trial.globs)}"
+        say(f"  {mark} {trial.rule:40} {', '.join(trial.globs)}"
                    + (f" kind={','.join(trial.kinds)}" if trial.kinds else ""))
-    click.echo(f"  => output: {result.output or '(not placed)'}"
+    say(f"  => output: {result.output or '(not placed)'}"
                + (f"  ({result.note})" if result.note else ""))
     for key, value in (result.elf or {}).items():
         if key in ("gpu", "glibc"):
             continue
         if value not in (None, []):
-            click.echo(f"  => {key}: {_readable(value)}")
+            say(f"  => {key}: {_readable(value)}")
     for line in inside_lines(result.elf or {}):
-        click.echo(f"  => {line}")
+        say(f"  => {line}")
 
 
 def inside_lines(facts: dict[str, Any]) -> list[str]:
@@ -164,7 +165,7 @@ def rules_show(files: Sequence[str], package: str | None, profile: str,
     try:
         ruleset = ruleset_for(package, files, profile=profile,
                               platform=None if platform is None else platform_name(platform))
-        click.echo(ruleset_toml(ruleset), nl=False)
+        data(ruleset_toml(ruleset), nl=False)
     except CudasplitError as exc:
         fail(exc)
 
@@ -181,6 +182,6 @@ def rules_check(files: Sequence[str], profile: str, platform: str | None) -> Non
         for name in files:
             check_rule_file(name, profile=profile,
                             platform=None if platform is None else platform_name(platform))
-            click.echo(f"{name}: ok")
+            say(f"{name}: ok")
     except CudasplitError as exc:
         fail(exc)

@@ -10,6 +10,7 @@ import click
 from .. import CudasplitError, gpu_prune_plan, sbom
 from ._optgroups import jobs_option
 from ._terminal import fail
+from ._text import data, say
 
 
 @click.command("gpu-plan")
@@ -33,10 +34,10 @@ def gpu_plan_command(source: str, gpu_archs: str, as_json: bool, jobs: int | Non
     except CudasplitError as exc:
         fail(exc)
     if as_json:
-        click.echo(json.dumps(plan.as_dict(), indent=2))
+        data(json.dumps(plan.as_dict(), indent=2))
         return
     for line in plan.text_lines():
-        click.echo(line)
+        say(line)
 
 
 @click.command("sbom")
@@ -67,7 +68,7 @@ def sbom_command(sources: Sequence[str], manifest: str | None, platform: str,
     except CudasplitError as exc:
         fail(exc)
     if output is None:
-        click.echo(text, nl=False)
+        data(text, nl=False)
         return
     with open(output, "w", encoding="utf-8") as fh:
         fh.write(text)

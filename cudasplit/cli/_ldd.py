@@ -10,6 +10,7 @@ import click
 
 from .. import DEFAULT_DRIVER_LINK, CudasplitError
 from ._terminal import EXIT_OK, fail
+from ._text import data, say
 
 if TYPE_CHECKING:
     from .. import Ambiguity, DlopenAudit, LoadView
@@ -72,7 +73,7 @@ def ldd_command(path: str, driver_link: str | None, cuda_compat: str | None,
     except CudasplitError as exc:
         fail(exc)
     if as_json:
-        click.echo(json.dumps({"schema": LDD_SCHEMA,
+        data(json.dumps({"schema": LDD_SCHEMA,
                                "files": [_guarded(v.as_dict(), ambiguous, audit) for v in views]},
                               indent=2))
     else:
@@ -103,13 +104,13 @@ def _guarded(view: dict[str, Any], ambiguous: list[Ambiguity], audit: list[Dlope
 def _print_guards(ambiguous: list[Ambiguity], audit: list[DlopenAudit], strict: bool) -> None:
     label = "error" if strict else "warning"
     for one in ambiguous:
-        click.echo(f"{label}: {one}")
+        say(f"{label}: {one}")
     cuda = [a for a in audit if a.loads is None]
     if audit:
-        click.echo(f"CUDA libraries loaded by name or left unresolved: {len(audit)}, "
+        say(f"CUDA libraries loaded by name or left unresolved: {len(audit)}, "
                    f"{len(cuda)} would load nothing")
     for item in cuda:
-        click.echo(f"    {item}")
+        say(f"    {item}")
 
 
 def _pair(value: str, option: str) -> tuple[str, str]:
@@ -120,14 +121,14 @@ def _pair(value: str, option: str) -> tuple[str, str]:
 
 
 def _print(one: LoadView) -> None:
-    click.echo(f"{one.path}" + (f"  [interpreter {one.interpreter}]" if one.interpreter else ""))
+    say(f"{one.path}" + (f"  [interpreter {one.interpreter}]" if one.interpreter else ""))
     if one.error:
-        click.echo(f"    error: {one.error}")
+        say(f"    error: {one.error}")
     for label, resolutions in (("", one.needed), ("dlopen ", one.dlopen)):
         for r in resolutions:
             where = r.path if r.path else "not found"
             flag = f"  !{r.flag}" if r.flag else ""
-            click.echo(f"    {label}{r.name} => {where} ({r.via}){flag}")
+            say(f"    {label}{r.name} => {where} ({r.via}){flag}")
     if "stub-reachable" in one.flags:
-        click.echo("    !stub-reachable: a directory it searches holds a driver library's stub "
+        say("    !stub-reachable: a directory it searches holds a driver library's stub "
                    "(lib/libcuda.so -> stubs/..., NixOS/nixpkgs#293320)")

@@ -18,6 +18,7 @@ import click
 
 from .. import __version__
 from ._terminal import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, err
+from ._text import message
 
 # Every command: its name, the module of this package that defines it, and its name there.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -108,7 +109,7 @@ def option_error(exc: click.ClickException) -> NoReturn:
     usage errors)."""
     command = exc.ctx.command_path if isinstance(exc, click.UsageError) and exc.ctx else None
     hint = f" (see '{command} --help')" if command else ""
-    err(f"cudasplit: error: {exc.format_message().replace(chr(10), ' ')}{hint}")
+    err(message("error", exc.format_message().replace("\n", " ") + hint))
     sys.exit(exc.exit_code)
 
 
@@ -148,10 +149,10 @@ def run() -> None:
     try:
         main.main(prog_name="cudasplit", standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):
-        err("cudasplit: interrupted")
+        err(message("error", "interrupted"))
         sys.exit(EXIT_INTERRUPTED)
     except Terminated as exc:
-        err(f"cudasplit: terminated by {exc}")
+        err(message("error", f"terminated by {exc}"))
         sys.exit(128 + exc.signum)
     except (BrokenPipeError, _StdoutClosed):
         _quiet_broken_pipe()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -11,7 +12,8 @@ import click
 
 from .. import CudasplitError, OutputError
 from ._optgroups import jobs_option
-from ._terminal import EXIT_OK, EXIT_PROBLEMS, fail, plural, status_line
+from ._terminal import EXIT_OK, EXIT_PROBLEMS, err, fail, plural, status_line
+from ._text import data, message, say
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -41,7 +43,8 @@ def manifest_options(func: F) -> F:
 @click.argument("manifest", type=click.Path(dir_okay=False))
 @manifest_options
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report.")
-@click.option("-q", "--quiet", is_flag=True, help="Print only the files that are not ok.")
+@click.option("-q", "--quiet", is_flag=True, help="Hide the tarballs that are ok and the "
+              "progress line; those that are not ok and the count line are still printed.")
 def verify_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...],
                    cuda_variants: tuple[str, ...], package_names: tuple[str, ...], jobs: int | None,
                    as_json: bool, quiet: bool) -> None:
@@ -54,21 +57,20 @@ def verify_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...],
     from .. import verify_manifest
 
     try:
-        with status_line("tarball") as status:
+        with status_line("tarball", quiet=quiet) as status:
             report = verify_manifest(manifest, tarball_dir, platforms=platforms,
                                      cuda_variants=cuda_variants, packages=package_names,
                                      jobs=jobs, progress=status)
     except CudasplitError as exc:
         fail(exc)
     if as_json:
-        click.echo(report.to_json(), nl=False)
+        data(report.to_json(), nl=False)
     else:
         for result in report.results:
             if not (quiet and result.status == "ok"):
-                click.echo(result.line())
+                say(result.line())
         counts = ", ".join(f"{n} {status}" for status, n in report.counts().items() if n)
-        click.echo(f"{plural(len(report.results), 'tarball')}: {counts or 'none selected'}",
-                   err=True)
+        say(f"{plural(len(report.results), 'tarball')}: {counts or 'none selected'}", err=True)
     sys.exit(EXIT_OK if report.ok else EXIT_PROBLEMS)
 
 
@@ -90,6 +92,9 @@ def features_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...]
     # A lazy public name (``cudasplit._LAZY``): loaded only when this command runs.
     from .. import manifest_features
 
+    if output_file and os.path.realpath(output_file) == os.path.realpath(manifest):
+        fail(OutputError(f"{output_file}: this output is the input manifest; nothing was "
+                         "written"))
     try:
         with status_line("tarball") as status:
             report = manifest_features(manifest, tarball_dir, platforms=platforms,
@@ -100,18 +105,20 @@ def features_command(manifest: str, tarball_dir: str, platforms: tuple[str, ...]
         fail(exc)
     for result in report.results:
         if result.status == "missing":
-            click.echo(f"missing: {result.artifact.label}  {result.artifact.filename}", err=True)
+            err(message("problem", f"{result.artifact.label}: no tarball "
+                                   f"{result.artifact.filename}", "tarball-missing"))
         elif result.status == "error":
-            click.echo(f"error: {result.artifact.label}  {result.detail}", err=True)
+            err(message("problem", f"{result.artifact.label}: {result.detail}",
+                        "tarball-unreadable"))
         elif result.features is not None:
             for problem in result.features.problems:
-                click.echo(f"problem: {problem}", err=True)
+                err(message("problem", problem, "elf-unreadable"))
     sys.exit(EXIT_OK if report.complete else EXIT_PROBLEMS)
 
 
 def _write(text: str, output_file: str | None) -> None:
     if not output_file:
-        click.echo(text, nl=False)
+        data(text, nl=False)
         return
     try:
         Path(output_file).write_text(text)

@@ -17,7 +17,8 @@ import click
 # Only what the options' help shows is imported here: ``cudasplit split --help`` loads no
 # more than this. What the values become (SplitOptions and friends) loads when a command runs.
 from .. import DEFAULT_DRIVER_LINK, DEFAULT_MAX_MEMBERS, OUTPUT_NAMES, CudasplitError
-from ._terminal import err
+from ._terminal import warn
+from ._text import flag_named
 
 if TYPE_CHECKING:
     from .. import SplitOptions
@@ -71,7 +72,7 @@ def _signature(param: click.Parameter) -> tuple[str, tuple[str, ...], str]:
 def split_options(kw: dict[str, Any], *groups: OptionGroup, **fields: Any) -> SplitOptions:
     """SplitOptions from the values of ``groups`` in ``kw`` (every one of the command's group
     options, nothing else) plus the ``fields`` the command sets from its own options."""
-    from .. import SplitOptions
+    from .. import OptionsError, SplitOptions
 
     values: dict[str, Any] = {}
     for group in groups:
@@ -79,12 +80,16 @@ def split_options(kw: dict[str, Any], *groups: OptionGroup, **fields: Any) -> Sp
         if missing:
             raise OptionGroupError(f"options of group {group.name!r} asked for, but the command "
                                    f"does not declare {', '.join(sorted(missing))}")
-        values.update(group.convert({name: kw[name] for name in group.names}))
     unread = kw.keys() - {name for group in groups for name in group.names}
     if unread:
         raise OptionGroupError(f"the command's options {', '.join(sorted(unread))} are in no "
                                "group it builds options from")
-    return SplitOptions(**values, **fields)
+    try:
+        for group in groups:
+            values.update(group.convert({name: kw[name] for name in group.names}))
+        return SplitOptions(**values, **fields)
+    except OptionsError as exc:
+        raise type(exc)(flag_named(str(exc))) from exc
 
 
 def _outputs(value: str | None, profile: str = "default") -> tuple[str, ...] | None:
@@ -202,7 +207,7 @@ COMMON = OptionGroup("common", [
 
 def _tag(v: Mapping[str, Any]) -> str:
     if v["rpath_alias"]:
-        err("cudasplit: warning: --rpath is deprecated; use --tag rpath")
+        warn("--rpath is deprecated; use --tag rpath", "deprecated-option")
         return "rpath"
     return str(v["tag"])
 

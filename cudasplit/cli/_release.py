@@ -13,7 +13,8 @@ import click
 
 from .. import CudasplitError
 from ._optgroups import jobs_option
-from ._terminal import EXIT_OK, fail, status_line
+from ._terminal import EXIT_OK, fail, note, status_line, warn
+from ._text import data, say
 
 EXIT_FOUND = 1  # closure --strict found warnings; diff found a change
 
@@ -66,12 +67,12 @@ def closure_command(split_dir: str, roots: tuple[str, ...], as_json: bool, fmt: 
         fail(exc)
     fmt = "json" if as_json else fmt
     if fmt == "json":
-        click.echo(report.to_json(), nl=False)
+        data(report.to_json(), nl=False)
     elif fmt in ("dot", "mermaid"):
-        click.echo(report.draw(fmt), nl=False)
+        say(report.draw(fmt).removesuffix("\n"))
     else:
         for line in report.text_lines():
-            click.echo(line)
+            say(line)
     sys.exit(EXIT_FOUND if strict and report.warnings else EXIT_OK)
 
 
@@ -88,10 +89,10 @@ def _consumer_budget(path: str, forbid: tuple[str, ...], max_bytes: int | None,
     except CudasplitError as exc:
         fail(exc)
     if as_json:
-        click.echo(json.dumps(report.as_dict(), indent=2))
+        data(json.dumps(report.as_dict(), indent=2))
     else:
         for line in report.text_lines():
-            click.echo(line)
+            say(line)
     sys.exit(EXIT_FOUND if report.violations else EXIT_OK)
 
 
@@ -140,16 +141,16 @@ def nixify_command(manifest: str, tarball_dir: str, output_dir: str,
     for plan in result.packages:
         outputs = "; ".join(f"{p.platform}: {','.join(p.outputs)}" for p in plan.platforms)
         inputs = ", ".join([*plan.build_inputs, *plan.external]) or "-"
-        click.echo(f"{plan.pname:24} {plan.version:14} outputs {outputs}  buildInputs {inputs}")
+        say(f"{plan.pname:24} {plan.version:14} outputs {outputs}  buildInputs {inputs}")
         if plan.missing:
-            click.echo(f"  no tarball for: {', '.join(plan.missing)}", err=True)
+            warn(f"{plan.pname}: no tarball for: {', '.join(plan.missing)}", "tarball-missing")
         if plan.unresolved:
-            click.echo(f"  needed, provided by nothing here: {', '.join(plan.unresolved)}",
-                       err=True)
+            warn(f"{plan.pname}: needed, provided by nothing here: "
+                 f"{', '.join(plan.unresolved)}", "needed-unresolved")
         if plan.outside:
-            click.echo(f"  package table names packages not in the manifest: "
-                       f"{', '.join(plan.outside)}", err=True)
-    click.echo(f"wrote {len(result.files)} files to {Path(result.output_dir)}", err=True)
+            warn(f"{plan.pname}: the package table names packages not in the manifest: "
+                 f"{', '.join(plan.outside)}", "package-not-in-manifest")
+    say(f"wrote {len(result.files)} files to {Path(result.output_dir)}", err=True)
 
 
 @click.command("nixify-sets")
@@ -178,21 +179,21 @@ def nixify_sets_command(manifests: tuple[str, ...], output_dir: str,
         # Pinned versions not given are the warnings below, not "broken" here.
         broken = list(dict.fromkeys(p.pname for p in pset.packages
                                     if p.broken and (p.sources or not p.builds)))
-        click.echo(f"{pset.name:18} {len({p.pname for p in pset.packages}):3} packages from "
+        say(f"{pset.name:18} {len({p.pname for p in pset.packages}):3} packages from "
                    f"{', '.join(pset.manifests)}" + (f"; broken: {', '.join(broken)}"
                                                      if broken else ""))
         if pset.pins:
-            click.echo("  pins: " + "; ".join(
+            say("  pins: " + "; ".join(
                 f"{product} {pin.x86_64}" if pin.jetson == pin.aarch64 == pin.x86_64 else
                 f"{product} {pin.x86_64} (other aarch64-linux {pin.aarch64}, Jetson "
                 f"{pin.jetson})" for product, pin in pset.pins))
         for warning in pset.warnings:
-            click.echo(f"warning: {warning}", err=True)
+            warn(warning, "pin-missing")
     used = {name for pset in result.sets for name in pset.manifests}
     for manifest in manifests:
         if Path(manifest).name not in used:
-            click.echo(f"note: no set takes {manifest}", err=True)
-    click.echo(f"wrote {len(result.files)} files to {Path(result.output_dir)}", err=True)
+            note(f"no set takes {manifest}")
+    say(f"wrote {len(result.files)} files to {Path(result.output_dir)}", err=True)
 
 
 @click.command("diff")
@@ -232,10 +233,10 @@ def diff_command(old: str, new: str, tarball_dir: str | None, old_tarballs: str 
         fail(exc)
     fmt = "json" if as_json else fmt
     if fmt == "json":
-        click.echo(result.to_json(), nl=False)
+        data(result.to_json(), nl=False)
     elif fmt in ("dot", "mermaid"):
-        click.echo(result.draw(fmt), nl=False)
+        say(result.draw(fmt).removesuffix("\n"))
     else:
         for line in result.text_lines(members=members):
-            click.echo(line)
+            say(line)
     sys.exit(EXIT_FOUND if result.changes else EXIT_OK)

@@ -7,10 +7,18 @@ from typing import Any
 
 import click
 
-from .. import CudasplitError, ProblemsFound, RepackOptions, Report, repack_to_dir
+from .. import (
+    CudasplitError,
+    OptionsError,
+    ProblemsFound,
+    RepackOptions,
+    Report,
+    repack_to_dir,
+)
 from ._optgroups import COMMON, PATCH, jobs_option, split_options
 from ._split import ReportTarget
 from ._terminal import fail, print_issues, setup_logging, status_line
+from ._text import flag_named, say
 
 
 @click.command("repack")
@@ -24,7 +32,8 @@ from ._terminal import fail, print_issues, setup_logging, status_line
 @click.option("--format", "fmt", type=click.Choice(["zst", "xz", "gz", "conda"]), default="zst",
               show_default=True, help="Compression of the archives; conda: one .conda per "
               "output of --profile conda-forge (zstd), into a channel a conda client indexes.")
-@click.option("--level", type=int, default=10, show_default=True, help="Compression level.")
+@click.option("--level", type=int, default=None, help="Compression level: zst and conda "
+              "1-22 (default 10), xz 0-9 and gz 1-9 (default 9).")
 @click.option("--threads", type=click.IntRange(min=-1), default=None, metavar="N",
               help="zstd compressor threads (default: the cores of --jobs; 0: single-threaded, "
               "-1: every CPU the process may use); the bytes are the same for any value "
@@ -37,9 +46,11 @@ from ._terminal import fail, print_issues, setup_logging, status_line
 @click.option("--strict", is_flag=True, help="Fail (exit 1) on problems, as in split.")
 @click.option("--overwrite", is_flag=True, help="Replace existing archives.")
 @jobs_option("decoder threads and ELF patch workers, then compressor threads")
-@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@click.option("-q", "--quiet", is_flag=True, help="Hide the archives written, the progress "
+              "line and warnings; errors and problems (what --strict fails on) are still "
+              "printed.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what happens.")
-def repack_command(source: str, output_dir: str, prefix: str | None, fmt: str, level: int,
+def repack_command(source: str, output_dir: str, prefix: str | None, fmt: str, level: int | None,
                    threads: int | None, nix_support: bool, report_file: str | None, strict: bool,
                    overwrite: bool, jobs: int | None, quiet: bool, verbose: bool,
                    **kw: Any) -> None:
@@ -48,8 +59,11 @@ def repack_command(source: str, output_dir: str, prefix: str | None, fmt: str, l
     setup_logging(quiet, verbose)
     report_target = ReportTarget(report_file, relative=False)
     try:
+        try:
+            packing = RepackOptions(prefix=prefix, fmt=fmt, level=level, threads=threads)
+        except OptionsError as exc:
+            raise type(exc)(flag_named(str(exc))) from exc
         report_target.claim()
-        packing = RepackOptions(prefix=prefix, fmt=fmt, level=level, threads=threads)
         try:
             with status_line(quiet=quiet) as status:
                 options = split_options(kw, COMMON, PATCH, nix_markers=nix_support,
@@ -67,7 +81,7 @@ def repack_command(source: str, output_dir: str, prefix: str | None, fmt: str, l
         report_target.discard()  # the empty file claim() made, if no report came
     if not quiet:
         for path in result.archives:
-            click.echo(str(path))
+            say(str(path))
     print_issues(result.report, warnings=not quiet)
 
 
@@ -81,7 +95,7 @@ def nix_setup_hook() -> None:
     """Print the path of the setup hook (defines cudasplitInstallPhase)."""
     # The package is installed as files (wheel or editable), so the path is stable.
     with as_file(files("cudasplit") / "nix" / "setup-hook.sh") as path:
-        click.echo(str(path))
+        say(str(path))
 
 
 @nix_group.command("consumer-hook")
@@ -90,4 +104,4 @@ def nix_consumer_hook() -> None:
     closure budgets; what `split --consumer-guards` writes into the lib output)."""
     from .. import consumer_guards_hook
 
-    click.echo(consumer_guards_hook())
+    say(consumer_guards_hook())

@@ -26,10 +26,12 @@ from ._terminal import (
     dropped_line,
     err,
     fail,
+    note,
     print_issues,
     setup_logging,
     status_line,
 )
+from ._text import data, message, say
 
 if TYPE_CHECKING:
     from .. import Report, SplitOptions
@@ -96,15 +98,18 @@ class ReportTarget:
         return any(where.is_relative_to(Path(rec.directory).resolve())
                    for rec in report.outputs.values())
 
-    def write(self, data: dict[str, Any]) -> None:
-        """Write ``data`` as JSON to the target (nothing without one)."""
+    def write(self, report_data: dict[str, Any]) -> None:
+        """Write ``report_data`` as JSON to the target (nothing without one)."""
         if self.target is None:
             return
-        text = json.dumps(data, indent=2) + "\n"
+        text = json.dumps(report_data, indent=2) + "\n"
         if self.to_stdout:
-            click.echo(text, nl=False)
+            data(text, nl=False)
             return
         try:
+            # A report whose directory did not exist at claim() (inside an output, or
+            # anywhere for root, whom every directory lets in) gets it now, as outputs do.
+            Path(self.target).parent.mkdir(parents=True, exist_ok=True)
             Path(self.target).write_text(text)
         except OSError as exc:
             raise OutputError(f"{self.target}: cannot write the report ({exc.strerror})") from exc
@@ -141,11 +146,16 @@ class ReportTarget:
 @click.option("--no-fsync", is_flag=True, help="Do not fsync before the final renames "
               "(faster on slow disks; a power loss may then leave truncated files).")
 @jobs_option("decoder threads and ELF patch workers; the sources of a batch share them")
-@click.option("--memory-limit", metavar="SIZE", help="Decoded bytes the parallel decoder may "
-              "hold at once (K/M/G; default: jobs+1 xz blocks, 64 MiB to 4 GiB; from -j8 without "
-              "it, xz goes through `xz -TN`, ~70 MB a thread). Lower is slower, never wrong; "
-              "peak RSS is about 60 MB + SIZE + jobs x 10 MB.")
-@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@click.option("--memory-limit", metavar="SIZE", help="Memory the decoder may use: decoded "
+              "bytes held and its threads' dictionaries together (K/M/G; default: jobs+1 xz "
+              "blocks, 64 MiB to 4 GiB, at most what --max-ratio lets the archive expand to; "
+              "from -j8 without it, xz goes through `xz -TN`, "
+              "bounded by that default with --memlimit-decompress). Lower is slower, never "
+              "wrong; the peak RSS of the whole run, xz child included, stays within SIZE + "
+              "about 150 MB.")
+@click.option("-q", "--quiet", is_flag=True, help="Hide the summary, the progress line, "
+              "warnings and notes; errors and problems (what --strict fails on) are still "
+              "printed, and so is what --closure and --report - ask for.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what happens.")
 @click.option("--closure", is_flag=True, help="Then print the closure report of the outputs "
               "(one source; see `cudasplit closure`). With --strict its warnings exit 1, as "
@@ -211,7 +221,7 @@ def _print_summary(report: Report, *, to_stderr: bool = False) -> None:
     if dropped:
         lines.append(dropped_line(dropped))
     for line in lines:
-        click.echo(line, err=to_stderr)
+        say(line, err=to_stderr)
 
 
 def _is_batch_quietly(sources: Sequence[str], nix: bool) -> bool:
@@ -234,7 +244,7 @@ def _is_batch(source: str, nix: bool, quiet: bool) -> bool:
     if not quiet:
         what = ("a directory of tarballs: splitting each into its own directory (batch)"
                 if kind == "batch" else "an unpacked redistributable tree")
-        err(f"cudasplit: {source}: {what}")
+        note(f"{source}: {what}")
     return kind == "batch"
 
 
@@ -247,9 +257,9 @@ def _run_batch(sources: Sequence[str], output_dir: str, options: SplitOptions,
     failed = [r for r in results if r.error is not None]
     for result in results:
         if result.error is not None:
-            err(f"cudasplit: error: {result.error}")
+            err(message("error", str(result.error)))
         elif not quiet and result.report is not None:
-            click.echo(f"{result.source} -> {result.output_dir}", err=writer.to_stdout)
+            say(f"{result.source} -> {result.output_dir}", err=writer.to_stdout)
             _print_summary(result.report, to_stderr=writer.to_stdout)
         if result.report is not None:
             print_issues(result.report, warnings=not quiet)
@@ -291,5 +301,5 @@ def _print_closure(output_dir: str | None, nix: bool) -> int:
     except CudasplitError as exc:
         fail(exc)
     for line in report.text_lines():
-        click.echo(line)
+        say(line)
     return len(report.warnings)

@@ -18,9 +18,11 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, ClassVar, NoReturn
 
 import click
+
+from ._text import flag_named, message, shown
 
 if TYPE_CHECKING:  # annotations only: `cudasplit --version` loads none of them
     from .. import CudasplitError, Problem, Progress, Report
@@ -63,8 +65,9 @@ class ProgressLine:
                                         else now)
         rate = progress.bytes / max(now - start, 1e-6)
         unit = progress.unit or self.unit  # a phase may count something else (archives)
-        line = (f"{Path(progress.source).name}: {plural(progress.members, unit)}, "
-                f"{progress.bytes / 1e6:,.0f} MB, {rate / 1e6:,.0f} MB/s  {progress.current}")
+        line = shown(f"{Path(progress.source).name}: {plural(progress.members, unit)}, "
+                     f"{progress.bytes / 1e6:,.0f} MB, {rate / 1e6:,.0f} MB/s  "
+                     f"{progress.current}")
         columns = shutil.get_terminal_size().columns - 1
         with self._lock:
             self._write(line[:columns])
@@ -115,15 +118,29 @@ def clear_status() -> None:
         line.clear()
 
 
-def err(message: str) -> None:
-    """One line on stderr, after clearing the status line."""
+def err(text: str) -> None:
+    """One line on stderr (through :func:`shown`), after clearing the status line."""
     clear_status()
-    click.echo(message, err=True)
+    click.echo(shown(text), err=True)
+
+
+def warn(text: str, code: str | None = None) -> None:
+    """``cudasplit: warning: TEXT [code]`` on stderr."""
+    err(message("warning", text, code))
+
+
+def note(text: str) -> None:
+    """``cudasplit: note: TEXT`` on stderr: information, neither a warning nor an error."""
+    err(message("note", text))
 
 
 def fail(exc: CudasplitError) -> NoReturn:
-    """The error as one line on stderr, then exit with its code."""
-    err(f"cudasplit: error: {str(exc).replace(chr(10), ' ')}")
+    """``cudasplit: error: MESSAGE`` on stderr, then exit with the error's code. An option's
+    value names the option as typed (``--jobs``), not the API's parameter."""
+    from .. import OptionsError  # an error is being reported: the package is loaded anyway
+
+    text = flag_named(str(exc)) if isinstance(exc, OptionsError) else str(exc)
+    err(message("error", text))
     sys.exit(exc.exit_code)
 
 
@@ -136,6 +153,23 @@ class ClearingHandler(logging.StreamHandler):  # type: ignore[type-arg]
         super().emit(record)
 
 
+class MessageFormatter(logging.Formatter):
+    """A log record as ``cudasplit: warning: MESSAGE`` (error, warning, note for info, debug),
+    through :func:`shown` like every other line (records name members and files)."""
+
+    _KINDS: ClassVar[dict[int, str]] = {logging.ERROR: "error", logging.WARNING: "warning",
+                                        logging.INFO: "note"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        kind = self._KINDS.get(record.levelno, "error" if record.levelno > logging.ERROR
+                               else "debug")
+        text = message(kind, record.getMessage())
+        if record.exc_info:  # -v: the traceback, lines kept, each made safe
+            text += "\n" + "\n".join(shown(line) for line in
+                                      self.formatException(record.exc_info).splitlines())
+        return text
+
+
 def setup_logging(quiet: bool, verbose: bool) -> None:
     """The library's log records on stderr: errors only (``-q``), everything (``-v``), else
     warnings."""
@@ -144,15 +178,14 @@ def setup_logging(quiet: bool, verbose: bool) -> None:
     logger.setLevel(level)
     if not any(isinstance(h, ClearingHandler) for h in logger.handlers):
         handler = ClearingHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("cudasplit: %(message)s"))
+        handler.setFormatter(MessageFormatter())
         logger.addHandler(handler)
 
 
 def issue_line(kind: str, source: str, issue: Problem) -> str:
     """``cudasplit: warning: ARCHIVE: member 'lib/x': message [code]`` (one line)."""
     where = f"{source}: member {issue.path!r}" if issue.path else source
-    message = issue.message.replace("\n", " ")
-    return f"cudasplit: {kind}: {where}: {message} [{issue.code}]"
+    return message(kind, f"{where}: {issue.message}", issue.code)
 
 
 def print_issues(report: Report, *, warnings: bool = True) -> None:

@@ -8,6 +8,7 @@ import click
 
 from .. import CudasplitError
 from ._terminal import fail
+from ._text import data, say
 
 
 @click.command("toolkit")
@@ -41,10 +42,10 @@ def toolkit_command(split_dirs: tuple[str, ...], dest: str, arm_target: str,
     except CudasplitError as exc:
         fail(exc)
     if as_json:
-        click.echo(json.dumps(view.as_dict(), indent=2))
+        data(json.dumps(view.as_dict(), indent=2))
         return
     verb = "would link" if dry_run else "linked"
-    click.echo(f"{view.root}: {verb} {len(view.links)} entries; host {view.host}; "
+    say(f"{view.root}: {verb} {len(view.links)} entries; host {view.host}; "
                f"targets {', '.join(view.targets)}")
     for path in view.written:
-        click.echo(f"  wrote {path} (NVIDIA's, $(_TARGET_DIR_) kept)")
+        say(f"  wrote {path} (NVIDIA's, $(_TARGET_DIR_) kept)")

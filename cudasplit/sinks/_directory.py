@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import BinaryIO
 
+from cudasplit._argcheck import checked
 from cudasplit._layout import Layout, LayoutSpec
 from cudasplit._model import PackageId
 from cudasplit.errors import OutputError
@@ -65,6 +66,7 @@ class DirectorySink:
         OutputError: a root exists (without ``overwrite``) or cannot be written.
     """
 
+    @checked
     def __init__(self, roots: Mapping[str, Path], *, staging_parent: Path | None = None,
                  overwrite: bool = False, durable: bool = True,
                  base: Path | None = None) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from cudasplit._argcheck import checked
 from cudasplit._layout import LayoutSpec
 from cudasplit._model import OUTPUT_NAMES
 from cudasplit.sinks._staged import StagedSink
@@ -29,6 +30,7 @@ class MemorySink(StagedSink):
 
     stage_prefix = "cudasplit-memory-"
 
+    @checked
     def __init__(self, layout: LayoutSpec | None = None) -> None:
         super().__init__(layout or LayoutSpec.fixed({n: _VIRTUAL / n for n in OUTPUT_NAMES},
                                                     _VIRTUAL))

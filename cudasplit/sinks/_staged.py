@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import BinaryIO
 
+from cudasplit._argcheck import checked
 from cudasplit._layout import Layout, LayoutSpec
 from cudasplit._model import OUTPUT_NAMES, PackageId
 from cudasplit.errors import OutputError
@@ -35,6 +36,7 @@ class StagedSink(ABC):
 
     stage_prefix = ".cudasplit-stage-"
 
+    @checked
     def __init__(self, layout: LayoutSpec, staging_parent: Path | None = None) -> None:
         self.layout = layout
         self.package: PackageId | None = None

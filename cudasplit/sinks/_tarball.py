@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Final
 
+from cudasplit._argcheck import checked
 from cudasplit._layout import Layout, LayoutSpec, archive_stem
 from cudasplit._model import PackageId
 from cudasplit._run import ProgressCallback, Tally
@@ -96,6 +97,7 @@ class TarballSink(StagedSink):
 
     stage_prefix = ".cudasplit-repack-"
 
+    @checked
     def __init__(self, directory: Path, package: PackageSource | None = None, *,
                  prefix: str | None = None,
                  fmt: str = DEFAULT_FORMAT, level: int = DEFAULT_LEVEL, threads: int = 0,

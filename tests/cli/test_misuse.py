@@ -6,7 +6,11 @@ same values into one line on stderr and exit 2.
 
 from __future__ import annotations
 
+import hashlib
+import inspect as _inspect
+import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -233,3 +237,253 @@ def test_cli_refuses_an_empty_source(tmp_path: Path, monkeypatch: pytest.MonkeyP
     inspect_result = CliRunner().invoke(main, ["inspect", ""])
     assert inspect_result.exit_code == 2 and "source must not be empty" in inspect_result.stderr
     assert not (tmp_path / "out").exists()
+
+
+# -- every public entry point, systematically (issue 33) --------------------------------------
+#
+# Each public function and each options or sink class of ``cudasplit.__all__`` gets valid
+# arguments (GOOD); then each parameter in turn is given values of a wrong type, derived from
+# its annotation (a bare string where a sequence is meant, a str where an int is, ...) and
+# ``object()`` for all. The call must raise an OptionsTypeError (a CudasplitError and a
+# TypeError) naming the parameter, at the call: never a TypeError, AttributeError or
+# ValueError from inside, and never a run that goes ahead with the wrong value.
+
+VALUES = ("Ambiguity", "BatchResult", "BudgetReport", "DlopenAudit", "Explanation", "Kind",
+          "Layout", "LoadView", "Member", "MemberRecord", "MemberType", "OutputRecord",
+          "Problem", "Progress", "RepackResult", "Report", "RuleSet", "RunpathPlan",
+          "ToolkitView", "Sink", "PackageId", "StagedSink",
+          # The records public calls return and the types of their fields (public so that
+          # callers can name them: tests/cli/test_public_types.py).
+          "AddNeeded", "Artifact", "Assertion", "BudgetViolation", "Change", "ClosureReport",
+          "ClosureWarning", "CopyRecord", "Decision", "DlopenNeed", "DropEdit",
+          "ExportedSymbol", "FeatureReport", "FeatureResult", "FeatureStatus", "Features",
+          "FilePlan", "Gate", "Glob", "GpuCode", "Inside", "Limits", "Link", "LinkInto",
+          "Manifest", "NixifyResult", "OutputSize", "OutputWhen", "Package", "PackageLink",
+          "PackagePlan", "PackageSet", "PackageSettings", "PcEdit", "Pin", "PlatformPlan",
+          "Profile", "PrunePlan", "Reference", "ReleaseDiff", "Rename", "Resolution", "Rule",
+          "RuleRef", "RuleTrial", "RunpathPackage", "SetPackage", "SetsResult", "Source",
+          "TextEdit", "TextEditsFrom", "VerifyReport", "VerifyResult", "VerifyStatus",
+          "VersionNeed", "Where")
+"""Public names that are values (records a call returns, enums, the Sink and Source
+protocols): built by cudasplit, not arguments users get wrong; ``PackageId`` is made with
+:func:`package_id`; ``StagedSink`` is an abstract base (a subclass's ``__init__`` is checked as
+it calls it)."""
+
+
+@dataclass
+class World:
+    """Valid arguments, on disk once per module."""
+
+    root: Path
+    archive: Path
+    split: Path
+    manifest: Path
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> World:
+    root = tmp_path_factory.mktemp("world")
+    archive = write_archive(root / f"{TOP}.tar.xz", [("file", "lib/libx.so.1", b"x"),
+                                                     ("file", "include/x.h", b"x")])
+    split_to_dir(archive, root / "split", SplitOptions(patch=False))
+    data = archive.read_bytes()
+    manifest = root / "redistrib_12.9.1.json"
+    manifest.write_text(json.dumps({"release_label": "12.9.1", "release_product": "cuda",
+                                    "cuda_demo": {
+        "name": "Demo", "version": "12.9.79", "linux-x86_64": {
+            "relative_path": f"cuda_demo/linux-x86_64/{archive.name}",
+            "sha256": hashlib.sha256(data).hexdigest(), "size": str(len(data))}}}))
+    return World(root, archive, root / "split", manifest)
+
+
+def good_arguments(w: World, out: Path) -> dict[str, dict[str, Any]]:
+    """Valid keyword arguments of every public entry point (``out``: a fresh directory)."""
+    report = inspect(w.archive, SplitOptions(patch=False))
+    ruleset = cudasplit.load_ruleset()
+    policy = runpath_policy()
+    return {
+        "split": {"source": w.archive, "sink": MemorySink(), "options": None},
+        "split_to_dir": {"source": w.archive, "output_dir": out / "o", "options": None},
+        "split_nix": {"source": w.archive, "env": {"outputs": "out", "out": str(out / "n")},
+                      "options": SplitOptions(patch=False, default_rules=True)},
+        "split_many": {"sources": [w.archive], "output_dir": out / "m", "options": None},
+        "inspect": {"source": w.archive, "options": None, "layout": None},
+        "explain": {"source": w.archive, "path": "lib/libx.so.1", "options": None},
+        "repack_to_dir": {"source": w.archive, "output_dir": out / "r", "options": None,
+                          "repack": None},
+        "batch_report": {"results": [], "relative": False},
+        "directory_kind": {"path": w.split},
+        "package_id": {"text": "cuda_cudart"},
+        "platform_name": {"word": "linux-x86_64", "cuda_version": None},
+        "runpath_policy": {"driver_link": "/run/opengl-driver", "cuda_compat": None,
+                           "library_paths": (), "append": (), "keep_absolute": False,
+                           "tag": "runpath", "interpreters": (), "ignore_missing": ()},
+        "plan_runpath": {"existing": None, "needed": ["libc.so.6"], "own_dir_names": set(),
+                         "package_dirs": {}, "library_index": {}, "policy": policy,
+                         "is_compat_package": False},
+        "load_ruleset": {"package_name": None, "extra_files": (), "rules_dir": None},
+        "ruleset_for": {"package": None, "files": (), "default_rules": False},
+        "check_rule_file": {"path": cudasplit._rulebook.default_rules_dir() / "default.toml"},
+        "ruleset_toml": {"ruleset": ruleset},
+        "package_entry_lines": {"ruleset": ruleset},
+        "relative_report": {"report": report, "env": None},
+        "measure_outputs": {"report": report},
+        "open_source": {"path": w.archive, "package": None, "jobs": 1, "limits": None,
+                        "strip_components": None, "memory_limit": None},
+        "closure_of": {"split_dir": w.split, "roots": None, "env": None, "progress": None},
+        "ldd": {"path": w.split, "maps": (), "driver_link": None, "interpreter": None,
+                "ld_library_path": (), "system": True},
+        "ambiguous_runpaths": {"path": w.split, "maps": (), "driver_link": None},
+        "dlopen_audit": {"path": w.split, "inputs": (), "maps": (), "driver_link": None,
+                         "interpreter": None, "ld_library_path": (), "system": True,
+                         "views": None},
+        "closure_budget": {"path": w.split, "forbid": ("static",), "max_bytes": None,
+                           "store_dir": "/nix/store"},
+        "consumer_guards_hook": {},
+        "toolkit_view": {"split_dirs": [w.split], "dest": out / "tk", "packages": (),
+                         "arm_target": "sbsa-linux", "overwrite": False, "dry_run": True},
+        "load_manifest": {"path": w.manifest},
+        "select_artifacts": {"manifest": cudasplit.load_manifest(w.manifest),
+                             "platforms": None, "cuda_variants": None, "packages": None},
+        "verify_manifest": {"manifest": w.manifest, "tarball_dir": w.root, "platforms": (),
+                            "cuda_variants": (), "packages": (), "jobs": 1, "progress": None},
+        "manifest_features": {"manifest": w.manifest, "tarball_dir": w.root, "platforms": (),
+                              "cuda_variants": (), "packages": (), "jobs": 1,
+                              "extended": False, "progress": None},
+        "features_of": {"tarball": w.archive, "extended": False, "jobs": 1},
+        "nixify_manifest": {"manifest": w.manifest, "tarball_dir": w.root,
+                            "output_dir": out / "nix", "platforms": (), "packages": (),
+                            "base_url": None, "jobs": 1, "progress": None, "toolkit": False},
+        "nixify_sets": {"manifests": [w.manifest], "output_dir": out / "sets",
+                        "base_url": None},
+        "diff_releases": {"old": w.archive, "new": w.archive, "tarball_dir": None,
+                          "old_tarballs": None, "new_tarballs": None,
+                          "platform": "linux-x86_64", "jobs": 1, "progress": None},
+        "inside_of": {"path": w.split / "lib" / "lib" / "libx.so.1"},
+        "exported_symbols": {"path": w.split / "lib" / "lib" / "libx.so.1"},
+        "gpu_prune_plan": {"source": w.archive, "gpu_archs": "9.0", "jobs": 1},
+        "sbom": {"sources": [w.archive], "manifest": None, "platform": "linux-x86_64",
+                 "name": None, "licence": None, "jobs": 1},
+        # Options and sinks.
+        "SplitOptions": {},
+        "RepackOptions": {"prefix": None, "fmt": "zst", "level": None, "threads": 0,
+                          "mtime": None, "staging_parent": None},
+        "RunpathPolicy": {},
+        "LayoutSpec": {"roots": (), "archives": False, "prefix": None},
+        "MemorySink": {"layout": None},
+        "DirectorySink": {"roots": {"out": out / "d"}, "staging_parent": None,
+                          "overwrite": False, "durable": True},
+        "TarballSink": {"directory": out / "t", "package": None, "prefix": None, "fmt": "zst",
+                        "level": 10, "threads": 0, "mtime": None, "overwrite": False,
+                        "staging_parent": None},
+    }
+
+
+def _entry_points() -> list[str]:
+    names = []
+    for name in cudasplit.__all__:
+        value = getattr(cudasplit, name)
+        if name in VALUES or not callable(value) or (
+                isinstance(value, type) and issubclass(value, BaseException)):
+            continue
+        names.append(name)
+    return names
+
+
+def test_every_entry_point_has_good_arguments(tmp_path: Path, world: World) -> None:
+    """A new public function or class must be added to GOOD (or VALUES) with valid arguments,
+    so the sweep below covers it."""
+    good = good_arguments(world, tmp_path)
+    assert sorted(set(_entry_points()) - set(good)) == []
+    for name, kwargs in good.items():
+        params = _inspect.signature(getattr(cudasplit, name)).parameters
+        assert set(kwargs) <= set(params), (name, set(kwargs) - set(params))
+
+
+def _wrong_values(annotation: str) -> list[object]:
+    """Values of a wrong type for a parameter annotated ``annotation``."""
+    wrong: list[object] = [object()]
+    text = annotation.replace(" ", "")
+    if text.startswith(("Sequence[", "Iterable[", "Collection[", "tuple[", "list[")):
+        wrong.append("text")   # a bare string where several are meant
+    elif text.startswith(("Mapping[", "dict[")):
+        wrong.append(["a"])
+    elif text in ("bool",):
+        wrong.append("yes")
+    elif text in ("int", "int|None"):
+        wrong += ["4", 2.5]
+    elif text == "float":
+        wrong.append("4")
+    elif text in ("str", "str|None"):
+        wrong.append(3)
+    elif "PathLike" in text or text in ("Path", "Path|None"):
+        wrong += [3, b"x"]
+    elif "Callback" in text or "Callable" in text:
+        wrong.append("print")
+    return wrong
+
+
+def _cases() -> list[tuple[str, str, int]]:
+    cases = []
+    for name in _entry_points():
+        for param in _inspect.signature(getattr(cudasplit, name)).parameters.values():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                continue
+            for index in range(len(_wrong_values(str(param.annotation)))):
+                cases.append((name, param.name, index))
+    return cases
+
+
+@pytest.mark.parametrize(("name", "param", "index"), _cases(),
+                         ids=[f"{n}-{p}-{i}" for n, p, i in _cases()])
+def test_wrong_type_fails_at_the_call(tmp_path: Path, world: World,
+                                      monkeypatch: pytest.MonkeyPatch, name: str, param: str,
+                                      index: int) -> None:
+    monkeypatch.chdir(tmp_path)
+    function = getattr(cudasplit, name)
+    parameter = _inspect.signature(function).parameters[param]
+    kwargs = dict(good_arguments(world, tmp_path)[name])
+    wrong = _wrong_values(str(parameter.annotation))[index]
+    kwargs[param] = wrong
+    with pytest.raises(CudasplitError) as info:
+        function(**kwargs)
+    assert isinstance(info.value, TypeError), (type(info.value), info.value)
+    assert param in str(info.value) or param.rstrip("s") in str(info.value), str(info.value)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("name", sorted(set(_entry_points()) - {"TarballSink",
+                                                                   "DirectorySink"}))
+def test_good_arguments_are_accepted(tmp_path: Path, world: World, name: str) -> None:
+    """The GOOD table is right: each call goes through with it (sinks are only built)."""
+    getattr(cudasplit, name)(**good_arguments(world, tmp_path)[name])
+
+
+@pytest.mark.parametrize("name", sorted(_entry_points()))
+def test_a_parameter_that_does_not_exist(tmp_path: Path, world: World, name: str) -> None:
+    """A keyword that is not (or no longer) a parameter: an OptionsTypeError naming it and the
+    function, not Python's bare TypeError."""
+    kwargs = {**good_arguments(world, tmp_path)[name], "read_ahead_mb": 4}
+    with pytest.raises(OptionsTypeError, match="read_ahead_mb"):
+        getattr(cudasplit, name)(**kwargs)
+
+
+VALUE_CASES = [("verify_manifest", "jobs", -1), ("manifest_features", "jobs", -2),
+               ("nixify_manifest", "jobs", -1), ("diff_releases", "jobs", -1),
+               ("features_of", "jobs", 0), ("open_source", "jobs", 0),
+               ("open_source", "memory_limit", 5), ("open_source", "strip_components", -1),
+               ("closure_budget", "max_bytes", -1), ("toolkit_view", "arm_target", "x86"),
+               ("split_to_dir", "output_dir", ""), ("load_manifest", "path", "a\0b"),
+               ("diff_releases", "platform", "linux-x86-64"),
+               ("verify_manifest", "platforms", ("linux-x86-64",)),
+               ("RepackOptions", "level", 99), ("RepackOptions", "fmt", "lz4")]
+
+
+@pytest.mark.parametrize(("name", "param", "value"), VALUE_CASES,
+                         ids=[f"{n}-{p}={v!r}" for n, p, v in VALUE_CASES])
+def test_wrong_value_fails_at_the_call(tmp_path: Path, world: World, name: str, param: str,
+                                       value: object) -> None:
+    kwargs = {**good_arguments(world, tmp_path)[name], param: value}
+    with pytest.raises(CudasplitError) as info:
+        getattr(cudasplit, name)(**kwargs)
+    assert "\n" not in str(info.value) and param.rstrip("s") in str(info.value), info.value

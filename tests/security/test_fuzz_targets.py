@@ -11,6 +11,8 @@ from the seed corpus kept in tests/data/fuzz/ (built by tests/support/fuzz_corpu
   ``ElfError``/``PatchError`` may come out; a refused file is byte-identical; a written file
   reads back with the search path asked for.
 
+Issue 33 adds printed text (:func:`shown`), globs and the shipped text edits, and manifests.
+
 Bounded for CI: ``CUDASPLIT_FUZZ_EXAMPLES`` examples per target (default 150, ~2 s; derandomized so
 CI is repeatable), each asserted to finish within a few seconds. A long local run:
 ``CUDASPLIT_FUZZ_EXAMPLES=5000 CUDASPLIT_FUZZ_RANDOM=1 pytest tests/test_fuzz_targets.py``.
@@ -210,3 +212,156 @@ def test_elf_corpus_replays(seed: Path, edit: ElfEdit) -> None:
             path = Path(tmp) / seed.name
             path.write_bytes(seed.read_bytes())
             apply_edit(path, edit, patcher="native")
+
+
+# -- issue 33: printed text, globs and text edits, manifests -----------------------------------
+
+
+@FUZZ
+@given(st.text(alphabet=st.characters(), max_size=200))
+def test_fuzz_printed_text(text: str) -> None:
+    """Whatever a name holds, the line printed for it is printable (no ESC, C1, bidi control,
+    line separator or lone surrogate reaches the terminal), printable text is left as it is,
+    and a message is one line."""
+    from cudasplit.cli._text import message, shown
+
+    out = shown(text)
+    assert out.isprintable()
+    if text.isprintable():
+        assert out == text
+    else:
+        _note("printed: escaped")
+    line = message("warning", text, "code")
+    assert "\n" not in line and "\r" not in line and line.isprintable()
+
+
+_GLOB_PIECES = ["a", "b", "x", ".", "*", "?", "[ab]", "[!a]", "-"]
+
+
+@st.composite
+def globs(draw: st.DrawFn) -> str:
+    def component() -> str:
+        if draw(st.integers(0, 5)) == 0:
+            return "**"
+        pieces = draw(st.lists(st.sampled_from(_GLOB_PIECES), min_size=1, max_size=8))
+        text = "".join(pieces)
+        return text if "**" not in text else text.replace("**", "*")
+    parts = [component() for _ in range(draw(st.integers(1, 4)))]
+    return "/".join(parts)
+
+
+def _reference(pattern: str, path: str) -> bool:
+    """The documented semantics, by recursion over components with fnmatch inside one."""
+    import fnmatch
+
+    parts = pattern.split("/")
+    if "/" not in pattern and parts != ["**"]:
+        parts = ["**", *parts]
+
+    def match(pat: list[str], comps: list[str]) -> bool:
+        if not pat:
+            return not comps
+        if pat[0] == "**":
+            if len(pat) == 1:
+                return bool(comps) or pattern == "**"
+            return any(match(pat[1:], comps[i:]) for i in range(len(comps) + 1))
+        return bool(comps) and fnmatch.fnmatchcase(comps[0], pat[0]) and match(pat[1:],
+                                                                                comps[1:])
+
+    return match(parts, path.split("/"))
+
+
+@FUZZ
+@given(globs(), st.lists(st.text(alphabet="abx.-", min_size=1, max_size=12), min_size=1,
+                         max_size=5).map("/".join))
+def test_fuzz_globs(pattern: str, path: str) -> None:
+    """The translated glob agrees with the documented semantics and is fast whatever the
+    path: 40 copies of the path's last component must not slow it down (the old
+    translation was exponential in the number of ``*``)."""
+    from cudasplit._globs import compile_glob
+
+    glob = compile_glob(pattern)
+    assert glob.matches(path) == _reference(pattern, path), (pattern, path)
+    started = time.monotonic()
+    long = path + "/" + "a" * 200
+    glob.matches(long)
+    glob.matches("/".join([path] * 40))
+    assert time.monotonic() - started < 1.0
+
+
+def _shipped_text_edits() -> list[tuple[str, str]]:
+    import tomllib
+
+    found = []
+    for path in sorted((DATA.parent.parent / "rules" / "packages").glob("*.toml")):
+        table = tomllib.loads(path.read_text()).get("package", {})
+        found += [(pair[0], pair[1]) for edit in table.get("text_edits", [])
+                  for pair in edit.get("regex", [])]
+    return found
+
+
+_EDIT_FRAGMENTS = ["_cmake_import_check_", "TRT::", "nvinfer", "_win_", "x64", " ", "\n",
+                   "INTERFACE_LINK_DIRECTORIES \"/usr/local/cuda", "-12.9", "/lib64\"", "\"",
+                   "${_IMPORT_PREFIX}/lib", "a", "_"]
+
+
+@FUZZ
+@given(st.sampled_from(_shipped_text_edits()),
+       st.lists(st.sampled_from(_EDIT_FRAGMENTS), max_size=400).map("".join))
+def test_fuzz_text_edits(edit: tuple[str, str], text: str) -> None:
+    """Every shipped text edit regex runs on archive text in time linear in the text: the
+    text repeated 64 times costs no more than a bounded multiple of the text once."""
+    import re
+
+    pattern = re.compile(edit[0])
+    started = time.monotonic()
+    pattern.subn(lambda _: edit[1], text * 64)
+    assert time.monotonic() - started < 2.0
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
+    | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(
+        st.text(max_size=12), children, max_size=4), max_leaves=20)
+
+
+@st.composite
+def manifests(draw: st.DrawFn) -> object:
+    """A valid manifest with drawn values planted at drawn places, or any JSON at all."""
+    if draw(st.integers(0, 3)) == 0:
+        return draw(_JSON)
+    artifact: dict[str, object] = {"relative_path": "x/cuda_x-1.0.tar.xz", "sha256": "0" * 64,
+                                   "size": "1"}
+    package: dict[str, object] = {"name": "X", "version": "1.0", "linux-x86_64": artifact}
+    top: dict[str, object] = {"release_label": "12.9.1", "cuda_x": package}
+    for _ in range(draw(st.integers(1, 3))):
+        where = draw(st.sampled_from([artifact, package, top]))
+        key = draw(st.sampled_from(["size", "sha256", "md5", "relative_path", "version",
+                                    "name", "cuda_variant", "release_label", "cuda12",
+                                    "linux-sbsa", "license_path"]) | st.text(max_size=8))
+        where[key] = draw(_JSON | st.text(alphabet=st.characters(), max_size=30)
+                          | st.integers(min_value=-(2**70), max_value=2**70))
+    return top
+
+
+@FUZZ
+@given(manifests())
+def test_fuzz_manifests(data: object) -> None:
+    """Only ManifestError comes out of a manifest; what loads is usable by every tool (sizes
+    are ints of 63 bits, paths relative, names identifiers)."""
+    from cudasplit._release.manifest import PNAME, parse_manifest, select_artifacts
+
+    try:
+        manifest = parse_manifest(data, source="fuzz.json")
+    except CudasplitError as exc:
+        _note(f"manifest: {type(exc).__name__}")
+        assert "\n" not in str(exc)
+        return
+    _note("manifest: accepted")
+    for package in manifest.packages:
+        assert PNAME.fullmatch(package.pname)
+    for artifact in manifest.artifacts:
+        assert 0 <= artifact.size < 2**63 and not artifact.relative_path.startswith("/")
+        assert ".." not in artifact.relative_path.split("/") and artifact.filename
+    select_artifacts(manifest, platforms=("linux",))

@@ -31,6 +31,7 @@ from cudasplit._elf.patch.patcher import (
     set_runpath,
 )
 from cudasplit._elf.patch.room import Room, choose_room
+from cudasplit._elf.patch.tiers import restore_original
 from cudasplit._elf.patch.want import Plan, Want, new_dynamic
 
 __all__ = [
@@ -57,5 +58,6 @@ __all__ = [
     "plan_append",
     "plan_in_place",
     "rename_needed",
+    "restore_original",
     "set_runpath",
 ]

@@ -69,7 +69,7 @@ def plan_append(elf: RawElf, want: Want) -> Plan | None:
     room = choose_room(elf)
     if room is None:
         return None
-    start = align_up(elf.size, 16)
+    start = align_up(max(elf.size, _claimed_table_end(elf)), 16)
     vaddr = align_up(max(ph.mem_end for ph in loads), align) + start % align
     lay = _Layout(start, vaddr)
     plan = Plan("append")
@@ -100,12 +100,48 @@ def plan_append(elf: RawElf, want: Want) -> Plan | None:
     if not dyn_moved:
         plan.writes.append((elf.dyn_off, elf.pack_dyn(new_dyn)))
     plan.writes.append(phnum_write(elf, len(table)))
+    plan.writes.extend(_forget_straddling_table(elf))
     plan.writes.extend(_version_file_writes(elf, want, offs, room.evict, moved_at))
     sec = dynstr_section(elf)
     if sec is not None:  # keep section-based tools (strip, readelf -p) looking at the live copy
         plan.writes.append(shdr_write(elf, sec, str_vaddr, str_off, len(new_str)))
         plan.writes.extend(section_symbol_writes(elf, sec, str_vaddr))
     return plan
+
+
+# How far past the end of the file a bogus section header table may reach and still be
+# stepped over (zeros up to its end); one reaching further is left past the new end too.
+_MAX_TABLE_GAP = 16 << 20
+
+
+def _claimed_table_end(elf: RawElf) -> int:
+    """Where the section header table ``e_shoff`` names ends, when it lies past the end of
+    the file (0 otherwise). Such a table is no valid one (nothing of it was read), and the
+    new segment must not become its contents: appended at the old end, its bytes were read
+    as section headers (``readelf -a`` warned 2 -> 67 times for libcudart with e_shoff at
+    the end of the file). So the segment starts after the claimed table (zeros in between),
+    or, when that is absurdly far, the table stays past the new end of the file anyway."""
+    end = elf.shoff + elf.shnum * elf.shentsize
+    if (not elf.shnum or end <= elf.size or elf.shoff < elf.size
+            or elf.shoff >= elf.size + _MAX_TABLE_GAP):
+        return 0
+    return end
+
+
+def _forget_straddling_table(elf: RawElf) -> list[tuple[int, bytes]]:
+    """A table that starts inside the file and runs past its end (nothing of it was read)
+    would turn into readable garbage once the file grows: its first entries are bytes of the
+    file, the rest the new segment (``readelf -a``: 2 -> 14 warnings for libcudart with
+    e_shoff one entry on). Its section headers are left alone; the ELF header stops naming
+    them (``e_shoff``, ``e_shnum``, ``e_shstrndx`` = 0: "no section headers", which the
+    loader never reads anyway)."""
+    end = elf.shoff + elf.shnum * elf.shentsize
+    if not elf.shnum or not elf.shoff < elf.size < end:
+        return []
+    word = "Q" if elf.bits == 64 else "I"
+    shoff_at, shnum_at = (40, 60) if elf.bits == 64 else (32, 48)
+    return [(shoff_at, struct.pack(elf.bo + word, 0)),
+            (shnum_at, struct.pack(elf.bo + "HH", 0, 0))]
 
 
 def _refuse_unappendable(elf: RawElf, loads: list[Phdr]) -> None:

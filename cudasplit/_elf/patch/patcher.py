@@ -130,7 +130,7 @@ def _result(method: str, before: Before | None, tag: str) -> EditResult:
     old, old_tag = next(((v[-1].decode("utf-8", "surrogateescape"), n) for n, v in order if v),
                         (None, None))
     interp = None if before.interp is None else before.interp.decode("utf-8", "surrogateescape")
-    return EditResult(method, old, old_tag, interp)
+    return EditResult(method, old, old_tag, interp, None if method == "lief" else before.undo)
 
 
 def set_runpath(path: str | os.PathLike[str], value: str, *, tag: str = "RUNPATH",

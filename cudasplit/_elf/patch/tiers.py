@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cudasplit._elf.patch.append import plan_append
 from cudasplit._elf.patch.delta import (
@@ -41,9 +41,27 @@ class Undo:
         _pwrite_all(self.fd, data, offset)
 
     def restore(self) -> None:
-        os.ftruncate(self.fd, self.size)
-        for offset, data in reversed(self.saved):
-            _pwrite_all(self.fd, data, offset)
+        _undo(self.fd, self.size, self.saved)
+
+    def record(self) -> tuple[int, tuple[tuple[int, bytes], ...]]:
+        """What :func:`restore_original` needs to give a copy of the file its old bytes."""
+        return self.size, tuple(self.saved)
+
+
+def _undo(fd: int, size: int, saved: list[tuple[int, bytes]] | tuple[tuple[int, bytes], ...]
+          ) -> None:
+    os.ftruncate(fd, size)
+    for offset, data in reversed(saved):
+        _pwrite_all(fd, data, offset)
+
+
+def restore_original(path: str | os.PathLike[str],
+                     undo: tuple[int, tuple[tuple[int, bytes], ...]]) -> None:
+    """Give ``path``, a byte copy of a file an in-place or append edit wrote, the bytes the
+    file had before (``undo``: :attr:`EditResult.undo` of that edit)."""
+    size, saved = undo
+    with open(os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC), "r+b") as stream:
+        _undo(stream.fileno(), size, saved)
 
 
 def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
@@ -53,8 +71,9 @@ def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
         view, offset = view[done:], offset + done
 
 
-def write_verified(path: str, fd: int, elf: RawElf, plan: Plan, expect: Expect) -> None:
-    """Write `plan`, verify; on any failure restore the file exactly, then raise."""
+def write_verified(path: str, fd: int, elf: RawElf, plan: Plan, expect: Expect) -> Undo:
+    """Write `plan`, verify; on any failure restore the file exactly, then raise. Returns the
+    undo log of the written edit."""
     undo = Undo(fd, elf.size)
     try:
         for offset, data in plan.writes:
@@ -66,16 +85,19 @@ def write_verified(path: str, fd: int, elf: RawElf, plan: Plan, expect: Expect) 
             raise PatchError(f"{path}: write failed ({exc.strerror or exc}); file restored"
                              ) from exc
         raise
+    return undo
 
 
 # --------------------------------------------------------------------------- tiers
 
 @dataclass(frozen=True, slots=True)
 class Before:
-    """What the file read before the edit: the names and the interpreter, for the result."""
+    """What the file read before the edit: the names and the interpreter, for the result;
+    and the undo log of the edit once written (tiers 1-2)."""
 
     names: DynNames
     interp: bytes | None
+    undo: tuple[int, tuple[tuple[int, bytes], ...]] | None = None
 
 
 def native(path: str, edit: Want, method: str | None) -> tuple[str | None, Before]:
@@ -97,8 +119,8 @@ def native(path: str, edit: Want, method: str | None) -> tuple[str | None, Befor
             plan = plan_append(elf, want)
         if plan is None:
             return None, before
-        write_verified(path, fd, elf, plan, expected(elf, want, names))
-        return plan.method, before
+        undo = write_verified(path, fd, elf, plan, expected(elf, want, names))
+        return plan.method, replace(before, undo=undo.record())
 
 
 def lief(path: str, want: Want, budget: FallbackBudget | None = None) -> None:

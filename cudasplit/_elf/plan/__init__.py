@@ -3,7 +3,7 @@ planner that turns a member's facts and the output layout into an edit value."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cudasplit._run import lazy_face
 
@@ -25,7 +25,19 @@ _HOMES = {
     "cudasplit._run": ("DEFAULT_DRIVER_LINK",),
     "cudasplit.errors": ("RunpathPolicyError",),
 }
-__getattr__, __dir__ = lazy_face(__name__, _HOMES)
+_lazy_getattr, __dir__ = lazy_face(__name__, _HOMES)
+
+
+def __getattr__(attr: str) -> Any:
+    if attr == "plan_runpath":
+        # The public function checks its arguments (cudasplit._argcheck); the planner calls
+        # the leaf module's own, once per ELF file, without the check.
+        from cudasplit._argcheck import checked
+        from cudasplit._elf.plan.runpath import plan_runpath as unchecked
+
+        globals()[attr] = checked(unchecked)
+        return globals()[attr]
+    return _lazy_getattr(attr)
 
 if TYPE_CHECKING:
     from cudasplit._elf.plan.edit import EditResult, ElfEdit, UnknownPatcherError

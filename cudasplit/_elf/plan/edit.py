@@ -8,7 +8,7 @@ Plain values with no I/O: the planners build an :class:`ElfEdit`, the writer
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cudasplit.errors import OptionsError
 
@@ -43,13 +43,18 @@ class EditResult:
 
     ``method``: ``in-place`` | ``append`` | ``lief`` | ``unchanged`` | ``planned`` (dry run).
     ``before``/``before_tag``: the search path found before the edit. ``interpreter_before``:
-    the old ``PT_INTERP`` (``None`` for files without one).
+    the old ``PT_INTERP`` (``None`` for files without one). ``undo``: for the in-place and
+    append tiers, the file's original length and the bytes the edit overwrote (offset, bytes):
+    a copy of the patched file made later (a hard link into another output) gets its original
+    bytes back from it; ``None`` where the file was rewritten whole (LIEF) or not written.
     """
 
     method: str
     before: str | None = None
     before_tag: str | None = None
     interpreter_before: str | None = None
+    undo: tuple[int, tuple[tuple[int, bytes], ...]] | None = field(default=None, repr=False,
+                                                                    compare=False)
 
 
 class UnknownPatcherError(OptionsError):

@@ -11,6 +11,7 @@ import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from cudasplit._argcheck import check_fields, checked
 from cudasplit._elf.plan.entries import is_origin_relative, is_stub_entry
 from cudasplit._run import DEFAULT_DRIVER_LINK
 from cudasplit.errors import RunpathPolicyError
@@ -21,6 +22,7 @@ INTERPRETER_ARCHES = ("x86_64", "aarch64", "ppc64le", "ppc64", "i686", "armv7l",
 _TAGS = frozenset({"RUNPATH", "RPATH"})
 
 
+@checked
 @dataclass(frozen=True, slots=True)
 class RunpathPolicy:
     """How search paths are built; one policy serves a whole run.
@@ -76,6 +78,7 @@ class RunpathPolicy:
     host_loader: bool = True
 
     def __post_init__(self) -> None:
+        check_fields(self)  # a wrong type is an OptionsTypeError naming the field
         if self.tag not in _TAGS:
             raise RunpathPolicyError(f"tag must be RUNPATH or RPATH, not {self.tag!r}")
         if self.driver_link is not None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from cudasplit._release.manifest.parse import (
     MAX_MANIFEST_BYTES,
+    PNAME,
     Artifact,
     Manifest,
     Package,
@@ -52,6 +53,7 @@ __all__ = [
     "JETSON_SBSA_THRESHOLD",
     "LINUX_PLATFORMS",
     "MAX_MANIFEST_BYTES",
+    "PNAME",
     "Artifact",
     "Manifest",
     "Package",

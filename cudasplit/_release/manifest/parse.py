@@ -17,15 +17,33 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
+from cudasplit._argcheck import checked
 from cudasplit.errors import ManifestError, NotFoundError
 
-__all__ = ["VARIANT_KEY", "Artifact", "Manifest", "Package", "load_manifest", "parse_manifest"]
+__all__ = ["PNAME", "VARIANT_KEY", "Artifact", "Manifest", "Package", "load_manifest",
+           "parse_manifest"]
 
 # Package keys that are not platforms; anything else holding an object is a platform.
 _META_KEYS = frozenset({"name", "license", "license_path", "version", "cuda_variant"})
 _TOP_META_KEYS = ("release_date", "release_label", "release_product")
-VARIANT_KEY = re.compile(r"^cuda(\d+(?:\.\d+)?)$")
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+VARIANT_KEY = re.compile(r"^cuda([0-9]+(?:\.[0-9]+)?)$")
+
+# The one schema every manifest is checked against when it is loaded, so no tool downstream
+# (verify, features, nixify, nixify-sets, diff) meets a value it cannot use: "²" passed
+# str.isdigit() and then failed int(). Patterns are ASCII ([0-9], never \d, which takes any
+# Unicode digit). Names become Nix attribute names, file names and report keys: identifiers.
+# Versions compare by their dotted numbers. Free text (names, licenses) may hold anything
+# printable. A size fits 63 bits.
+PNAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,127}")
+_PLATFORM = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+_VERSION = re.compile(r"[0-9][0-9A-Za-z._+-]{0,63}")
+_PRODUCT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
+_VARIANT = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
+_MD5 = re.compile(r"[0-9a-fA-F]{32}")
+_SIZE_TEXT = re.compile(r"[0-9]{1,19}")
+MAX_SIZE = (1 << 63) - 1
+MAX_TEXT = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +141,7 @@ class Manifest:
 MAX_MANIFEST_BYTES = 16 << 20
 
 
+@checked
 def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     """Read and validate NVIDIA's ``redistrib_*.json``.
 
@@ -133,8 +152,10 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
         The :class:`Manifest`: release facts and every package's artifacts.
 
     Raises:
-        ManifestError: the file cannot be read, is not JSON, or lacks a key (the message
-            names the file and the key).
+        ManifestError: the file cannot be read, is not JSON, or breaks the schema: a key
+            missing, a size that is no number of bytes, a checksum that is not hex, a path
+            that is absolute or climbs, a package name that is no identifier (the message
+            names the file, the package and the key).
     """
     name = os.fspath(path)
     try:
@@ -147,7 +168,7 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
                             "manifest (those are under 1 MB)")
     try:
         data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError; an int of 4,300+ digits
         raise ManifestError(f"{name}: not valid JSON ({exc})") from exc
     except RecursionError as exc:
         raise ManifestError(f"{name}: not valid JSON (nested too deeply)") from exc
@@ -155,9 +176,18 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
 
 
 def parse_manifest(data: Any, *, source: str = "<manifest>") -> Manifest:
+    """Check ``data`` (a manifest read as JSON) against the schema and flatten it.
+
+    Raises:
+        ManifestError: a key or value breaks the schema (the message names the file, the
+            package, the platform and the key).
+    """
     if not isinstance(data, dict):
         raise ManifestError(f"{source}: the top level must be a JSON object")
-    meta = {k: _opt_str(data, k, source) for k in _TOP_META_KEYS}
+    meta = {"release_date": _text(data, "release_date", source),
+            "release_label": _word(data, "release_label", source, _VERSION, "a version"),
+            "release_product": _word(data, "release_product", source, _PRODUCT,
+                                     "a name of letters, digits, '_' and '-'")}
     packages = tuple(
         _parse_package(pname, value, source)
         for pname, value in data.items()
@@ -167,33 +197,77 @@ def parse_manifest(data: Any, *, source: str = "<manifest>") -> Manifest:
                     packages)
 
 
-def _opt_str(table: Mapping[str, Any], key: str, where: str) -> str | None:
+def _shown(value: object) -> str:
+    """A value for a message: short, one line (the CLI escapes what is left)."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:60] + "..." + text[-12:]
+
+
+def _text(table: Mapping[str, Any], key: str, where: str, *,
+          required: bool = False) -> str | None:
+    """Free text: a printable string of at most :data:`MAX_TEXT` characters (or absent)."""
     value = table.get(key)
-    if value is not None and not isinstance(value, str):
-        raise ManifestError(f"{where}: {key!r} must be a string")
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.isprintable() or len(value) > MAX_TEXT \
+            or (required and not value):
+        raise ManifestError(f"{where}: {key!r} must be a printable string of at most "
+                            f"{MAX_TEXT} characters, not {_shown(value)}")
+    return value
+
+
+def _word(table: Mapping[str, Any], key: str, where: str, pattern: re.Pattern[str],
+          what: str, *, required: bool = False) -> str | None:
+    """A string matching ``pattern`` whole (or absent unless ``required``)."""
+    value = table.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not pattern.fullmatch(value):
+        raise ManifestError(f"{where}: {key!r} must be {what}, not {_shown(value)}")
+    return value
+
+
+def _path(value: Any, where: str, key: str) -> str:
+    """A relative path: no ``..``, no empty component, nothing unprintable, no backslash."""
+    parts = value.split("/") if isinstance(value, str) else []
+    if (not isinstance(value, str) or not value or value.startswith("/")
+            or len(value) > MAX_TEXT or not value.isprintable() or "\\" in value
+            or any(p in ("", "..") or len(p) > 255 for p in parts)):
+        raise ManifestError(f"{where}: {key!r} must be a relative path without '..' or empty "
+                            f"components, not {_shown(value)}")
     return value
 
 
 def _parse_package(pname: str, value: Any, source: str) -> Package:
+    if not PNAME.fullmatch(pname):
+        raise ManifestError(f"{source}: package name {_shown(pname)} is not an identifier "
+                            "(letters, digits, '_' and '-', not starting with a digit)")
     where = f"{source}: package {pname!r}"
     if not isinstance(value, dict):
         raise ManifestError(f"{where}: must be a JSON object")
-    version = value.get("version")
-    if not isinstance(version, str) or not version:
-        raise ManifestError(f"{where}: 'version' (a string) is required")
+    version = _word(value, "version", where, _VERSION, "a version such as '12.9.79'",
+                    required=True)
+    assert version is not None
     variants = value.get("cuda_variant", [])
-    if not isinstance(variants, list) or not all(isinstance(v, str) for v in variants):
-        raise ManifestError(f"{where}: 'cuda_variant' must be a list of strings")
+    if not isinstance(variants, list) or not all(
+            isinstance(v, str) and _VARIANT.fullmatch(v) for v in variants):
+        raise ManifestError(f"{where}: 'cuda_variant' must be a list of CUDA majors such as "
+                            f"'12', not {_shown(variants)}")
+    license_path = value.get("license_path")
+    if license_path is not None:
+        _path(license_path, where, "license_path")
     artifacts: list[Artifact] = []
     for key, entry in value.items():
         if key in _META_KEYS:
             continue
+        if not _PLATFORM.fullmatch(key):
+            raise ManifestError(f"{where}: platform {_shown(key)} is not a platform name "
+                                "(such as 'linux-x86_64')")
         if not isinstance(entry, dict):
             raise ManifestError(f"{where}: platform {key!r} must be a JSON object")
         artifacts.extend(_parse_platform(pname, key, entry, f"{where} platform {key!r}"))
-    return Package(pname, str(value.get("name") or pname), _opt_str(value, "license", where),
-                   _opt_str(value, "license_path", where), version, tuple(variants),
-                   tuple(artifacts))
+    return Package(pname, _text(value, "name", where) or pname, _text(value, "license", where),
+                   license_path, version, tuple(variants), tuple(artifacts))
 
 
 def _parse_platform(pname: str, platform: str, entry: Mapping[str, Any], where: str,
@@ -206,29 +280,26 @@ def _parse_platform(pname: str, platform: str, entry: Mapping[str, Any], where: 
         match = VARIANT_KEY.match(key)
         if match is None or not isinstance(nested, dict):
             raise ManifestError(f"{where}: expected 'relative_path' or 'cudaNN' objects, "
-                                f"found {key!r}")
+                                f"found {_shown(key)}")
         artifacts.append(_parse_artifact(pname, platform, match[1], nested, f"{where} {key}"))
     return artifacts
 
 
 def _parse_artifact(pname: str, platform: str, variant: str | None, entry: Mapping[str, Any],
                     where: str) -> Artifact:
-    rel = entry.get("relative_path")
-    if not isinstance(rel, str) or not rel or rel.startswith("/") or ".." in rel.split("/"):
-        raise ManifestError(f"{where}: 'relative_path' must be a relative path without '..'")
-    sha256 = entry.get("sha256")
-    if not isinstance(sha256, str) or not _SHA256.match(sha256.lower()):
-        raise ManifestError(f"{where}: 'sha256' must be 64 hex digits")
-    return Artifact(pname, platform, variant, rel, sha256.lower(), _opt_str(entry, "md5", where),
-                    _parse_size(entry.get("size"), where))
+    rel = _path(entry.get("relative_path"), where, "relative_path")
+    sha256 = _word(entry, "sha256", where, _SHA256, "64 hex digits", required=True)
+    md5 = _word(entry, "md5", where, _MD5, "32 hex digits")
+    assert sha256 is not None
+    return Artifact(pname, platform, variant, rel, sha256.lower(),
+                    None if md5 is None else md5.lower(), _parse_size(entry.get("size"), where))
 
 
 def _parse_size(value: Any, where: str) -> int:
     # NVIDIA writes the size as a string of digits; accept a JSON integer too.
-    if isinstance(value, bool):
-        raise ManifestError(f"{where}: 'size' must be a number of bytes")
-    if isinstance(value, int) and value >= 0:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_SIZE:
         return value
-    if isinstance(value, str) and value.isdigit():
+    if isinstance(value, str) and _SIZE_TEXT.fullmatch(value) and int(value) <= MAX_SIZE:
         return int(value)
-    raise ManifestError(f"{where}: 'size' must be a number of bytes, got {value!r}")
+    raise ManifestError(f"{where}: 'size' must be a number of bytes (at most {MAX_SIZE}), "
+                        f"not {_shown(value)}")

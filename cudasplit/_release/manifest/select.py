@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from cudasplit._argcheck import checked
 from cudasplit._release.manifest.parse import VARIANT_KEY, Artifact, Manifest
 from cudasplit._source import PLATFORMS
 from cudasplit.errors import ManifestError
@@ -151,6 +152,7 @@ def normalise_variant(word: str) -> str:
     return value
 
 
+@checked
 def select_artifacts(
     manifest: Manifest,
     *,

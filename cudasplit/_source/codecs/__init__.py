@@ -21,13 +21,17 @@ thread starts reserves its whole decoded size from the budget, so each thread de
 block start to end without waiting for the reader, and the reader drains the blocks in order.
 The budget is ``memory_limit`` when given, else :func:`default_decode_budget`:
 ``(jobs + 1) x the largest block``, at least 64 MiB and at most 4 GiB or a quarter of the
-RAM.  ``jobs + 1`` blocks keep every thread busy while the reader is on the oldest one; a
+RAM, and (``deliverable``) at most what the caller's bomb guards let the file expand to.
+``jobs + 1`` blocks keep every thread busy while the reader is on the oldest one; a
 smaller budget admits fewer blocks at once (slower, never wrong); a block larger than the
-budget streams through a 64 MiB window.  Peak RSS is about::
+budget streams through a 64 MiB window.  Without a limit, peak RSS is about::
 
     interpreter and cudasplit (~60 MB) + budget + busy threads x (xz dictionary + 2 MiB)
 
-e.g. ``xz -6`` (8 MiB dictionary, 24 MiB blocks) with 16 threads: 60 + 408 + 160 MB.
+e.g. ``xz -6`` (8 MiB dictionary, 24 MiB blocks) with 16 threads: 60 + 408 + 160 MB. A
+``memory_limit`` holds the threads' dictionaries too (``memory``), and the ``xz`` child gets
+it (or the default budget) as ``--memlimit-decompress``: the run's peak RSS, child included,
+stays within the limit plus about 150 MB (benchmarks/bench_memory.py).
 
 Every failure of the data becomes :class:`~cudasplit.errors.CorruptArchiveError` (or
 :class:`~cudasplit.errors.SourceError` for an unreadable file) with a one-line message that
@@ -57,6 +61,7 @@ from cudasplit._source.codecs.external import (
     external_command,
     xz_decodes_in_parallel,
 )
+from cudasplit._source.codecs.memory import LIBLZMA_OVERHEAD, dictionary_size, threads_within
 from cudasplit._source.codecs.stdlib import bz2_chunks, gzip_chunks, plain_chunks
 from cudasplit._source.codecs.threads import BlockPipeline, PipelineStats
 from cudasplit._source.codecs.xz import (
@@ -73,6 +78,7 @@ __all__ = [
     "CHUNK",
     "CODEC_ERRORS",
     "DEFAULT_READ_AHEAD",
+    "LIBLZMA_OVERHEAD",
     "MAX_DEFAULT_BUDGET",
     "MIN_BUDGET",
     "BlockPipeline",
@@ -84,9 +90,11 @@ __all__ = [
     "decode_threads",
     "default_decode_budget",
     "detect_codec",
+    "dictionary_size",
     "external_command",
     "open_decompressed",
     "read_xz_layout",
+    "threads_within",
 ]
 
 log = logging.getLogger(__name__)
@@ -167,7 +175,7 @@ def _threaded_reader(tasks: Sequence[Callable[[], Iterator[bytes]]], source: str
 
 
 def _xz_reader(fh: IO[bytes], source: str, jobs: int, memory_limit: int | None,
-               threaded: bool) -> ChunkReader:
+               threaded: bool, deliverable: int | None = None) -> ChunkReader:
     fd = fh.fileno()
     streams = read_xz_layout(fd, os.fstat(fd).st_size, source=source)
     blocks = [(s, b) for s in streams for b in s.blocks]
@@ -177,13 +185,24 @@ def _xz_reader(fh: IO[bytes], source: str, jobs: int, memory_limit: int | None,
         return ChunkReader(xz_sequential_chunks(fd, streams, source), source)
     tasks = [functools.partial(xz_block_chunks, fd, s, b, source) for s, b in blocks]
     sizes = [b.uncompressed_size for _, b in blocks]
-    budget = (memory_limit if memory_limit is not None
-              else default_decode_budget(jobs, max(sizes, default=0)))
+    if memory_limit is None:
+        budget = _capped(default_decode_budget(jobs, max(sizes, default=0)), deliverable)
+    else:  # the limit holds the threads' dictionaries too (:mod:`.memory`)
+        jobs, budget = threads_within(memory_limit, jobs,
+                                      dictionary_size(fd, [b for _, b in blocks]))
     return _threaded_reader(tasks, source, jobs, budget, sizes)
 
 
+def _capped(budget: int, deliverable: int | None) -> int:
+    """A default budget no larger than what the bomb guards let the source deliver (a
+    285 KB archive of 256 MiB blocks must not be decoded gigabytes ahead of the guard that
+    will refuse it), and never below :data:`MIN_BUDGET`."""
+    return budget if deliverable is None else max(MIN_BUDGET, min(budget, deliverable))
+
+
 def _in_process_reader(fh: IO[bytes], codec: Codec, source: str, jobs: int,
-                       memory_limit: int | None, background: bool | None) -> ChunkReader:
+                       memory_limit: int | None, background: bool | None,
+                       deliverable: int | None = None) -> ChunkReader:
     # Decoding happens in worker threads even with jobs=1 or when it cannot be split (one xz
     # block, zstd, gzip): the caller's own work on the tar stream then overlaps with the
     # decoder (which releases the GIL) instead of alternating with it, as `tar -I xz` runs
@@ -192,7 +211,7 @@ def _in_process_reader(fh: IO[bytes], codec: Codec, source: str, jobs: int,
     # (`tar -xJf` 2.76 s), zstd 1.87 s against 2.18 s (`tar --zstd -xf` 1.61 s).
     threaded = background if background is not None else True
     if codec is Codec.XZ:
-        return _xz_reader(fh, source, jobs, memory_limit, threaded)
+        return _xz_reader(fh, source, jobs, memory_limit, threaded, deliverable)
     chunks: Callable[[], Iterator[bytes]]
     if codec is Codec.GZIP:
         chunks = functools.partial(gzip_chunks, fh)
@@ -209,20 +228,26 @@ def _in_process_reader(fh: IO[bytes], codec: Codec, source: str, jobs: int,
 
 
 def _external_reader(fh: IO[bytes], codec: Codec, path: Path, source: str,
-                     jobs: int) -> ChunkReader | None:
-    argv = external_command(codec, path, jobs)
-    if argv is None:
-        return None
+                     jobs: int, memory_limit: int | None = None,
+                     deliverable: int | None = None) -> ChunkReader | None:
     # Same up-front structure check as in-process, so that trailing garbage and truncation
     # are reported identically (the binaries would also catch them, later). Null bytes after
     # the data are accepted for every codec; the binaries refuse some (zstd any, xz those not
     # a multiple of four): such files are decoded in-process.
     fd = fh.fileno()
     size = os.fstat(fd).st_size
+    memlimit = None
     if codec is Codec.XZ:
         streams = read_xz_layout(fd, size, source=source)
         if (size - streams[-1].end) % 4:
             return None
+        # xz's memory is bounded like the in-process decoder's: the limit, else the default
+        # budget (a 1.2 MB archive of 256 MiB blocks drove `xz -T8` to 1.9 GB without one).
+        largest = max((b.uncompressed_size for s in streams for b in s.blocks), default=0)
+        memlimit = memory_limit or _capped(default_decode_budget(jobs, largest), deliverable)
+    argv = external_command(codec, path, jobs, memlimit)
+    if argv is None:
+        return None
     elif codec is Codec.ZSTD:
         frames = zstd_frames(fh, source)
         if not frames or sum(frames[-1]) != size:
@@ -244,6 +269,7 @@ def open_decompressed(
     memory_limit: int | None = None,
     background: bool | None = None,
     read_ahead: int | None = None,
+    deliverable: int | None = None,
 ) -> Iterator[BinaryIO]:
     """Open ``path`` as a stream of decompressed tar bytes.
 
@@ -257,7 +283,9 @@ def open_decompressed(
     budget of the module docstring; None: ``default_decode_budget``); ``read_ahead`` is its
     older name.  ``background``: decode in worker threads (a
     read-ahead thread for codecs that cannot be split), overlapped with the caller (True or
-    None, the default) or in the caller's thread (False).
+    None, the default) or in the caller's thread (False). ``deliverable``: the most decoded
+    bytes the caller's bomb guards let through; the default budget (and the ``xz`` child's
+    memory limit) is not larger.
     """
     source = str(path)
     jobs = _normalise_jobs(jobs)
@@ -277,8 +305,9 @@ def open_decompressed(
         if background is False and external is None:
             external = False  # decoding in the caller's thread: never a subprocess by default
         if codec is not Codec.NONE and _use_external(codec, external, jobs, memory_limit):
-            reader = _external_reader(fh, codec, path, source, jobs)
+            reader = _external_reader(fh, codec, path, source, jobs, memory_limit, deliverable)
         if reader is None:
-            reader = _in_process_reader(fh, codec, source, jobs, memory_limit, background)
+            reader = _in_process_reader(fh, codec, source, jobs, memory_limit, background,
+                                        deliverable)
         with reader:
             yield cast(BinaryIO, reader)

@@ -23,10 +23,14 @@ __all__ = ["ExternalDecompressor", "external_command", "xz_decodes_in_parallel"]
 log = logging.getLogger(__name__)
 
 
-def external_command(codec: Codec, path: Path, jobs: int) -> list[str] | None:
-    """The system command line that decompresses ``path`` to stdout, if the binary exists."""
+def external_command(codec: Codec, path: Path, jobs: int,
+                     memlimit: int | None = None) -> list[str] | None:
+    """The system command line that decompresses ``path`` to stdout, if the binary exists.
+    ``memlimit``: xz's ``--memlimit-decompress`` (threads and buffers together: fewer
+    threads where more would not fit, an error where one would not)."""
     if codec is Codec.XZ and (exe := shutil.which("xz")):
-        return [exe, "-dc", f"-T{jobs}", "--", str(path)]
+        limit = [] if memlimit is None else [f"--memlimit-decompress={memlimit}"]
+        return [exe, "-dc", f"-T{jobs}", *limit, "--", str(path)]
     if codec is Codec.ZSTD and (exe := shutil.which("zstd")):
         # -T0, as tar -I 'zstd -T0' runs it (zstd 1.5 decodes a frame on one thread anyway).
         return [exe, "-dcq", "-T0", "--", str(path)]

@@ -282,7 +282,8 @@ def test_cli_features_writes_file_and_reports_missing(
                                   "-o", str(out), "-j", "2")
     assert code == 1 and stdout == ""
     assert out.read_text() == dump_feature_json(expected)
-    assert "missing: cuda_nvcc/linux-sbsa  cuda_nvcc-linux-sbsa-12.2.140-archive.tar.xz" in stderr
+    assert ("cudasplit: problem: cuda_nvcc/linux-sbsa: no tarball "
+            "cuda_nvcc-linux-sbsa-12.2.140-archive.tar.xz [tarball-missing]") in stderr
     code, stdout, stderr = invoke("features", str(manifest_path), "--tarballs", str(tarballs),
                                   "--platform", "linux-x86_64", "--cuda-variant", "cuda12",
                                   "--extended")
