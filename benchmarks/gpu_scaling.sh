@@ -11,7 +11,8 @@
 # Payload: the host's own libcublas* (targets/x86_64-linux/lib, 1.5 GB tar), as in benchmarks §12.
 # The tarballs are cached in .bench-cache/scaling (kept while the machine stays warm; a fresh
 # machine builds them again, about a minute each call). Each call writes its samples to
-# $OUT/scaling-<call>.json (and .bench-cache/scaling/); merge them anywhere with
+# $OUT/scaling-<call>.json (and .bench-cache/scaling/); DEADLINE=SECONDS (default 480) ends a
+# call's rounds earlier. Merge them anywhere with
 #   python benchmarks/bench_scaling.py --report scaling-1.json scaling-2.json
 set -euo pipefail
 part=${1:?"usage: gpu_scaling.sh wheels|1|2"}
@@ -39,7 +40,7 @@ C=.bench-cache/scaling
 OUT=${OUT:-/tmp}
 mkdir -p "$C" "$OUT"
 # A round that would end after 8 minutes is left out: each call stays within its limit.
-B=(python3 benchmarks/bench_scaling.py --from-dir "$L" --cache "$C" --repeat 3 --deadline 480)
+B=(python3 benchmarks/bench_scaling.py --from-dir "$L" --cache "$C" --repeat 3 --deadline "${DEADLINE:-480}")
 nproc; uptime; python3 -c 'import cudasplit, sys; print(cudasplit.__file__, sys.version)'
 
 case $part in
