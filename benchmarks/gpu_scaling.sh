@@ -36,7 +36,7 @@ fi
 export PYTHONPATH=$SITE
 unset PYTHONDONTWRITEBYTECODE
 L=/usr/local/cuda/targets/x86_64-linux/lib
-C=.bench-cache/scaling
+C=$PWD/.bench-cache/scaling
 OUT=${OUT:-/tmp}
 mkdir -p "$C" "$OUT"
 # A round that would end after 8 minutes is left out: each call stays within its limit.

@@ -91,8 +91,8 @@ class SplitOptions:
             dictionaries together (at least 1 MiB; the run's peak RSS stays within it plus
             about 150 MB); ``None``: (jobs + 1) whole xz blocks, within 64 MiB and min(4 GiB,
             RAM/4), and from 8 jobs multi-block xz goes through ``xz -TN`` (faster there),
-            bounded by that budget with ``--memlimit-decompress``; a limit keeps the
-            in-process decoder.
+            bounded by what its threads need with ``--memlimit-decompress``; a limit keeps
+            the in-process decoder.
         skip_unsafe_members: skip (with a problem) a member that would leave the output, such
             as a symlink to ``/etc``, instead of refusing the archive.
         inside: read what ELF files and static archives carry (GPU code per architecture,

@@ -149,8 +149,8 @@ class ReportTarget:
 @click.option("--memory-limit", metavar="SIZE", help="Memory the decoder may use: decoded "
               "bytes held and its threads' dictionaries together (K/M/G; default: jobs+1 xz "
               "blocks, 64 MiB to 4 GiB, at most what --max-ratio lets the archive expand to; "
-              "from -j8 without it, xz goes through `xz -TN`, "
-              "bounded by that default with --memlimit-decompress). Lower is slower, never "
+              "from -j8 without it, xz goes through `xz -TN`, bounded by what its threads "
+              "need with --memlimit-decompress). Lower is slower, never "
               "wrong; the peak RSS of the whole run, xz child included, stays within SIZE + "
               "about 150 MB.")
 @click.option("-q", "--quiet", is_flag=True, help="Hide the summary, the progress line, "

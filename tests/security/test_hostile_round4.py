@@ -371,9 +371,14 @@ def test_external_xz_gets_a_memory_limit(tmp_path: Path, monkeypatch: pytest.Mon
                                       deliverable=deliverable) as stream:
             assert stream.read() == data
     limits = [[a for a in argv if a.startswith("--memlimit")] for argv in seen]
-    budget = codecs.default_decode_budget(8, 1 << 20)
-    assert limits == [[f"--memlimit-decompress={budget}"], [f"--memlimit-decompress={64 << 20}"],
-                      [f"--memlimit-decompress={min(budget, 80 << 20)}"],
+    # Without a limit: what xz -T8 needs to run its 8 threads (each a 1 MiB block's output
+    # and input, the dictionary, liblzma's buffers), never less (fewer threads: slower).
+    with archive.open("rb") as fh:
+        streams = codecs.read_xz_layout(fh.fileno(), archive.stat().st_size)
+        need = codecs._xz_threads_need(fh.fileno(), streams, 8)
+    assert need >= 8 * ((1 << 20) + (1 << 20))
+    assert limits == [[f"--memlimit-decompress={need}"], [f"--memlimit-decompress={64 << 20}"],
+                      [f"--memlimit-decompress={min(need, 80 << 20)}"],
                       [f"--memlimit-decompress={codecs.MIN_BUDGET}"]]
 
 

@@ -159,7 +159,7 @@ def read_inside(path: str | os.PathLike[str]) -> Inside | None:
         gpu = summarise((e for _, e in _region_entries(region, problems)), problems)
         floors: tuple[VersionNeed, ...] = ()
         table = read_sections(region) if head[:4] == ELF_MAGIC else None
-        if table is not None and table.sections:
+        if table is not None and len(table):
             floors = version_floors(version_needs(region, table, problems))
     return Inside(gpu, floors, tuple(_unique(problems)))
 
@@ -173,7 +173,7 @@ def read_exports(path: str | os.PathLike[str], problems: list[str] | None = None
         fd = stream.fileno()
         region = Region(fd, 0, os.fstat(fd).st_size, name)
         table = read_sections(region)
-        if table is None or not table.sections:
+        if table is None or not len(table):
             return ()
         return exported_symbols(region, table, found)
 

@@ -65,21 +65,48 @@ class Section:
 @dataclass(frozen=True, slots=True)
 class SectionTable:
     """The sections of one ELF region, its class and byte order; ``problem`` says why a
-    table that should be there was not read."""
+    table that should be there was not read.
+
+    The headers stay as unpacked tuples and a name is looked up only when asked: a static
+    archive's objects hold tens of thousands of sections, of which the readers want two names
+    (a ``Section`` per header and a decoded name for each made reading ``libcublas_static.a``
+    cost seconds)."""
 
     bits: int
     bo: str
-    sections: tuple[Section, ...] = ()
+    raw: tuple[tuple[int, ...], ...] = ()
+    names: bytes = b""
     problem: str | None = None
 
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    @property
+    def sections(self) -> tuple[Section, ...]:
+        return tuple(self._section(i) for i in range(len(self.raw)))
+
     def named(self, name: str) -> list[Section]:
-        return [s for s in self.sections if s.name == name]
+        """The sections called ``name``: those whose name offset starts ``name\\0`` in the
+        name table (names may share a tail, ``.rela.nv_fatbin`` and ``.nv_fatbin``)."""
+        wanted = name.encode("utf-8", "surrogateescape") + b"\0"
+        offsets, at = set(), self.names.find(wanted)
+        while at >= 0:
+            offsets.add(at)
+            at = self.names.find(wanted, at + 1)
+        if not offsets:
+            return []
+        return [self._section(i) for i, r in enumerate(self.raw) if r[0] in offsets]
 
     def of_type(self, sh_type: int) -> list[Section]:
-        return [s for s in self.sections if s.sh_type == sh_type]
+        return [self._section(i) for i, r in enumerate(self.raw) if r[1] == sh_type]
 
     def at(self, index: int) -> Section | None:
-        return self.sections[index] if 0 <= index < len(self.sections) else None
+        return self._section(index) if 0 <= index < len(self.raw) else None
+
+    def _section(self, index: int) -> Section:
+        r = self.raw[index]
+        return Section(index, _name_at(self.names, r[0]), r[1], r[4],
+                       0 if r[1] == SHT_NOBITS else r[5], r[6], r[7], r[9])
 
 
 def read_sections(region: Region) -> SectionTable | None:
@@ -120,16 +147,11 @@ def _table(region: Region, bits: int, bo: str, shoff: int, shentsize: int, shnum
     if shnum > (region.length - shoff) // entsize:
         return SectionTable(bits, bo, problem=f"{shnum} section headers do not fit the file")
     data = region.pread(shnum * entsize, shoff)
-    raw = [struct.unpack_from(fmt, data, i * entsize) for i in range(shnum)]
-    names = _names(region, raw, shstrndx)
-    sections = tuple(
-        Section(i, _name_at(names, r[0]), r[1], r[4], 0 if r[1] == SHT_NOBITS else r[5], r[6],
-                r[7], r[9])
-        for i, r in enumerate(raw))
-    return SectionTable(bits, bo, sections)
+    raw = tuple(struct.iter_unpack(fmt, data))
+    return SectionTable(bits, bo, raw, _names(region, raw, shstrndx))
 
 
-def _names(region: Region, raw: list[tuple[int, ...]], shstrndx: int) -> bytes:
+def _names(region: Region, raw: tuple[tuple[int, ...], ...], shstrndx: int) -> bytes:
     if not 0 < shstrndx < len(raw):
         return b""
     entry = raw[shstrndx]

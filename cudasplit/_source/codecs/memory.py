@@ -8,8 +8,8 @@ limit. :func:`threads_within` takes the threads' share out of the limit first (a
 of it; fewer threads where they would not fit), and the rest is the budget. The ``xz``
 binary gets the limit as ``--memlimit-decompress`` (its threads and buffers together; it
 decodes with fewer threads where more would not fit, and refuses a file whose dictionary
-alone does not), so the child is bounded the same way; without a limit it gets the default
-budget.
+alone does not), so the child is bounded the same way; without a limit it gets what its
+threads need (``_xz_threads_need`` in the face: fewer threads would be slower).
 """
 
 from __future__ import annotations
