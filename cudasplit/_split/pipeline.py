@@ -113,6 +113,8 @@ class SplitRun:
                 self._collect_inside()
             end.settle()
         except BaseException as exc:
+            if self.inside is not None:
+                self.inside.close()   # a follower waiting for bytes that will not come
             named = _patch_error(exc, self.source.description, self.sink, self.patches)
             if self.sink is not None:
                 self.sink.abort()

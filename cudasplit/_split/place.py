@@ -64,6 +64,15 @@ class Placer:
         for op in place_hardlinks_to(self.links, member.path):  # before the old bytes go
             if self.sink is not None and isinstance(op, HardlinkOp):
                 self.sink.make_hardlink(op.output, op.dest, op.src_output, op.src_dest)
+        inside = self.inside if reads_inside(kind.value) else None
+        if inside is not None and inside.wanted is not None and not inside.wanted(facts):
+            inside = None
+        followed = inside is not None and kind.value == "static" and self.sink is not None
+        if followed:
+            assert inside is not None and self.sink is not None
+            sink = self.sink
+            stream = inside.following(stream, position, member.path, member.size,
+                                      lambda: sink.staged_path(output, dest))
         local, said = self._write(member, stream, output, dest, classified)
         placed = Placed(output, dest, kind)
         self.placements.remember(member.path, placed)
@@ -73,10 +82,7 @@ class Placer:
         if rename is not None and rename.link_back:
             self.links.link_backs.add((output, rename))
         is_elf = kind.value.startswith("elf-")
-        inside = self.inside if reads_inside(kind.value) else None
-        if inside is not None and inside.wanted is not None and not inside.wanted(facts):
-            inside = None
-        if inside is not None and local is not None:
+        if inside is not None and local is not None and not followed:
             inside.add(position, member.path, local)
         if inside is not None and self.sink is None:
             # A dry run: one spool serves this read and the patch stage's plan.

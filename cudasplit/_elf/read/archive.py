@@ -22,6 +22,7 @@ __all__ = ["AR_MAGIC", "MAX_LONG_NAMES", "iter_members"]
 AR_MAGIC = b"!<arch>\n"
 MAX_LONG_NAMES = 1 << 24      # a long-name table bigger than this is not read (names as /N)
 _HEADER = 60
+_AHEAD = 64          # bytes of each member read with its header
 
 
 def iter_members(region: Region, problems: list[str]) -> Iterator[Region]:
@@ -31,7 +32,9 @@ def iter_members(region: Region, problems: list[str]) -> Iterator[Region]:
         return
     pos, long_names = 8, b""
     while pos + _HEADER <= region.length:
-        head = region.pread(_HEADER, pos)
+        # The member's header and its first bytes in one read (an ELF header is 64).
+        ahead = region.pread(_HEADER + _AHEAD, pos)
+        head = ahead[:_HEADER]
         size = _size(head)
         if size is None or pos + _HEADER + size > region.length:
             problems.append(f"archive member header at {pos:#x} is damaged or runs past the end")
@@ -45,7 +48,8 @@ def iter_members(region: Region, problems: list[str]) -> Iterator[Region]:
         if raw in (b"/", b"/SYM64/", b"__.SYMDEF", b"__.SYMDEF SORTED"):
             continue
         name, skip = _name(region, raw, start, size, long_names)
-        yield region.sub(start + skip, length - skip, f"{region.name}({name})")
+        yield region.sub(start + skip, length - skip, f"{region.name}({name})",
+                         ahead[_HEADER + skip:])
     if pos < region.length and region.pread(region.length - pos, pos).strip(b"\n"):
         problems.append(f"{region.length - pos} bytes after the last archive member")
 

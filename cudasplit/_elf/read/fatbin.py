@@ -31,6 +31,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from cudasplit._elf.read.sections import Region, Section
 
@@ -90,12 +91,25 @@ class _Window:
     def read(self, offset: int, length: int) -> bytes:
         """``length`` bytes at ``offset`` (relative to the section), or fewer at its end."""
         length = max(0, min(length, self.end - self.start - offset))
+        rel = self._at(offset, length)
+        return self.data[rel:rel + length]
+
+    def unpack(self, layout: struct.Struct, offset: int) -> tuple[Any, ...] | None:
+        """``layout`` unpacked at ``offset``; ``None`` where the section ends before it (no
+        bytes copied: a static archive's thousands of headers are read this way)."""
+        if offset + layout.size > self.end - self.start:
+            return None
+        rel = self._at(offset, layout.size)  # first: it may read a new window into data
+        return layout.unpack_from(self.data, rel)
+
+    def _at(self, offset: int, length: int) -> int:
+        """Where ``offset`` lies in the window's data, read anew when it is not there."""
         rel = offset - self.base
         if rel < 0 or rel + length > len(self.data):
             want = max(length, min(_WINDOW, self.end - self.start - offset))
             self.base, self.data = offset, self.region.pread(want, self.start + offset)
             rel = 0
-        return self.data[rel:rel + length]
+        return rel
 
 
 def iter_entries(region: Region, section: Section, problems: list[str]) -> Iterator[FatbinEntry]:
@@ -131,12 +145,12 @@ def _entries(window: _Window, section: str, pos: int, end: int, ordinal: int,
              problems: list[str]) -> Generator[FatbinEntry, None, bool]:
     """One container's entries; returns False when a damaged entry ended the walk."""
     while pos < end:
-        raw = window.read(pos, _ENTRY.size)
-        if len(raw) < _ENTRY.size or pos + _ENTRY.size > end:
+        fields = window.unpack(_ENTRY, pos) if pos + _ENTRY.size <= end else None
+        if fields is None:
             problems.append(f"{section}: entry at {pos:#x} is cut short by its container's end")
             return False
         (kind, _v, header, payload, _csize, _opts, _minor, _major, arch, _noff, _nlen, flags,
-         _r, unpacked) = _ENTRY.unpack(raw)
+         _r, unpacked) = fields
         if header < _ENTRY.size or pos + header + payload > end:
             problems.append(f"{section}: entry at {pos:#x} claims {header}+{payload} bytes "
                             "past its container's end")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from cudasplit._elf.read.archive import AR_MAGIC, iter_members
@@ -113,26 +113,35 @@ def summarise(entries: Iterable[FatbinEntry], problems: list[str]) -> tuple[GpuC
 
 
 def _elf_entries(region: Region, table: SectionTable,
-                 problems: list[str]) -> Iterator[FatbinEntry]:
-    for name in FATBIN_SECTIONS:
-        for section in table.named(name):
-            yield from iter_entries(region, section, problems)
+                 problems: list[str]) -> list[FatbinEntry]:
+    return [entry for name in FATBIN_SECTIONS for section in table.named(name)
+            for entry in iter_entries(region, section, problems)]
 
 
 def _region_entries(region: Region, problems: list[str]
                     ) -> Iterator[tuple[str, FatbinEntry]]:
-    head = region.pread(8, 0)
+    # One header read per file or member: a libcublas_static.a has thousands of members, and
+    # reading each one's first bytes three times was a third of its cost.
+    head = region.pread(64, 0)
     if head[:4] == ELF_MAGIC:
-        table = read_sections(region)
+        table = read_sections(region, head)
         if table is not None:
             if table.problem:
                 problems.append(f"{region.name}: {table.problem}")
             for entry in _elf_entries(region, table, problems):
                 yield region.name, entry
-    elif head == AR_MAGIC:
+    elif head[:8] == AR_MAGIC:
         for member in iter_members(region, problems):
-            if member.pread(4, 0) == ELF_MAGIC:
-                yield from _region_entries(member, problems)
+            member_head = member.pread(64, 0)
+            if member_head[:4] != ELF_MAGIC:
+                continue
+            table = read_sections(member, member_head)
+            if table is None:
+                continue
+            if table.problem:
+                problems.append(f"{member.name}: {table.problem}")
+            for entry in _elf_entries(member, table, problems):
+                yield member.name, entry
 
 
 def fatbin_entries(path: str | os.PathLike[str], problems: list[str]
@@ -145,14 +154,19 @@ def fatbin_entries(path: str | os.PathLike[str], problems: list[str]
         yield from _region_entries(region, problems)
 
 
-def read_inside(path: str | os.PathLike[str]) -> Inside | None:
+def read_inside(path: str | os.PathLike[str], *, size: int | None = None,
+                wait: Callable[[int], None] | None = None) -> Inside | None:
     """GPU code and version floors of one file; ``None`` when it is neither ELF nor a static
-    archive. ``OSError`` when it cannot be opened."""
+    archive. ``OSError`` when it cannot be opened. A file still being written is read as it
+    grows: ``size`` is what it will hold, ``wait(offset)`` returns once the file holds the
+    bytes before ``offset`` (a static archive's members are read while its later ones are
+    still decoding)."""
     name = os.fspath(path)
     problems: list[str] = []
     with open(name, "rb") as stream:
         fd = stream.fileno()
-        region = Region(fd, 0, os.fstat(fd).st_size, name)
+        region = Region(fd, 0, os.fstat(fd).st_size if size is None else size, name,
+                        wait=wait)
         head = region.pread(8, 0)
         if head[:4] != ELF_MAGIC and head != AR_MAGIC:
             return None

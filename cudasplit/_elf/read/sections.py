@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from cudasplit._elf.read.const import ELF_MAGIC, SHT_NOBITS
@@ -33,19 +34,27 @@ class Region:
     start: int
     length: int
     name: str          # for messages: the file, or ``archive.a(member.o)``
+    known: bytes = b""  # the region's first bytes, when its reader has them already
+    # A file still being written: called with the file offset a read needs before it is made
+    # (it returns once those bytes are there, or raises OSError when they never will be).
+    wait: Callable[[int], None] | None = None
 
     def pread(self, length: int, offset: int) -> bytes:
         """Bytes at ``offset`` (relative to the region); shorter only at the region's end."""
         if offset < 0 or length <= 0 or offset >= self.length:
             return b""
         length = min(length, self.length - offset)
+        if offset + length <= len(self.known):
+            return self.known[offset:offset + length]
+        if self.wait is not None:
+            self.wait(self.start + offset + length)
         return os.pread(self.fd, length, self.start + offset)
 
-    def sub(self, offset: int, length: int, name: str) -> Region:
-        """A part of this region (clipped to it)."""
+    def sub(self, offset: int, length: int, name: str, known: bytes = b"") -> Region:
+        """A part of this region (clipped to it); ``known``: its first bytes, already read."""
         offset = max(0, min(offset, self.length))
-        return Region(self.fd, self.start + offset, max(0, min(length, self.length - offset)),
-                      name)
+        length = max(0, min(length, self.length - offset))
+        return Region(self.fd, self.start + offset, length, name, known[:length], self.wait)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,9 +118,11 @@ class SectionTable:
                        0 if r[1] == SHT_NOBITS else r[5], r[6], r[7], r[9])
 
 
-def read_sections(region: Region) -> SectionTable | None:
-    """The section table of ``region``; ``None`` when the region is not ELF at all."""
-    head = region.pread(64, 0)
+def read_sections(region: Region, head: bytes | None = None) -> SectionTable | None:
+    """The section table of ``region``; ``None`` when the region is not ELF at all.
+    ``head``: its first 64 bytes, when the caller has read them already."""
+    if head is None or len(head) < min(64, region.length):
+        head = region.pread(64, 0)
     if head[:4] != ELF_MAGIC:
         return None
     if len(head) < 52 or head[4] not in (1, 2) or head[5] not in (1, 2):

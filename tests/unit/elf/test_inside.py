@@ -218,3 +218,16 @@ def test_exports_with_versions(tmp_path: Path) -> None:
     assert ("exported_twice", "LIBX_1.0", True, "func") in exports
     assert ("exported_data", "LIBX_2.0", True, "object") in exports
     assert not any(name in ("uses_hidden", "hidden_one", "strtod") for name, *_ in exports)
+
+
+def test_entries_past_the_first_window_are_read_where_they_are(tmp_path: Path) -> None:
+    """Headers are read through a 64 KiB window of the section: an entry header beyond it is
+    read from a new window, never unpacked from the old one's bytes."""
+    big = b"\x7fELF" + bytes(range(256)) * 300           # 76,804 bytes: past one window
+    fat = container(*(Entry("sass", arch, payload=big) for arch in (75, 80, 86, 89, 90)),
+                    Entry("ptx", 90, payload=b"// ptx\n" * 100))
+    inside = read_inside(_write(tmp_path, "libbig.so", fatbin_object(fat)))
+    assert inside is not None and inside.problems == ()
+    assert [(g.kind, g.arch, g.entries) for g in inside.gpu] == [
+        ("sass", "sm_75", 1), ("sass", "sm_80", 1), ("sass", "sm_86", 1), ("sass", "sm_89", 1),
+        ("sass", "sm_90", 1), ("ptx", "sm_90", 1)]
