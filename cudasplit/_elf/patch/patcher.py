@@ -61,7 +61,9 @@ __all__ = ["SPARE_BYTES", "PatchResult", "apply_edit", "rename_needed", "set_run
 
 log = logging.getLogger(__name__)
 
-PATCHERS = ("auto", "in-place", "append", "native", "lief")
+# What ``apply_edit`` accepts: the ``--patcher`` words (``cudasplit._run.PATCHERS``) and, for
+# tests, one native tier alone.
+EDIT_METHODS = ("auto", "in-place", "append", "native", "lief")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +93,8 @@ def apply_edit(path: str | os.PathLike[str], edit: ElfEdit, *, patcher: str = "a
     a cap on the rest; :mod:`cudasplit._elf.patch.liefbudget`).
     """
     name = os.fspath(path)
-    if patcher not in PATCHERS:
-        raise UnknownPatcherError(f"unknown patcher {patcher!r}; one of {', '.join(PATCHERS)}")
+    if patcher not in EDIT_METHODS:
+        raise UnknownPatcherError(f"unknown patcher {patcher!r}; one of {', '.join(EDIT_METHODS)}")
     want = edit_bytes(edit)
     try:
         with open(name, "rb") as stream:
