@@ -179,7 +179,8 @@ def test_no_import_cycles_not_even_typing_only_or_lazy() -> None:
 # Folders whose ``__init__`` is their face: code outside such a folder imports the face, never
 # a leaf module (a test may still import a leaf module whole, to replace one of its seams).
 FACES = ("_elf.read", "_elf.plan", "_elf.patch", "_nix", "_rulebook", "_run", "_source",
-         "_source.codecs", "_release.manifest", "_release.nixify", "_split.rewrites")
+         "_source.codecs", "_release.closure", "_release.features", "_release.manifest",
+         "_release.nixify", "_release.toolkit", "_split.rewrites")
 
 
 def leaf_imports_from_outside(paths: list[tuple[str, Path]]) -> list[str]:
