@@ -4,8 +4,8 @@ member's output.
 Precedence (first matching rule wins), highest first: files given with ``--rules FILE`` (in the
 order given), ``rules/packages/<pname>.toml`` for the package being split, ``rules/default.toml``.
 The parts: loading and checking files (``load``), the rule set and one rule against one member
-(``ruleset``), the ``[package]`` table (``pkgload``, ``pkgparse``, ``pkgsettings``,
-``pkgtable``, ``gates``), and ``rules show`` (``show``, ``totoml``).
+(``ruleset``), the ``[package]`` table (the ``package`` folder, with the version gates of its
+entries in ``gates``), and ``rules show`` (``show``, ``totoml``).
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from cudasplit._rulebook.load import (
     load_ruleset,
     read_rule_file,
 )
-from cudasplit._rulebook.pkgload import PACKAGE_KEYS
-from cudasplit._rulebook.pkgparse import parse_dlopen_key
-from cudasplit._rulebook.pkgsettings import PackageSettings
-from cudasplit._rulebook.pkgtable import (
+from cudasplit._rulebook.package.load import PACKAGE_KEYS
+from cudasplit._rulebook.package.parse import parse_dlopen_key
+from cudasplit._rulebook.package.settings import PackageSettings
+from cudasplit._rulebook.package.table import (
     AddNeeded,
     DlopenNeed,
     DropEdit,

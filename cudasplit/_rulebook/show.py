@@ -7,8 +7,8 @@ from dataclasses import is_dataclass
 from typing import Any
 
 from cudasplit._globs import Glob
-from cudasplit._rulebook.pkgsettings import PackageSettings
-from cudasplit._rulebook.pkgtable import RunpathPackage
+from cudasplit._rulebook.package.settings import PackageSettings
+from cudasplit._rulebook.package.table import RunpathPackage
 
 __all__ = ["describe_package"]
 

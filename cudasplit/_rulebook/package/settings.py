@@ -1,7 +1,7 @@
 """The package table's value for one package: :class:`PackageSettings` and what it answers.
 
-Built from the ``[package]`` tables of the rule files (:mod:`cudasplit._rulebook.pkgload`), it holds
-every per-package fact the split needs besides the rules themselves.
+Built from the ``[package]`` tables of the rule files (:mod:`cudasplit._rulebook.package.load`),
+it holds every per-package fact the split needs besides the rules themselves.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cudasplit._globs import Glob
-from cudasplit._rulebook.pkgtable import (
+from cudasplit._rulebook.package.table import (
     AddNeeded,
     DlopenNeed,
     DropEdit,
