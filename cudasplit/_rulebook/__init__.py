@@ -5,7 +5,7 @@ Precedence (first matching rule wins), highest first: files given with ``--rules
 order given), ``rules/packages/<pname>.toml`` for the package being split, ``rules/default.toml``.
 The parts: loading and checking files (``load``), the rule set and one rule against one member
 (``ruleset``), the ``[package]`` table (the ``package`` folder, with the version gates of its
-entries in ``gates``), and ``rules show`` (``show``, ``totoml``).
+entries in ``gates``), and ``rules show`` (``totoml``; ``--package`` reads out the settings).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from cudasplit._rulebook.load import (
 )
 from cudasplit._rulebook.package.load import PACKAGE_KEYS
 from cudasplit._rulebook.package.parse import parse_dlopen_key
-from cudasplit._rulebook.package.settings import PackageSettings
+from cudasplit._rulebook.package.settings import PackageSettings, describe_package
 from cudasplit._rulebook.package.table import (
     AddNeeded,
     DlopenNeed,
@@ -62,7 +62,6 @@ from cudasplit._rulebook.ruleset import (
     RuleSet,
     kind_matches,
 )
-from cudasplit._rulebook.show import describe_package
 from cudasplit._rulebook.totoml import ruleset_toml
 
 if TYPE_CHECKING:
