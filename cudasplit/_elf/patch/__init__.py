@@ -2,7 +2,7 @@
 
 A plan is a list of ``(offset, bytes)`` writes computed from a parsed :class:`RawElf`; the
 planning modules write nothing. ``backends`` picks the writer for ``--patcher``; ``patcher``
-applies one edit, ``tiers`` runs the tiers with an undo log and verification (``verify``);
+applies one edit, tier by tier, with an undo log and verification (``verify``);
 ``want`` and ``delta`` are what the tiers share, ``inplace`` tier 1, ``append`` tier 2 with the
 strip-safe placement of its program header (``room``); ``liefbudget`` and ``lief_worker`` the
 LIEF fallback. This face names what the rest of the package uses.
@@ -19,8 +19,7 @@ from cudasplit._elf.patch.backends import (
     backend_for,
 )
 from cudasplit._elf.patch.liefbudget import FallbackBudget
-from cudasplit._elf.patch.patcher import apply_edit, rename_needed, set_runpath
-from cudasplit._elf.patch.tiers import restore_original
+from cudasplit._elf.patch.patcher import apply_edit, rename_needed, restore_original, set_runpath
 
 __all__ = [
     "SPARE_BYTES",
