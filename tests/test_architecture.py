@@ -16,6 +16,7 @@ import still ties the two modules together).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,6 +205,43 @@ def test_outside_a_folder_code_and_tests_import_its_face() -> None:
     paths = [(m.name, m.path) for m in modules()]
     paths += [("tests", p) for p in sorted(PACKAGE.parent.joinpath("tests").rglob("*.py"))]
     assert leaf_imports_from_outside(paths) == []
+
+
+def face_exports(face: str) -> list[str]:
+    """The names in a face's ``__all__``."""
+    tree = ast.parse((PACKAGE / face.replace(".", "/") / "__init__.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "__all__":
+            assert isinstance(node.value, ast.List | ast.Tuple)
+            return [e.value for e in node.value.elts if isinstance(e, ast.Constant)]
+    return []
+
+
+def exports_nobody_outside_uses(exported: list[str], outside: str) -> list[str]:
+    """Names a face exports that no file outside its folder so much as mentions (a word
+    anywhere: imports, attribute uses, strings such as ``_HOMES`` and patched seams)."""
+    words = set(re.findall(r"\w+", outside))
+    return [name for name in exported if name not in words]
+
+
+def test_a_face_exports_what_callers_outside_its_folder_use() -> None:
+    """A face is the way in, not a list of everything inside: a name only its own folder uses
+    stays in its module."""
+    root = PACKAGE.parent
+    files = [p for folder in (PACKAGE, root / "tests", root / "benchmarks", root / "scripts")
+             for p in sorted(folder.rglob("*.py"))]
+    texts = {p: p.read_text() for p in files}
+    unused = []
+    for face in FACES:
+        folder = PACKAGE / face.replace(".", "/")
+        outside = "\n".join(text for p, text in texts.items() if folder not in p.parents)
+        unused += [f"{face}.{n}" for n in exports_nobody_outside_uses(face_exports(face), outside)]
+    assert unused == []
+
+
+def test_the_face_check_sees_an_export_nobody_uses() -> None:
+    outside = 'from cudasplit._elf.read import RawElf\nmonkeypatch.setattr(face, "seam", x)\n'
+    assert exports_nobody_outside_uses(["RawElf", "seam", "VersionRef"], outside) == ["VersionRef"]
 
 
 def test_every_module_says_its_job() -> None:
