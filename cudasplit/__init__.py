@@ -66,8 +66,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "load_manifest", "select_artifacts", "Artifact", "Manifest", "Package", "VerifyReport",
         "VerifyResult", "VerifyStatus"),
     "cudasplit._release.features": (
-        "features_of", "FeatureReport", "FeatureResult", "FeatureStatus"),
-    "cudasplit._release.closuresize": ("measure_outputs",),
+        "features_of", "FeatureReport", "FeatureResult", "FeatureStatus", "Features"),
     "cudasplit._release.toolkit": ("ToolkitView", "toolkit_view"),
     "cudasplit._api.guards": (
         "DEFAULT_FORBIDDEN_OUTPUTS", "Ambiguity", "BudgetReport", "DlopenAudit",
@@ -77,13 +76,12 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "SetPackage", "SetsResult"),
     "cudasplit._release.budget": ("BudgetViolation", "Link"),
     "cudasplit._release.diff": ("Change", "ReleaseDiff"),
-    "cudasplit._release.closure": ("ClosureReport", "ClosureWarning"),
+    "cudasplit._release.closure": (
+        "ClosureReport", "ClosureWarning", "OutputSize", "Reference", "measure_outputs"),
     "cudasplit._api.inside": (
         "ExportedSymbol", "FilePlan", "GpuCode", "Inside", "PrunePlan", "VersionNeed",
         "exported_symbols", "gpu_prune_plan", "inside_of", "sbom"),
-    "cudasplit._release.featurescan": ("Features",),
     "cudasplit._globs": ("Glob",),
-    "cudasplit._release.closurescan": ("OutputSize", "Reference"),
     "cudasplit._release.ldd": ("Resolution",),
 }
 _LAZY = {name: module for module, names in _HOMES.items() for name in names}
@@ -136,12 +134,21 @@ if TYPE_CHECKING:
     from cudasplit._layout import Layout, LayoutSpec
     from cudasplit._model import OUTPUT_NAMES, Kind, Member, MemberType, PackageId
     from cudasplit._release.budget import BudgetViolation, Link
-    from cudasplit._release.closure import ClosureReport, ClosureWarning
-    from cudasplit._release.closurescan import OutputSize, Reference
-    from cudasplit._release.closuresize import measure_outputs
+    from cudasplit._release.closure import (
+        ClosureReport,
+        ClosureWarning,
+        OutputSize,
+        Reference,
+        measure_outputs,
+    )
     from cudasplit._release.diff import Change, ReleaseDiff
-    from cudasplit._release.features import FeatureReport, FeatureResult, FeatureStatus, features_of
-    from cudasplit._release.featurescan import Features
+    from cudasplit._release.features import (
+        FeatureReport,
+        FeatureResult,
+        Features,
+        FeatureStatus,
+        features_of,
+    )
     from cudasplit._release.ldd import Resolution
     from cudasplit._release.manifest import (
         Artifact,

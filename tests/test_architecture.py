@@ -16,6 +16,7 @@ import still ties the two modules together).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -179,7 +180,8 @@ def test_no_import_cycles_not_even_typing_only_or_lazy() -> None:
 # Folders whose ``__init__`` is their face: code outside such a folder imports the face, never
 # a leaf module (a test may still import a leaf module whole, to replace one of its seams).
 FACES = ("_elf.read", "_elf.plan", "_elf.patch", "_nix", "_rulebook", "_run", "_source",
-         "_source.codecs", "_release.manifest", "_release.nixify", "_split.rewrites")
+         "_source.codecs", "_release.closure", "_release.features", "_release.manifest",
+         "_release.nixify", "_release.toolkit", "_split.rewrites")
 
 
 def leaf_imports_from_outside(paths: list[tuple[str, Path]]) -> list[str]:
@@ -205,6 +207,43 @@ def test_outside_a_folder_code_and_tests_import_its_face() -> None:
     assert leaf_imports_from_outside(paths) == []
 
 
+def face_exports(face: str) -> list[str]:
+    """The names in a face's ``__all__``."""
+    tree = ast.parse((PACKAGE / face.replace(".", "/") / "__init__.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "__all__":
+            assert isinstance(node.value, ast.List | ast.Tuple)
+            return [e.value for e in node.value.elts if isinstance(e, ast.Constant)]
+    return []
+
+
+def exports_nobody_outside_uses(exported: list[str], outside: str) -> list[str]:
+    """Names a face exports that no file outside its folder so much as mentions (a word
+    anywhere: imports, attribute uses, strings such as ``_HOMES`` and patched seams)."""
+    words = set(re.findall(r"\w+", outside))
+    return [name for name in exported if name not in words]
+
+
+def test_a_face_exports_what_callers_outside_its_folder_use() -> None:
+    """A face is the way in, not a list of everything inside: a name only its own folder uses
+    stays in its module."""
+    root = PACKAGE.parent
+    files = [p for folder in (PACKAGE, root / "tests", root / "benchmarks", root / "scripts")
+             for p in sorted(folder.rglob("*.py"))]
+    texts = {p: p.read_text() for p in files}
+    unused = []
+    for face in FACES:
+        folder = PACKAGE / face.replace(".", "/")
+        outside = "\n".join(text for p, text in texts.items() if folder not in p.parents)
+        unused += [f"{face}.{n}" for n in exports_nobody_outside_uses(face_exports(face), outside)]
+    assert unused == []
+
+
+def test_the_face_check_sees_an_export_nobody_uses() -> None:
+    outside = 'from cudasplit._elf.read import RawElf\nmonkeypatch.setattr(face, "seam", x)\n'
+    assert exports_nobody_outside_uses(["RawElf", "seam", "VersionRef"], outside) == ["VersionRef"]
+
+
 def test_every_module_says_its_job() -> None:
     missing = [m.name for m in modules()
                if not (ast.get_docstring(ast.parse(m.path.read_text())) or "").strip()]
@@ -216,7 +255,7 @@ def test_the_writer_never_imports_the_backends() -> None:
     two never import each other (not even lazily)."""
     edges = graph()
     writer = [n for n in edges if n.startswith("_elf.patch.")
-              and n not in ("_elf.patch.backends", "_elf.patch.apply")]
+              and n != "_elf.patch.backends"]
     assert [n for n in writer if any(t == "_elf.patch.backends" for t, _ in edges[n])] == []
 
 

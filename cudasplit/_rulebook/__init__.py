@@ -4,8 +4,8 @@ member's output.
 Precedence (first matching rule wins), highest first: files given with ``--rules FILE`` (in the
 order given), ``rules/packages/<pname>.toml`` for the package being split, ``rules/default.toml``.
 The parts: loading and checking files (``load``), the rule set and one rule against one member
-(``ruleset``), the ``[package]`` table (``pkgload``, ``pkgparse``, ``pkgsettings``,
-``pkgtable``, ``gates``), and ``rules show`` (``show``, ``totoml``).
+(``ruleset``), the ``[package]`` table (the ``package`` folder, with the version gates of its
+entries in ``gates``), and ``rules show`` (``totoml``; ``--package`` reads out the settings).
 """
 
 from __future__ import annotations
@@ -14,22 +14,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from cudasplit._rulebook.gates import version_tuple
-from cudasplit._rulebook.load import (
-    ACTIONS,
-    PROFILE_KEYS,
-    RENAME_KEYS,
-    RULE_KEYS,
-    TOP_KEYS,
-    TRANSFORMS,
-    build_ruleset,
-    default_rules_dir,
-    load_ruleset,
-    read_rule_file,
-)
-from cudasplit._rulebook.pkgload import PACKAGE_KEYS
-from cudasplit._rulebook.pkgparse import parse_dlopen_key
-from cudasplit._rulebook.pkgsettings import PackageSettings
-from cudasplit._rulebook.pkgtable import (
+from cudasplit._rulebook.load import build_ruleset, default_rules_dir, load_ruleset, read_rule_file
+from cudasplit._rulebook.package.parse import parse_dlopen_key
+from cudasplit._rulebook.package.settings import PackageSettings, describe_package
+from cudasplit._rulebook.package.table import (
     AddNeeded,
     DlopenNeed,
     DropEdit,
@@ -51,34 +39,22 @@ from cudasplit._rulebook.profile import (
     available_profiles,
     profile_dir,
 )
-from cudasplit._rulebook.regexprobe import regex_hazard, regex_hazards
+from cudasplit._rulebook.regexprobe import regex_hazard
 from cudasplit._rulebook.renames import aliases, name_at, renamed_pairs
-from cudasplit._rulebook.ruleset import (
-    KIND_NAMES,
-    Decision,
-    Rename,
-    Rule,
-    RuleRef,
-    RuleSet,
-    kind_matches,
-)
-from cudasplit._rulebook.show import describe_package
+from cudasplit._rulebook.ruleset import Decision, Rename, Rule, RuleRef, RuleSet
 from cudasplit._rulebook.totoml import ruleset_toml
 
 if TYPE_CHECKING:
     from cudasplit._rulebook.recipes import (
         CondaOutput,
         CondaProfile,
-        CondaRecipe,
         RunValues,
         conda_profile,
-        load_recipes,
         outputs_for,
     )
 
 # A profile's package metadata (recipes/) loads on first use: a split never reads it.
-_LAZY = frozenset({"CondaOutput", "CondaProfile", "CondaRecipe", "RunValues", "conda_profile",
-                   "load_recipes", "outputs_for"})
+_LAZY = frozenset({"CondaOutput", "CondaProfile", "RunValues", "conda_profile", "outputs_for"})
 
 
 def __getattr__(name: str) -> Any:
@@ -90,19 +66,10 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "ACTIONS",
     "DEFAULT_PROFILE",
-    "KIND_NAMES",
-    "PACKAGE_KEYS",
-    "PROFILE_KEYS",
-    "RENAME_KEYS",
-    "RULE_KEYS",
-    "TOP_KEYS",
-    "TRANSFORMS",
     "AddNeeded",
     "CondaOutput",
     "CondaProfile",
-    "CondaRecipe",
     "Decision",
     "DlopenNeed",
     "DropEdit",
@@ -129,8 +96,6 @@ __all__ = [
     "conda_profile",
     "default_rules_dir",
     "describe_package",
-    "kind_matches",
-    "load_recipes",
     "load_ruleset",
     "name_at",
     "outputs_for",
@@ -138,7 +103,6 @@ __all__ = [
     "profile_dir",
     "read_rule_file",
     "regex_hazard",
-    "regex_hazards",
     "renamed_pairs",
     "ruleset_toml",
     "version_at_least",

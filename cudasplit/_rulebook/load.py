@@ -23,15 +23,15 @@ from typing import Any
 
 from cudasplit._argcheck import checked
 from cudasplit._elf.plan import is_origin_relative, is_stub_entry
-from cudasplit._rulebook.pkgload import load_package
-from cudasplit._rulebook.pkgparse import (
+from cudasplit._rulebook.package.load import load_package
+from cudasplit._rulebook.package.parse import (
     check_keys,
     glob_list,
     parse_text_edits,
     string_list,
     table_of,
 )
-from cudasplit._rulebook.pkgtable import TextEdit, TextEditsFrom
+from cudasplit._rulebook.package.table import TextEdit, TextEditsFrom
 from cudasplit._rulebook.profile import (
     DEFAULT_PROFILE,
     Profile,

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from cudasplit._rulebook.load import read_rule_file
-from cudasplit._rulebook.pkgparse import check_keys, string_list, table_of
+from cudasplit._rulebook.package.parse import check_keys, string_list, table_of
 from cudasplit._rulebook.profile import profile_dir, profile_variables, substitute
 from cudasplit.errors import RulesError
 

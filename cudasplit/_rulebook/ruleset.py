@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from cudasplit._globs import Glob
 from cudasplit._model import Kind
-from cudasplit._rulebook.pkgsettings import PackageSettings
+from cudasplit._rulebook.package.settings import PackageSettings
 from cudasplit._rulebook.profile import Profile
 
 __all__ = ["Decision", "RuleSet"]

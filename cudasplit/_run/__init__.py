@@ -9,7 +9,7 @@ meaning of ``--jobs``, one progress voice and one patcher list.
 
 from __future__ import annotations
 
-from cudasplit._run.args import check_optional, check_path, check_sink, check_source, type_name
+from cudasplit._run.args import check_optional, check_path, check_sink, check_source
 from cudasplit._run.defaults import (
     DEFAULT_DRIVER_LINK,
     DEFAULT_MAX_MEMBERS,
@@ -22,7 +22,6 @@ from cudasplit._run.lazy import lazy_face
 from cudasplit._run.progress import (
     STEP,
     ByteGrid,
-    ItemMeter,
     MeteredStream,
     Progress,
     ProgressCallback,
@@ -39,7 +38,6 @@ __all__ = [
     "STEP",
     "ByteGrid",
     "Cores",
-    "ItemMeter",
     "MeteredStream",
     "Progress",
     "ProgressCallback",
@@ -54,5 +52,4 @@ __all__ = [
     "lazy_face",
     "metered",
     "resolve_jobs",
-    "type_name",
 ]

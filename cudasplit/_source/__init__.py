@@ -20,7 +20,7 @@ from typing import IO
 
 from cudasplit._argcheck import checked
 from cudasplit._model import PackageId
-from cudasplit._source.base import HEAD_SIZE, Source
+from cudasplit._source.base import Source
 from cudasplit._source.codecs import (
     CHUNK,
     MAX_DEFAULT_BUDGET,
@@ -35,14 +35,7 @@ from cudasplit._source.codecs import (
     read_xz_layout,
 )
 from cudasplit._source.directory import DirectorySource
-from cudasplit._source.limits import (
-    DEFAULT_MAX_MEMBERS,
-    DEFAULT_MAX_RATIO,
-    DEFAULT_MAX_TOTAL_BYTES,
-    RATIO_GRACE,
-    Limits,
-    deliverable,
-)
+from cudasplit._source.limits import RATIO_GRACE, Limits, deliverable
 from cudasplit._source.names import member_parent, normalise_member_path
 from cudasplit._source.tar import TarSource
 from cudasplit._source.tarheaders import (
@@ -67,12 +60,8 @@ from cudasplit.errors import LimitExceededError, OutputError, SourceError
 __all__ = [
     "BLOCK",
     "CHUNK",
-    "DEFAULT_MAX_MEMBERS",
-    "DEFAULT_MAX_RATIO",
-    "DEFAULT_MAX_TOTAL_BYTES",
     "DIRECTORY",
     "HARDLINK",
-    "HEAD_SIZE",
     "MAX_DEFAULT_BUDGET",
     "MIN_BUDGET",
     "PLATFORMS",
@@ -81,7 +70,6 @@ __all__ = [
     "SYMLINK",
     "BlockPipeline",
     "Codec",
-    "DirectorySource",
     "Extended",
     "Limits",
     "PipelineStats",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from cudasplit.sinks._base import Sink, safe_join
+from cudasplit.sinks._base import Sink
 from cudasplit.sinks._directory import DirectorySink
 from cudasplit.sinks._memory import MemorySink
 from cudasplit.sinks._staged import StagedSink
@@ -23,8 +23,14 @@ if TYPE_CHECKING:
     # mypy checks that every shipped sink implements the protocol
     _SINKS: tuple[type[Sink], ...] = (CondaChannelSink, DirectorySink, MemorySink, TarballSink)
 
-__all__ = ["CondaChannelSink", "DirectorySink", "MemorySink", "Sink", "StagedSink",
-           "TarballSink", "safe_join"]
+__all__ = [
+    "CondaChannelSink",
+    "DirectorySink",
+    "MemorySink",
+    "Sink",
+    "StagedSink",
+    "TarballSink",
+]
 
 # Loaded on first use, so a split into directories imports neither: repack's archive writer
 # (tarfile, the compressors) and the conda channel writer.

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import cudasplit._elf.patch.apply as elfapply
+import cudasplit._elf.patch.backends as elfbackends
 from cudasplit import (
     OutputError,
     RulesError,
@@ -155,7 +155,7 @@ def test_runpath_write_disk_full_names_archive_and_member(tmp_path: Path,
                          soname="libx.so.1", runpath="/usr/lib/old")
     archive = write_archive(tmp_path / f"{TOP}.tar.xz", [
         ("file", "lib/libx.so.1", lib.read_bytes()), ("symlink", "lib/libx.so", "libx.so.1")])
-    monkeypatch.setattr(elfapply, "backend_for", lambda patcher: _DiskFullBackend())
+    monkeypatch.setattr(elfbackends, "backend_for", lambda patcher: _DiskFullBackend())
     out = tmp_path / "out"
     with pytest.raises(OutputError) as info:
         split_to_dir(archive, out, SplitOptions(jobs=1))

@@ -428,7 +428,7 @@ def test_toolkit_overwrite_never_loses_the_old_prefix(split_dir: Path, tmp_path:
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """The new prefix cannot be renamed in: the old one must still be there, whole (the old
     code deleted it first, then failed to rename)."""
-    import cudasplit._release.toolkitwrite as write
+    import cudasplit._release.toolkit.write as write
 
     dest = tmp_path / "tk"
     toolkit_view([split_dir], dest)
@@ -470,7 +470,7 @@ def test_toolkit_cleans_what_a_killed_run_left(split_dir: Path, tmp_path: Path) 
     aside2 = tmp_path / f".tk2.cudasplit-previous-{pid}"
     aside2.mkdir()
     (aside2 / "marker").write_text("old prefix")
-    from cudasplit._release.toolkitwrite import clean_leftovers
+    from cudasplit._release.toolkit import clean_leftovers
 
     clean_leftovers(dest2)
     assert (dest2 / "marker").read_text() == "old prefix"

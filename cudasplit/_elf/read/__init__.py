@@ -26,18 +26,13 @@ from cudasplit._elf.read.const import (
     DT_NULL,
     DT_RPATH,
     DT_RUNPATH,
-    DT_SONAME,
     DT_STRSZ,
     DT_STRTAB,
     DT_SYMTAB,
     DT_VERDEF,
-    DT_VERDEFNUM,
     DT_VERNEED,
-    DT_VERNEEDNUM,
     DT_VERSYM,
     ELF_MAGIC,
-    MAX_NOTE_BYTES,
-    NT_GNU_BUILD_ID,
     PAGE,
     PATH_TAGS,
     PF_R,
@@ -58,22 +53,13 @@ from cudasplit._elf.read.const import (
     SHT_HASH,
     SHT_NOBITS,
     SHT_NOTE,
-    SHT_PROGBITS,
-    SHT_STRTAB,
     SHT_SYMTAB,
     STRING_TAGS,
 )
-from cudasplit._elf.read.dlopen import PROVIDERS, DlopenTarget, provider_of, scan_dlopen
-from cudasplit._elf.read.dynamic import DynNames, dyn_names, read_dynamic
-from cudasplit._elf.read.fatbin import FATBIN_SECTIONS, FatbinEntry, arch_name
-from cudasplit._elf.read.headers import (
-    ElfIdent,
-    check_phdrs,
-    elf_ident,
-    read_header,
-    read_phdrs,
-    read_shdrs,
-)
+from cudasplit._elf.read.dlopen import DlopenTarget, scan_dlopen
+from cudasplit._elf.read.dynamic import DynNames, dyn_names
+from cudasplit._elf.read.fatbin import FatbinEntry
+from cudasplit._elf.read.headers import elf_ident
 from cudasplit._elf.read.info import ElfInfo, is_elf, kind_from_head, read_elf_info
 from cudasplit._elf.read.inside import (
     MAX_ARCH_ROWS,
@@ -83,7 +69,6 @@ from cudasplit._elf.read.inside import (
     fatbin_entries,
     read_exports,
     read_inside,
-    summarise,
 )
 from cudasplit._elf.read.libnames import (
     index_library_paths,
@@ -92,19 +77,8 @@ from cudasplit._elf.read.libnames import (
 )
 from cudasplit._elf.read.raw import Phdr, RawElf, Shdr, align_up
 from cudasplit._elf.read.reader import open_raw, read_raw
-from cudasplit._elf.read.symbols import (
-    FLOOR_PREFIXES,
-    ExportedSymbol,
-    VersionNeed,
-    version_key,
-)
-from cudasplit._elf.read.walk import (
-    VersionRef,
-    dynstr_section,
-    has_build_id,
-    symbol_name_refs,
-    version_refs,
-)
+from cudasplit._elf.read.symbols import ExportedSymbol, VersionNeed, version_key
+from cudasplit._elf.read.walk import dynstr_section, has_build_id, symbol_name_refs, version_refs
 
 __all__ = [
     "ADDRESS_TAGS",
@@ -115,26 +89,18 @@ __all__ = [
     "DT_NULL",
     "DT_RPATH",
     "DT_RUNPATH",
-    "DT_SONAME",
     "DT_STRSZ",
     "DT_STRTAB",
     "DT_SYMTAB",
     "DT_VERDEF",
-    "DT_VERDEFNUM",
     "DT_VERNEED",
-    "DT_VERNEEDNUM",
     "DT_VERSYM",
     "ELF_MAGIC",
-    "FATBIN_SECTIONS",
-    "FLOOR_PREFIXES",
     "MAX_ARCH_ROWS",
-    "MAX_NOTE_BYTES",
-    "NT_GNU_BUILD_ID",
     "PAGE",
     "PATH_TAGS",
     "PF_R",
     "PF_W",
-    "PROVIDERS",
     "PT_DYNAMIC",
     "PT_GNU_PROPERTY",
     "PT_INTERP",
@@ -151,13 +117,10 @@ __all__ = [
     "SHT_HASH",
     "SHT_NOBITS",
     "SHT_NOTE",
-    "SHT_PROGBITS",
-    "SHT_STRTAB",
     "SHT_SYMTAB",
     "STRING_TAGS",
     "DlopenTarget",
     "DynNames",
-    "ElfIdent",
     "ElfInfo",
     "ExportedSymbol",
     "FatbinEntry",
@@ -167,11 +130,8 @@ __all__ = [
     "RawElf",
     "Shdr",
     "VersionNeed",
-    "VersionRef",
     "align_up",
     "arch_key",
-    "arch_name",
-    "check_phdrs",
     "dyn_names",
     "dynstr_section",
     "elf_ident",
@@ -183,17 +143,11 @@ __all__ = [
     "is_glibc_name",
     "kind_from_head",
     "open_raw",
-    "provider_of",
-    "read_dynamic",
     "read_elf_info",
     "read_exports",
-    "read_header",
     "read_inside",
-    "read_phdrs",
     "read_raw",
-    "read_shdrs",
     "scan_dlopen",
-    "summarise",
     "symbol_name_refs",
     "version_key",
     "version_refs",

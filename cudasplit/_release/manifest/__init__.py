@@ -28,30 +28,17 @@ from cudasplit._release.manifest.parse import (
 from cudasplit._release.manifest.select import (
     JETSON_CAPABILITIES,
     JETSON_SBSA_THRESHOLD,
-    LINUX_PLATFORMS,
     arm_platform,
     find_tarball,
-    host_platform,
-    normalise_variant,
     resolve_platform_word,
     resolve_platforms,
     select_artifacts,
 )
-from cudasplit._release.manifest.verify import (
-    CHUNK,
-    VerifyReport,
-    VerifyResult,
-    VerifyStatus,
-    sha256_file,
-    verify,
-    verify_artifact,
-)
+from cudasplit._release.manifest.verify import VerifyReport, VerifyResult, VerifyStatus, verify
 
 __all__ = [
-    "CHUNK",
     "JETSON_CAPABILITIES",
     "JETSON_SBSA_THRESHOLD",
-    "LINUX_PLATFORMS",
     "MAX_MANIFEST_BYTES",
     "PNAME",
     "Artifact",
@@ -62,14 +49,10 @@ __all__ = [
     "VerifyStatus",
     "arm_platform",
     "find_tarball",
-    "host_platform",
     "load_manifest",
-    "normalise_variant",
     "parse_manifest",
     "resolve_platform_word",
     "resolve_platforms",
     "select_artifacts",
-    "sha256_file",
     "verify",
-    "verify_artifact",
 ]

@@ -35,17 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudasplit._release.manifest import Manifest
-from cudasplit._release.nixify.nixlang import string as nix_string
 from cudasplit._release.nixify.nixlang import write_atomically
 from cudasplit._release.nixify.plan import (
     DEFAULT_BASE_URL,
     EXTERNAL_PROVIDERS,
-    NIX_SYSTEMS,
     PROPAGATES,
-    TARGET_PROPAGATES,
     PackagePlan,
     PlatformPlan,
-    cuda_version_of,
     nix_ident,
     package_roots,
     plan_release,
@@ -54,7 +50,7 @@ from cudasplit._release.nixify.plan import (
 from cudasplit._release.nixify.render import render_default, render_package
 from cudasplit._release.nixify.setsplan import PackageSet, SetPackage, SetsResult, plan_sets
 from cudasplit._release.nixify.setsrender import render_set, write_sets
-from cudasplit._release.nixify.tables import PINS, Assertion, Pin
+from cudasplit._release.nixify.tables import Assertion, Pin
 from cudasplit._release.nixify.toolkit import TOOLKIT_ATTR, compiler_packages, render_toolkit
 from cudasplit._run import ProgressCallback
 from cudasplit.errors import ManifestError
@@ -62,10 +58,7 @@ from cudasplit.errors import ManifestError
 __all__ = [
     "DEFAULT_BASE_URL",
     "EXTERNAL_PROVIDERS",
-    "NIX_SYSTEMS",
-    "PINS",
     "PROPAGATES",
-    "TARGET_PROPAGATES",
     "Assertion",
     "NixifyResult",
     "PackagePlan",
@@ -75,13 +68,10 @@ __all__ = [
     "SetPackage",
     "SetsResult",
     "compiler_packages",
-    "cuda_version_of",
-    "nix_string",
     "nixify",
     "package_roots",
     "plan_release",
     "plan_sets",
-    "render_default",
     "render_package",
     "render_set",
     "table_needs",

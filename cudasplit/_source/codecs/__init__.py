@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import IO, BinaryIO, cast
 
 from cudasplit._run import resolve_jobs
-from cudasplit._source.codecs.chunks import CHUNK, CODEC_ERRORS, ChunkReader
+from cudasplit._source.codecs.chunks import CHUNK, ChunkReader
 from cudasplit._source.codecs.detect import Codec, detect_codec
 from cudasplit._source.codecs.external import (
     ExternalDecompressor,
@@ -64,20 +64,12 @@ from cudasplit._source.codecs.external import (
 from cudasplit._source.codecs.memory import LIBLZMA_OVERHEAD, dictionary_size, threads_within
 from cudasplit._source.codecs.stdlib import bz2_chunks, gzip_chunks, plain_chunks
 from cudasplit._source.codecs.threads import BlockPipeline, PipelineStats
-from cudasplit._source.codecs.xz import (
-    XzBlock,
-    XzStream,
-    read_xz_layout,
-    xz_block_chunks,
-    xz_sequential_chunks,
-)
+from cudasplit._source.codecs.xz import read_xz_layout, xz_block_chunks, xz_sequential_chunks
 from cudasplit._source.codecs.zstd import zstd_chunks, zstd_frames
 from cudasplit.errors import SourceError
 
 __all__ = [
     "CHUNK",
-    "CODEC_ERRORS",
-    "DEFAULT_READ_AHEAD",
     "LIBLZMA_OVERHEAD",
     "MAX_DEFAULT_BUDGET",
     "MIN_BUDGET",
@@ -85,13 +77,10 @@ __all__ = [
     "ChunkReader",
     "Codec",
     "PipelineStats",
-    "XzBlock",
-    "XzStream",
     "decode_threads",
     "default_decode_budget",
     "detect_codec",
     "dictionary_size",
-    "external_command",
     "open_decompressed",
     "read_xz_layout",
     "threads_within",

@@ -36,8 +36,18 @@ from cudasplit._split.rewrites.pkgconfig import (
 from cudasplit._split.rewrites.textedits import apply_text_edits
 from cudasplit.errors import SourceError
 
-__all__ = ["PREFIX_PROFILE", "REWRITES", "RewriteContext", "Rewritten", "package_root",
-           "read_small_text", "rewrite_text_edits", "text_edits_for"]
+__all__ = [
+    "PREFIX_PROFILE",
+    "REWRITES",
+    "ProfileExtras",
+    "Rewrite",
+    "RewriteContext",
+    "package_root",
+    "read_small_text",
+    "rewrite_nvcc_profile",
+    "rewrite_text_edits",
+    "text_edits_for",
+]
 
 
 @dataclass(frozen=True, slots=True)

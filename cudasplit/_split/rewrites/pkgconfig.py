@@ -64,7 +64,7 @@ def roots_for(output_roots: Mapping[str, str], lib_output: str, include_output: 
 
 @dataclass(frozen=True, slots=True)
 class PcExtras:
-    """Package-table edits after the variable rewrite (``PcEdit``, _rulebook/pkgtable.py)."""
+    """Package-table edits after the variable rewrite (``PcEdit``, _rulebook/package/table.py)."""
 
     requires: tuple[str, ...] = ()        # full module names: "cudart-12.9"
     replace: tuple[tuple[str, str], ...] = ()

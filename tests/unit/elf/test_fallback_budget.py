@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import cudasplit._elf.patch.lief_worker as _lief_worker
-import cudasplit._elf.patch.tiers as _patchtiers
+import cudasplit._elf.patch.patcher as patcher
 from cudasplit import RunpathPolicy, SplitOptions, split_to_dir
 from cudasplit._elf.patch import ElfEdit, FallbackBudget, apply_edit
 from cudasplit._elf.read import read_elf_info
@@ -99,7 +99,7 @@ def test_identical_copies_cost_one_lief_run(libs: dict[str, Path], tmp_path: Pat
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """The verified result is reused (strip cannot read a file without sections, so the
     strip probe is switched off here to get a result at all)."""
-    monkeypatch.setattr(_patchtiers, "verify_after_strip", lambda path, expect: None)
+    monkeypatch.setattr(patcher, "verify_after_strip", lambda path, expect: None)
     files = _copies(libs["one"], tmp_path / "c", 20)
     budget = FallbackBudget()
     with ThreadPoolExecutor(max_workers=4) as pool:

@@ -16,7 +16,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cudasplit._elf.patch.patcher as patch_mod
-import cudasplit._elf.patch.tiers as _patchtiers
 from cudasplit._elf.patch import SPARE_BYTES, apply_edit, backend_for, set_runpath
 from cudasplit._elf.plan import ElfEdit, UnknownPatcherError
 from cudasplit._elf.read import read_elf_info
@@ -280,8 +279,7 @@ def test_lief_tier(built: dict[str, dict[str, Path]], tmp_path: Path,
     with pytest.raises(PatchError, match=r"LIEF output breaks under strip --strip-debug"):
         set_runpath(files["liba"], TARGET, patcher="lief")
     assert files["liba"].read_bytes() == before
-    import cudasplit._elf.patch.tiers as _patchtiers
-    monkeypatch.setattr(_patchtiers, "verify_after_strip", lambda path, expect: None)
+    monkeypatch.setattr(patch_mod, "verify_after_strip", lambda path, expect: None)
     mode = files["liba"].stat().st_mode
     res = set_runpath(files["liba"], TARGET, patcher="lief")
     assert res.method == "lief" and files["liba"].stat().st_mode == mode
@@ -312,7 +310,7 @@ def test_failed_verification_restores_bytes(
     def broken(path: str, expect: object) -> None:
         raise PatchError(f"{path}: simulated verification failure")
 
-    monkeypatch.setattr(_patchtiers, "verify", broken)  # what the in-place tiers call
+    monkeypatch.setattr(patch_mod, "verify", broken)  # what the in-place tiers call
     with pytest.raises(PatchError, match="simulated"):
         set_runpath(files["liba"], "$ORIGIN" if stage == "in-place" else TARGET, patcher=stage)
     assert files["liba"].read_bytes() == before

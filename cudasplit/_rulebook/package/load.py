@@ -1,7 +1,7 @@
 """The ``[package]`` tables of the rule files merged into one :class:`PackageSettings`.
 
 The first file (in precedence order, see :mod:`cudasplit._rulebook`) that sets a key wins; each
-key's value is checked by the parsers in :mod:`cudasplit._rulebook.pkgparse`.
+key's value is checked by the parsers in :mod:`cudasplit._rulebook.package.parse`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 from cudasplit._globs import Glob
 from cudasplit._model import OUTPUT_NAMES
-from cudasplit._rulebook.pkgparse import (
+from cudasplit._rulebook.package.parse import (
     check_keys,
     glob_list,
     parse_add_needed,
@@ -28,7 +28,7 @@ from cudasplit._rulebook.pkgparse import (
     string_list,
     table_of,
 )
-from cudasplit._rulebook.pkgsettings import PackageSettings
+from cudasplit._rulebook.package.settings import PackageSettings
 from cudasplit.errors import RulesError
 
 __all__ = ["PACKAGE_KEYS", "load_package"]
@@ -129,7 +129,7 @@ def _stub_links(merged: Mapping[str, tuple[str, Any]]) -> dict[str, str]:
 
 def _load_table_entries(merged: Mapping[str, tuple[str, Any]],
                         known: Sequence[str]) -> dict[str, Any]:
-    """The structured package-table keys (see pkgtable.py)."""
+    """The structured package-table keys (see table.py)."""
     def get(key: str) -> tuple[str, Any]:
         return merged.get(key, ("[package]", None))
 

@@ -5,7 +5,7 @@ by a plain byte scan over every file and symlink. The same scan works on a split
 (``DIR/<output>/``) with the output roots' absolute paths as the needles, so a maintainer sees
 the closure before anything reaches a store. The scan, how each reference is attributed
 (symlink, runpath, pkgconfig, nix-support, text) and what the needles are, is
-:mod:`cudasplit._release.closurescan`; here are the report, its sizes and its warnings.
+:mod:`cudasplit._release.closure.scan`; here are the report, its sizes and its warnings.
 
 Warnings: static archives, stubs, a link outside a stubs directory to a stub (``stub-link``:
 ``lib/libcuda.so -> stubs/libcuda.so``, NixOS/nixpkgs#293320), samples, documentation or a
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from cudasplit._model import OUTPUT_NAMES
-from cudasplit._release.closurescan import ClosureScanner, OutputSize, Reference
+from cudasplit._release.closure.scan import ClosureScanner, OutputSize, Reference
 from cudasplit._release.graph import Graph
 from cudasplit._report import plural
 from cudasplit._run import ProgressCallback, Tally

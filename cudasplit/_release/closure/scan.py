@@ -14,6 +14,9 @@ every other ``/nix/store/<hash>-<name>`` in the bytes is listed as an external r
 dependency's output), so own plus external references are what ``nix-store -q --references``
 lists. Nix also counts a bare hash without the ``/nix/store/`` prefix (and only hashes of the
 build's inputs); such references are not seen here.
+
+The same walk counts the files and bytes of a finished split's outputs (:func:`measure_outputs`,
+what ``cudasplit split`` prints), so the two numbers always agree.
 """
 
 from __future__ import annotations
@@ -25,10 +28,13 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from cudasplit._argcheck import checked
 from cudasplit._elf.read import ELF_MAGIC, read_elf_info
+from cudasplit._report import Report
 from cudasplit.errors import ElfError, OutputError
 
-__all__ = ["COMPILERS", "STORE_ROOT", "ClosureScanner", "OutputSize", "Reference"]
+__all__ = ["COMPILERS", "STORE_ROOT", "ClosureScanner", "OutputSize", "Reference",
+           "measure_outputs"]
 
 STORE_ROOT = re.compile(r"^(/nix/store/[0-9a-df-np-sv-z]{32})-[^/]+$")
 _STORE_PATH = re.compile(rb"/nix/store/[0-9a-df-np-sv-z]{32}-[A-Za-z0-9+._?=-]+")
@@ -226,3 +232,35 @@ def _categories(output: str, rel: str, link: str | None) -> Iterator[str]:
         yield "doc"
     if name in COMPILERS:
         yield "compiler"
+
+
+@checked
+def measure_outputs(report: Report) -> dict[str, tuple[int, int]]:
+    """``(files, bytes)`` of each output directory of a finished split, counted as
+    :func:`closure_of` counts: every non-directory (symlinks and ``nix-support`` files
+    too), a symlink by the length of its target, a file by its size on disk after patching.
+
+    Args:
+        report: the report of a split that wrote its outputs (not a dry run).
+
+    Returns:
+        Output name -> (files, bytes); outputs whose directory is missing (a dry run, a
+        directory removed since) are left out.
+
+    Raises:
+        Nothing: an entry that cannot be read counts as zero bytes.
+    """
+    sizes: dict[str, tuple[int, int]] = {}
+    for name, record in report.outputs.items():
+        if not os.path.isdir(record.directory):
+            continue
+        files = total = 0
+        for _rel, full in _walk(record.directory):
+            files += 1
+            try:
+                total += len(os.readlink(full)) if os.path.islink(full) else \
+                    os.path.getsize(full)
+            except OSError:
+                continue
+        sizes[name] = (files, total)
+    return sizes

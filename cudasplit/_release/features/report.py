@@ -2,7 +2,7 @@
 
 Each tarball is read once, front to back, through :func:`~cudasplit._source.open_source`; no
 member is unpacked to disk. The flags follow the rules of NVIDIA-manifest tooling in Nixpkgs
-(cuda-redist-find-features), with deliberate differences: :mod:`cudasplit._release.featurescan`
+(cuda-redist-find-features), with deliberate differences: :mod:`cudasplit._release.features.scan`
 holds the per-member rules, says where they differ, and how the extended form (SONAMEs, DT_NEEDED)
 reads ELF members with bounded disk use. Windows zips are read by :mod:`cudasplit._source.zip`.
 
@@ -31,7 +31,7 @@ from typing import Any, BinaryIO
 
 from cudasplit._argcheck import checked
 from cudasplit._model import Member
-from cudasplit._release.featurescan import Features, FeatureScan
+from cudasplit._release.features.scan import Features, FeatureScan
 from cudasplit._release.manifest import Artifact, Manifest, find_tarball, select_artifacts
 from cudasplit._run import ProgressCallback, Tally, resolve_jobs
 from cudasplit._source import open_source, zip_members

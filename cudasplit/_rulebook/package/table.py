@@ -1,6 +1,6 @@
 """The per-package table's structured entries: what each version/platform gate guards.
 
-Each entry is a frozen value parsed from one ``[package]`` key (``pkgparse``) and gated by a
+Each entry is a frozen value parsed from one ``[package]`` key (``package.parse``) and gated by a
 :class:`~cudasplit._rulebook.gates.Gate` (``gates`` says how gates read the package's and the
 CUDA release's versions). ``Where``, ``Gate`` and the version helpers are re-exported here.
 """

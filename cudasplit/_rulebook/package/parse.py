@@ -1,7 +1,7 @@
 """The ``[package]`` table's key parsers: TOML values -> checked entries, or a ``RulesError``.
 
 Every parser names the file, key and entry index in its message, so a typo in a package file
-points at the line to fix. The entries they build are in :mod:`cudasplit._rulebook.pkgtable`.
+points at the line to fix. The entries they build are in :mod:`cudasplit._rulebook.package.table`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from cudasplit._globs import Glob, GlobError, compile_glob
 from cudasplit._model import OUTPUT_NAMES
 from cudasplit._rulebook.gates import GATE_KEYS, Gate
-from cudasplit._rulebook.pkgtable import (
+from cudasplit._rulebook.package.table import (
     AddNeeded,
     DlopenNeed,
     DropEdit,

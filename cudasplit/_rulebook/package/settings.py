@@ -1,16 +1,18 @@
 """The package table's value for one package: :class:`PackageSettings` and what it answers.
 
-Built from the ``[package]`` tables of the rule files (:mod:`cudasplit._rulebook.pkgload`), it holds
-every per-package fact the split needs besides the rules themselves.
+Built from the ``[package]`` tables of the rule files (:mod:`cudasplit._rulebook.package.load`),
+it holds every per-package fact the split needs besides the rules themselves;
+:func:`describe_package` reads it out as ``key = value`` lines (``rules show --package``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, is_dataclass
+from typing import Any
 
 from cudasplit._globs import Glob
-from cudasplit._rulebook.pkgtable import (
+from cudasplit._rulebook.package.table import (
     AddNeeded,
     DlopenNeed,
     DropEdit,
@@ -25,7 +27,7 @@ from cudasplit._rulebook.pkgtable import (
     declared_outputs,
 )
 
-__all__ = ["PackageSettings"]
+__all__ = ["PackageSettings", "describe_package"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,3 +117,33 @@ class PackageSettings:
                 rest = "/".join(parts[depth:])
                 return rest or None
         return path
+
+
+def describe_package(package: PackageSettings) -> list[str]:
+    """The package-table entry as ``key: value`` lines (``rules show --package``); keys left
+    at their defaults are shown too, so the entry reads the same for every package."""
+    return [f"{name} = {_describe(getattr(package, name))}"
+            for name in PackageSettings.__dataclass_fields__]
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, Glob):
+        return value.pattern
+    if isinstance(value, RunpathPackage):
+        gate = value.gate.describe()
+        return value.entry() + (f" ({gate})" if gate else "")
+    if is_dataclass(value) and not isinstance(value, type):  # PcEdit, DropEdit, DlopenNeed, ...
+        parts = []
+        for name in type(value).__dataclass_fields__:
+            item = getattr(value, name)
+            if name == "gate":
+                if item.describe():
+                    parts.append(f"when {item.describe()}")
+            elif item not in ((), False, None, ""):
+                parts.append(f"{name}={_describe(item)}")
+        return "{" + "; ".join(parts) + "}"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k} = {_describe(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_describe(v) for v in value) + "]"
+    return str(value)

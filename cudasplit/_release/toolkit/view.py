@@ -30,7 +30,7 @@ from pathlib import Path
 
 from cudasplit._argcheck import checked
 from cudasplit._model import OUTPUT_NAMES
-from cudasplit._release.toolkitwrite import write_view
+from cudasplit._release.toolkit.write import write_view
 from cudasplit._split.overlap import refuse_overlap
 from cudasplit._split.targets import EM_AARCH64, EM_PPC64, EM_X86_64, elf_machine, machine_of_tree
 from cudasplit.errors import ToolkitError
