@@ -64,7 +64,12 @@ from cudasplit._source.codecs.external import (
 from cudasplit._source.codecs.memory import LIBLZMA_OVERHEAD, dictionary_size, threads_within
 from cudasplit._source.codecs.stdlib import bz2_chunks, gzip_chunks, plain_chunks
 from cudasplit._source.codecs.threads import BlockPipeline, PipelineStats
-from cudasplit._source.codecs.xz import read_xz_layout, xz_block_chunks, xz_sequential_chunks
+from cudasplit._source.codecs.xz import (
+    XzStream,
+    read_xz_layout,
+    xz_block_chunks,
+    xz_sequential_chunks,
+)
 from cudasplit._source.codecs.zstd import zstd_chunks, zstd_frames
 from cudasplit.errors import SourceError
 
