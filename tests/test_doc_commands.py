@@ -62,6 +62,11 @@ NOT_RUN: dict[str, dict[str, str]] = {
         "python3 -m venv .venv && .venv/bin/pip install -q .":
             "the README's quick start installs the same way (.ci/run runs it)",
     },
+    "docs/howto/conda-forge.md": {
+        "env/bin/nvcc": "needs the prefix the page's Python example installs with a conda "
+                        "client: tests/conda/test_real_channel.py installs one with py-rattler "
+                        "and builds with its nvcc",
+    },
     "docs/development.md": {
         "python3 -m venv .venv": "the README's test command (.ci/run runs it)",
         ".venv/bin/python -m pytest": "the test suite itself",
@@ -293,7 +298,24 @@ def scene_consumer_guards(scene: Scene, inputs: dict[str, Path]) -> None:
     scene.put(f"{NVRTC}.tar.xz", inputs[f"{NVRTC}.tar.xz"])
 
 
+def scene_conda_forge(scene: Scene, inputs: dict[str, Path]) -> None:
+    """NVIDIA's CUDA 13.0 packages the page repacks, under NVIDIA's names; the biggest with
+    none of their libraries (the page packs at zstd level 10: what is packed is not tested
+    here, tests/conda/ does it)."""
+    pytest.importorskip("conda_package_streaming",
+                        reason="conda-package-streaming not installed (cudasplit[conda])")
+    from tests.conda.redist import CONDA_WHEELS, conda_tarball
+    from tests.support.wheeltrees import top_name
+
+    fewer = {"cuda_nvcc": 0, "cuda_nvrtc": 0, "libcublas": 0, "libnvvm": 0}
+    for pname in ("cuda_cudart", "cuda_nvcc", "cuda_crt", "libnvvm", "libnvptxcompiler",
+                  "cuda_cccl", "cuda_nvrtc", "libcublas"):
+        tarball = conda_tarball(pname, keep_elf=fewer.get(pname))
+        scene.put(f"{top_name(pname, CONDA_WHEELS[pname].version)}.tar.xz", tarball)
+
+
 SCENES: dict[str, Callable[[Scene, dict[str, Path]], None]] = {
+    "docs/howto/conda-forge.md": scene_conda_forge,
     "docs/howto/consumer-guards.md": scene_consumer_guards,
     "docs/howto/inspect-a-release.md": scene_inspect_a_release,
     "docs/howto/cross-compiling.md": scene_cross_compiling,
@@ -336,7 +358,7 @@ def _excused(page: str, command: Command, scene: Scene) -> str | None:
 PACKAGE_OF = {"readelf": "binutils", "nix-build": "nix-bin", "nix-store": "nix-bin",
               "qemu-aarch64": "qemu-user", "curl": "curl", "cmake": "cmake (or its PyPI wheel)"}
 SHELL_WORDS = {"cd", "echo", "export", "false", "true", "ls", "mkdir", "cp", "ln", "rm", "sed",
-               "tar", "python3", "(exit"}
+               "tar", "python3", "(exit", "for", "do", "done"}
 
 
 def _need_programs(blocks: list[Block], scene: Scene, rel: str) -> None:
@@ -379,7 +401,7 @@ def _command_pages() -> Iterator[Path]:
 
 COMMAND_PAGES = list(_command_pages())
 REAL_PAGES = {"docs/howto/inspect-a-release.md", "docs/howto/cross-compiling.md",
-              "docs/howto/consumer-guards.md"}
+              "docs/howto/consumer-guards.md", "docs/howto/conda-forge.md"}
 
 
 @pytest.mark.parametrize("page", [p for p in COMMAND_PAGES if _rel(p) not in REAL_PAGES],
