@@ -1,7 +1,8 @@
 """The inside stage: what each ELF file and static archive carries, read in the split's one pass.
 
-A written member is read from its staged file on the early worker thread (the patch stage's,
-so the read never overlaps that file's early RUNPATH edit: one thread, jobs in order); a dry
+A written ELF file is read from its staged file on the early worker thread (the patch stage's,
+so the read never overlaps that file's early RUNPATH edit: one thread, jobs in order); a static
+archive (never patched) is read while the sink writes it, on a thread of its own; a dry
 run spools the member to a temporary file just long enough to read it (the patch stage plans
 from the same spool). Only headers are read (:func:`~cudasplit._elf.read.read_inside`): a few
 hundred ``pread`` calls for libcublasLt's 5,737 fatbinary entries, about 50 ms, against seconds
