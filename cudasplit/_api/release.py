@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
 
 from cudasplit._argcheck import checked
 from cudasplit._release.diff import ReleaseDiff, diff_snapshots, snapshot
@@ -100,13 +99,9 @@ def manifest_features(manifest: PathLike, tarball_dir: PathLike, *,
 
 
 def _nix_files_apart(output_dir: PathLike, inputs: Sequence[PathLike]) -> None:
-    """``output_dir`` only gets new ``.nix`` files (nothing in it is read, walked or removed):
-    it may not be an input, and no input may be a file it is about to write over. (Inside or
-    around the tarball directory is fine: ``--tarballs . -o nix``.)"""
-    refuse_overlap([output_dir], inputs, exact=True)
-    for path in inputs:
-        if os.fspath(path).endswith(".nix"):
-            refuse_overlap([Path(output_dir) / Path(path).name], [path], exact=True)
+    """The one rule of every command's ``-o``: ``output_dir`` may not be, be inside or contain
+    an input (a manifest, the tarball directory), so no input is ever a file it writes over."""
+    refuse_overlap([output_dir], inputs)
 
 
 @checked(jobs=0)

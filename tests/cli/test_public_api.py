@@ -19,6 +19,7 @@ import cudasplit
 from cudasplit import (
     BatchResult,
     OptionsError,
+    OutputError,
     PackageId,
     RulesError,
     RunpathPolicyError,
@@ -305,9 +306,13 @@ def test_verify_and_features_by_manifest_path(manifest: Path, archive: Path) -> 
         "outputs"]
 
 
-def test_nixify_and_diff_by_path(tmp_path: Path, manifest: Path, archive: Path) -> None:
-    result = nixify_manifest(manifest, archive.parent, tmp_path / "nix")
-    assert "default.nix" in result.files and (tmp_path / "nix" / "cuda_demo.nix").is_file()
+def test_nixify_and_diff_by_path(tmp_path_factory: pytest.TempPathFactory, manifest: Path,
+                                 archive: Path) -> None:
+    out = tmp_path_factory.mktemp("nix")  # apart from the tarball directory (its input)
+    result = nixify_manifest(manifest, archive.parent, out)
+    assert "default.nix" in result.files and (out / "cuda_demo.nix").is_file()
+    with pytest.raises(OutputError, match="inside the input"):
+        nixify_manifest(manifest, archive.parent, archive.parent / "nix")
     assert diff_releases(archive, archive).changes == ()
     assert diff_releases(manifest, manifest, tarball_dir=archive.parent).changes == ()
 

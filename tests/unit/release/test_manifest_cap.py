@@ -23,7 +23,8 @@ def test_verify_dev_zero_fails_fast(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("command", ["nixify", "features"])
 def test_other_manifest_commands_are_capped(tmp_path: Path, command: str) -> None:
-    args = [command, "/dev/zero", "--tarballs", str(tmp_path)]
+    (tmp_path / "tarballs").mkdir()
+    args = [command, "/dev/zero", "--tarballs", str(tmp_path / "tarballs")]
     if command == "nixify":
         args += ["-o", str(tmp_path / "nix")]
     else:
