@@ -50,6 +50,7 @@ class InsideStage:
         self._futures: list[tuple[int, str, Future[tuple[InsideOutcome, tuple[str, ...]]]]] = []
         self._done: list[tuple[int, str, InsideOutcome, tuple[str, ...]]] = []
         self._follower: ThreadPoolExecutor | None = None
+        self._growing: _Growing | None = None   # the archive being written
         self._stop = threading.Event()    # the split ended: a follower waits no longer
 
     def following(self, stream: BinaryIO, position: int, path: str, size: int,
@@ -60,10 +61,18 @@ class InsideStage:
             return stream
         if self._follower is None:
             self._follower = ThreadPoolExecutor(1, thread_name_prefix="cudasplit-inside")
-        growing = _Growing(size, self._stop)
+        growing = self._growing = _Growing(size, self._stop)
         future = self._follower.submit(_read_growing, local, growing)
         self._futures.append((position, path, future))
         return cast(BinaryIO, _Watched(stream, growing))
+
+    def written(self) -> None:
+        """The sink returned from writing the member :meth:`following` watched: its file is
+        complete (also when the sink never read the stream to its end)."""
+        if self._growing is not None:
+            self._growing.opened.set()
+            self._growing.ended.set()
+            self._growing = None
 
     def close(self) -> None:
         """Stop a follower still waiting for bytes (the split failed or ended)."""

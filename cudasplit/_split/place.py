@@ -74,6 +74,9 @@ class Placer:
             stream = inside.following(stream, position, member.path, member.size,
                                       lambda: sink.staged_path(output, dest))
         local, said = self._write(member, stream, output, dest, classified)
+        if followed:
+            assert inside is not None
+            inside.written()
         placed = Placed(output, dest, kind)
         self.placements.remember(member.path, placed)
         if classified.decision.rule_obj is not None:  # link_in, every_output (profiles)

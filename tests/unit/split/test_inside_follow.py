@@ -84,3 +84,28 @@ def test_a_failed_write_leaves_no_reader_waiting(tarball: Path, tmp_path: Path) 
     with pytest.raises(OutputError, match="No space left"):
         split(tarball, sink, SplitOptions(patch=False))
     assert _threads() == []  # the follower stopped instead of waiting for the rest
+
+
+class _IgnoringSink(DirectorySink):
+    """Writes its own bytes for a static archive and never reads the member's stream."""
+
+    def write_file(self, output: str, dest: str, stream: BinaryIO, mode: int) -> None:
+        if not dest.endswith(".a"):
+            super().write_file(output, dest, stream, mode)
+            return
+        path = self.staged_path(output, dest)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"!<arch>\n")
+
+
+def test_a_sink_that_never_reads_the_stream_does_not_stall_the_split(tarball: Path,
+                                                                      tmp_path: Path) -> None:
+    sink = _IgnoringSink({name: tmp_path / "o" / name for name in OUTPUT_NAMES})
+    done: list[object] = []
+    worker = threading.Thread(target=lambda: done.append(split(tarball, sink,
+                                                               SplitOptions(patch=False))),
+                              daemon=True)
+    worker.start()
+    worker.join(60)
+    assert not worker.is_alive() and done, "the split waited for a stream nobody read"
+    assert _threads() == []
