@@ -1,6 +1,7 @@
 """The run's own small core, below every part that runs: jobs and cores, progress, argument
 checks, the defaults and accepted words the options show (driver link, bomb guards,
-patchers), and faces that load on first use.
+patchers), moving a member's bytes into a file (in the kernel where the stream can), and
+faces that load on first use.
 
 It imports nothing of the package but the core (``errors``), so the CLI's help, the option
 checks and every layer above (sources, ELF patching, splits, release tools, batches) use one
@@ -28,6 +29,7 @@ from cudasplit._run.progress import (
     Tally,
     metered,
 )
+from cudasplit._run.transfer import copy_into, transfer, write_all
 
 __all__ = [
     "DEFAULT_DRIVER_LINK",
@@ -49,7 +51,10 @@ __all__ = [
     "check_path",
     "check_sink",
     "check_source",
+    "copy_into",
     "lazy_face",
     "metered",
     "resolve_jobs",
+    "transfer",
+    "write_all",
 ]

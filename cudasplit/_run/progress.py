@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from threading import Lock
 from typing import Any, BinaryIO, cast
 
+from cudasplit._run.transfer import transfer
+
 __all__ = ["STEP", "ByteGrid", "ItemMeter", "MeteredStream", "Progress", "ProgressCallback",
            "Tally", "metered"]
 
@@ -104,6 +106,13 @@ class MeteredStream:
         count = self._stream.readinto(buffer)  # type: ignore[attr-defined]
         self._grid.add(count or 0)
         return int(count or 0)
+
+    def transfer_to(self, fd: int, size: int) -> int:
+        """As ``read``, the bytes moved into ``fd`` (in the kernel where the wrapped stream
+        can: :func:`~cudasplit._run.transfer.transfer`) and counted."""
+        moved = transfer(self._stream, fd, size)
+        self._grid.add(moved)
+        return moved
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)

@@ -11,10 +11,11 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from cudasplit._model import Member, MemberType, PackageId
 from cudasplit._source.base import HEAD_SIZE
+from cudasplit._source.codecs import FdReader
 from cudasplit._source.limits import Guard, Limits
 from cudasplit._source.names import MAX_PATH_BYTES, check_text, normalise_member_path, short_name
 from cudasplit._source.topdir import parse_top_dir
@@ -98,9 +99,12 @@ class DirectorySource:
                 return
             inodes[key] = rel
             with self._open(full, rel) as fh:
-                head = fh.read(HEAD_SIZE)
-                fh.seek(0)
-                yield Member(rel, MemberType.FILE, mode, st.st_size, None, mtime, head), fh
+                head = os.pread(fh.fileno(), HEAD_SIZE, 0)
+                # Read from its descriptor: the bytes move into their output file with
+                # copy_file_range, never through Python objects.
+                stream = FdReader(fh.fileno(), self.description, is_pipe=False)
+                yield (Member(rel, MemberType.FILE, mode, st.st_size, None, mtime, head),
+                       cast(BinaryIO, stream))
         else:
             raise UnsafeMemberError("device node, FIFO or other special file",
                                     source=self.description, member=rel)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import BinaryIO, cast
 
 from cudasplit._model import Member, MemberType, PackageId
-from cudasplit._run import ByteGrid
+from cudasplit._run import ByteGrid, transfer, write_all
 from cudasplit._source.base import HEAD_SIZE
 from cudasplit._source.codecs import CHUNK, open_decompressed
 from cudasplit._source.limits import Guard, Limits, deliverable
@@ -65,6 +65,8 @@ class TarSource:
         self._decoding: contextlib.ExitStack | None = None
         self._stream: BinaryIO | None = None
         self._on_bytes: Callable[[int], None] | None = None
+        # Called once the decoder has delivered its last byte (a batch hands its cores on).
+        self.on_decoded: Callable[[], None] | None = None
 
     @property
     def package(self) -> PackageId:
@@ -120,6 +122,8 @@ class TarSource:
                 reader = TarReader(stream, self._charge_extended)
                 yield from self._iterate(reader)
                 self.warnings += after_end(stream, self._guard, self._located)
+                if self.on_decoded is not None:
+                    self.on_decoded()
         finally:
             if self._decoding is decoding:  # done or abandoned: a later members() starts anew
                 self._decoding = self._stream = None
@@ -254,6 +258,18 @@ class _Guarded:
         """As ``read``, at most ``n`` bytes and without a copy where possible."""
         return self._guard(self._raw.read1, n)  # type: ignore[attr-defined]
 
+    def transfer_to(self, fd: int, n: int) -> int:
+        """As ``read1``, the bytes moved into ``fd``. An ``OSError`` is the writer's (a full
+        disk): it passes untranslated, for the sink to name its file."""
+        try:
+            return transfer(self._raw, fd, n)
+        except CorruptArchiveError as exc:
+            raise _in_member(exc, self._source.description, self._name) from exc
+        except (TarFormatError, EOFError, ValueError) as exc:
+            raise CorruptArchiveError(f"truncated member data ({exc})",
+                                      source=self._source.description,
+                                      member=short_name(self._name)) from exc
+
     def _guard(self, read: Callable[[int], bytes | memoryview], n: int) -> bytes | memoryview:
         try:
             return read(n)
@@ -348,3 +364,13 @@ class _Replay:
         data = self.read(len(buffer))
         buffer[: len(data)] = data
         return len(data)
+
+    def transfer_to(self, fd: int, n: int) -> int:
+        """The peeked head written first, then the raw stream's bytes moved (in the kernel
+        where it can)."""
+        if self._head:
+            head = self._head[:n]
+            self._head = self._head[len(head):]
+            write_all(fd, head)
+            return len(head)
+        return transfer(self._raw, fd, n)

@@ -24,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from cudasplit._run import transfer
+
 __all__ = [
     "BLOCK",
     "DIRECTORY",
@@ -105,6 +107,15 @@ class TarReader:
         self._unread -= len(data)
         return data
 
+    def transfer_member_data(self, fd: int, n: int) -> int:
+        """Move at most ``n`` (> 0) bytes of the current member's data into ``fd`` (in the
+        kernel where the stream can: :func:`~cudasplit._run.transfer`); never 0."""
+        moved = transfer(self._stream, fd, n)
+        if not moved:
+            raise TarFormatError("unexpected end of data")
+        self._unread -= moved
+        return moved
+
     # -- blocks ------------------------------------------------------------------------------
 
     def _read_block(self) -> bytes | None:
@@ -133,6 +144,11 @@ class TarReader:
         return b"".join(parts)
 
     def _skip(self, n: int) -> None:
+        skip = getattr(type(self._stream), "skip", None)
+        if skip is not None and n > 0:  # dropped in the kernel, or the file offset moved
+            if skip(self._stream, n) < n:
+                raise TarFormatError("unexpected end of data")
+            return
         while n > 0:
             chunk = self._stream.read(min(n, SKIP_CHUNK))
             if not chunk:
@@ -200,6 +216,16 @@ class MemberData:
         data = self._reader.read_member_data1(n)
         self._left -= len(data)
         return data
+
+    def transfer_to(self, fd: int, n: int) -> int:
+        """Up to ``n`` bytes moved into ``fd`` (in the kernel where the stream can); 0 once
+        the member's data is all moved."""
+        n = min(n, self._left)
+        if n <= 0:
+            return 0
+        moved = self._reader.transfer_member_data(fd, n)
+        self._left -= moved
+        return moved
 
 
 def _cap(typeflag: bytes, size: int, ext: Extended, global_bytes: int) -> None:

@@ -17,6 +17,7 @@ from typing import BinaryIO
 from cudasplit._argcheck import checked
 from cudasplit._layout import Layout, LayoutSpec
 from cudasplit._model import PackageId
+from cudasplit._run import copy_into
 from cudasplit.errors import OutputError
 from cudasplit.sinks._base import safe_join
 from cudasplit.sinks._placement import PlacementGuard, check_roots, translate
@@ -30,9 +31,8 @@ from cudasplit.sinks._staging import (
     sync_tree,
 )
 
-__all__ = ["COPY_CHUNK", "MODE_MASK", "DirectorySink"]
+__all__ = ["MODE_MASK", "DirectorySink"]
 
-COPY_CHUNK = 1 << 20
 # Modes are normalised: setuid/setgid/sticky never survive (cudasplit may run as root on
 # archives from the internet), and group/other write bits are dropped like Nix does.
 MODE_MASK = 0o755
@@ -41,16 +41,13 @@ MODE_MASK = 0o755
 def write_stream(fd: int, stream: BinaryIO) -> None:
     """Copy ``stream`` to the file ``fd`` to its end.
 
-    Through ``read1`` where the stream has it: a member's data then goes from the decoder's
-    chunks to ``write`` with no copy in between (a view of each chunk), and unbuffered
-    writes add none either. The one thread that feeds every write is what bounds a split
-    on many cores, so each copy it skips is time.
+    A member's bytes go from the decoder's pipe (or a plain tar, or a file of a directory)
+    into the file inside the kernel where the stream can (``splice``, ``copy_file_range``:
+    :func:`~cudasplit._run.copy_into`), else from the decoder's chunks to ``write`` with no
+    copy in between (``read1``: a view of each chunk). The one thread that feeds every write
+    is what bounds a split on many cores, so each byte it does not touch is time.
     """
-    read = getattr(stream, "read1", None) or stream.read
-    while data := read(COPY_CHUNK):
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+    copy_into(fd, stream)
 
 
 class DirectorySink:

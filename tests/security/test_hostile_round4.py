@@ -360,9 +360,9 @@ def test_external_xz_gets_a_memory_limit(tmp_path: Path, monkeypatch: pytest.Mon
     seen: list[list[str]] = []
     real = codecs.ExternalDecompressor
 
-    def spy(argv: list[str], source: str) -> Any:
+    def spy(argv: list[str], path: str, source: str) -> Any:
         seen.append(argv)
-        return real(argv, source)
+        return real(argv, path, source)
 
     monkeypatch.setattr(codecs, "ExternalDecompressor", spy)
     for limit, deliverable in ((None, None), (64 << 20, None), (None, 80 << 20),

@@ -12,9 +12,10 @@
 * ``.zst``: ``zstandard`` decompression objects, frame by frame (the streaming reader of
   ``zstandard`` silently accepts truncated input, so it is not used).
 * ``.gz``: the stdlib ``gzip`` reader; ``.bz2``: ``bz2`` decompressors, stream by stream.
-* ``external=True`` (or the measured default: xz from ``EXTERNAL_XZ_FROM_JOBS`` = 8 jobs
-  without a ``memory_limit``) pipes the file through the system ``xz``/``zstd`` binary
-  instead.
+* Which decoder runs, the system binary (``xz -dc -TN``, ``zstd -dc``, its output a pipe that
+  :class:`.fdreader.FdReader` reads and ``splice`` empties into files) or the library on
+  threads of this process, is decided in one place, :mod:`.choice`, by measurement. A plain
+  tar is read from the file itself (members move with ``copy_file_range``).
 
 Memory (the parallel xz decoder, ``threads.BlockPipeline``): every block that a
 thread starts reserves its whole decoded size from the budget, so each thread decodes its
@@ -54,6 +55,7 @@ from pathlib import Path
 from typing import IO, BinaryIO, cast
 
 from cudasplit._run import resolve_jobs
+from cudasplit._source.codecs.choice import Decoder, choose_decoder
 from cudasplit._source.codecs.chunks import CHUNK, ChunkReader
 from cudasplit._source.codecs.detect import Codec, detect_codec
 from cudasplit._source.codecs.external import (
@@ -61,8 +63,9 @@ from cudasplit._source.codecs.external import (
     external_command,
     xz_decodes_in_parallel,
 )
+from cudasplit._source.codecs.fdreader import FdReader
 from cudasplit._source.codecs.memory import LIBLZMA_OVERHEAD, dictionary_size, threads_within
-from cudasplit._source.codecs.stdlib import bz2_chunks, gzip_chunks, plain_chunks
+from cudasplit._source.codecs.stdlib import bz2_chunks, gzip_chunks
 from cudasplit._source.codecs.threads import BlockPipeline, PipelineStats
 from cudasplit._source.codecs.xz import (
     XzStream,
@@ -81,7 +84,10 @@ __all__ = [
     "BlockPipeline",
     "ChunkReader",
     "Codec",
+    "Decoder",
+    "FdReader",
     "PipelineStats",
+    "choose_decoder",
     "decode_threads",
     "default_decode_budget",
     "detect_codec",
@@ -89,6 +95,7 @@ __all__ = [
     "open_decompressed",
     "read_xz_layout",
     "threads_within",
+    "xz_decodes_in_parallel",
 ]
 
 log = logging.getLogger(__name__)
@@ -99,18 +106,6 @@ DEFAULT_READ_AHEAD = 64 << 20
 # Bounds of the default decode budget (a given memory_limit is used as is, >= 1 MiB).
 MIN_BUDGET = 64 << 20
 MAX_DEFAULT_BUDGET = 4 << 30
-
-# Measured (benchmarks/README.md §12, bench_scaling.py): single-block xz and zstd decode as fast
-# in-process as through the binaries, and in-process is what a memory cap can bound. Multi-block
-# xz on many cores is not: on the 16-core H100 host, a split of 839 MB of libcublas blocks took
-# 1.22x / 1.25x `tar -I 'xz -TN' -xf` at N = 8 / 16 in-process, where liblzma's 1 MiB calls
-# from N Python threads contend for the interpreter, and 1.06-1.12x / 1.11x through `xz -TN`.
-# So from EXTERNAL_XZ_FROM_JOBS decoder threads, xz goes through the binary unless a
-# memory_limit asks for the in-process decoder's budget (xz's own memory is ~70 MB a thread),
-# or the xz on PATH is older than 5.4 (it would decode on one thread).
-_EXTERNAL_BY_DEFAULT: dict[Codec, bool] = {Codec.XZ: False, Codec.ZSTD: False}
-EXTERNAL_XZ_FROM_JOBS = 8
-
 
 def _normalise_jobs(jobs: int) -> int:
     """``jobs < 1``: every CPU the process may use (the run core's one rule)."""
@@ -147,16 +142,6 @@ def decode_threads(path: Path) -> int:
     except (OSError, SourceError):  # CorruptArchiveError is a SourceError
         return 1
     return max(1, sum(len(s.blocks) for s in streams))
-
-
-def _use_external(codec: Codec, external: bool | None, jobs: int,
-                  memory_limit: int | None) -> bool:
-    if external is not None:
-        return external
-    if (codec is Codec.XZ and jobs >= EXTERNAL_XZ_FROM_JOBS and memory_limit is None
-            and xz_decodes_in_parallel()):
-        return True
-    return _EXTERNAL_BY_DEFAULT.get(codec, False)
 
 
 def _threaded_reader(tasks: Sequence[Callable[[], Iterator[bytes]]], source: str, jobs: int,
@@ -224,47 +209,60 @@ def _in_process_reader(fh: IO[bytes], codec: Codec, source: str, jobs: int,
         chunks = functools.partial(gzip_chunks, fh)
     elif codec is Codec.BZIP2:
         chunks = functools.partial(bz2_chunks, fh, source)
-    elif codec is Codec.ZSTD:
-        chunks = functools.partial(zstd_chunks, fh, source)
     else:
-        chunks = functools.partial(plain_chunks, fh)
+        chunks = functools.partial(zstd_chunks, fh, source)
     if threaded:
         window = DEFAULT_READ_AHEAD if memory_limit is None else memory_limit
         return _threaded_reader([chunks], source, 1, window)
     return ChunkReader(chunks(), source)
 
 
-def _external_reader(fh: IO[bytes], codec: Codec, path: Path, source: str,
-                     jobs: int, memory_limit: int | None = None,
-                     deliverable: int | None = None) -> ChunkReader | None:
-    # Same up-front structure check as in-process, so that trailing garbage and truncation
-    # are reported identically (the binaries would also catch them, later). Null bytes after
-    # the data are accepted for every codec; the binaries refuse some (zstd any, xz those not
-    # a multiple of four): such files are decoded in-process.
+def _external_reader(fh: IO[bytes], codec: Codec, path: Path, source: str, jobs: int,
+                     streams: Sequence[XzStream], memory_limit: int | None = None,
+                     deliverable: int | None = None) -> FdReader | None:
+    """The binary's pipe, or None where it cannot take this file (then: in-process).
+
+    The structure was checked up front as in-process (so that trailing garbage and
+    truncation are reported identically; the binaries would also catch them, later). Null
+    bytes after the data are accepted for every codec; the binaries refuse some (zstd any,
+    xz those not a multiple of four): such files are decoded in-process."""
     fd = fh.fileno()
     size = os.fstat(fd).st_size
     memlimit = None
     if codec is Codec.XZ:
-        streams = read_xz_layout(fd, size, source=source)
         if (size - streams[-1].end) % 4:
             return None
         # xz's memory is bounded: the limit, else what its threads need, within a quarter of
         # the RAM and what the bomb guards let the archive deliver (a 1.2 MB archive of
-        # 256 MiB blocks drove `xz -T8` to 1.9 GB without a limit).
-        memlimit = memory_limit or _capped(_xz_threads_need(fd, streams, jobs), deliverable)
-    argv = external_command(codec, path, jobs, memlimit)
+        # 256 MiB blocks drove `xz -T8` to 1.9 GB without a limit), never below what one
+        # thread needs (xz would refuse the file; the in-process decoder would not).
+        memlimit = memory_limit or max(_one_thread_needs(fd, streams), _capped(
+            _xz_threads_need(fd, streams, jobs), deliverable))
+    argv = external_command(codec, jobs, memlimit)
     if argv is None:
         return None
-    elif codec is Codec.ZSTD:
-        frames = zstd_frames(fh, source)
-        if not frames or sum(frames[-1]) != size:
-            return None
     try:
-        proc = ExternalDecompressor(argv, source)
+        proc = ExternalDecompressor(argv, str(path), source)
     except OSError as exc:
         log.warning("%s: cannot run %s (%s); decompressing in-process", source, argv[0], exc)
         return None
-    return ChunkReader(proc.chunks(), source, on_close=proc.close)
+    if codec is Codec.ZSTD:
+        # The frame walk reads every block header of the file (0.1 s for 400 MB on the
+        # 2-core VM): the child decodes meanwhile instead of waiting for it.
+        try:
+            frames = zstd_frames(fh, source)
+        except BaseException:
+            proc.close()
+            raise
+        if not frames or sum(frames[-1]) != size:
+            proc.close()
+            return None
+    return FdReader(proc.fd, source, is_pipe=True, on_end=proc.check, on_close=proc.close)
+
+
+def _one_thread_needs(fd: int, streams: Sequence[XzStream]) -> int:
+    """What ``xz`` needs to decode on one thread: the dictionary and liblzma's buffers."""
+    return dictionary_size(fd, [b for s in streams for b in s.blocks]) + LIBLZMA_OVERHEAD
 
 
 @contextlib.contextmanager
@@ -284,8 +282,7 @@ def open_decompressed(
     ``< 1`` means every CPU the process may use (:func:`cudasplit._run.resolve_jobs`).
     ``external``: True pipes through the system ``xz``/``zstd``
     (falling back to in-process when the binary is absent), False never does, None picks
-    what measured fastest: ``xz -TN`` for xz from ``EXTERNAL_XZ_FROM_JOBS`` jobs when no
-    ``memory_limit`` is given and the decoding is in the background, in-process otherwise.
+    what measured fastest (:func:`.choice.choose_decoder`, one table).
     ``memory_limit``: bytes of decoded output the threaded decoder may hold at once (the
     budget of the module docstring; None: ``default_decode_budget``); ``read_ahead`` is its
     older name.  ``background``: decode in worker threads (a
@@ -308,13 +305,27 @@ def open_decompressed(
         except OSError as exc:
             raise SourceError(f"cannot read ({exc.strerror})", source=source) from exc
         fh.seek(0)
-        reader = None
-        if background is False and external is None:
-            external = False  # decoding in the caller's thread: never a subprocess by default
-        if codec is not Codec.NONE and _use_external(codec, external, jobs, memory_limit):
-            reader = _external_reader(fh, codec, path, source, jobs, memory_limit, deliverable)
+        reader: BinaryIO | None = None
+        fd = fh.fileno()
+        streams: Sequence[XzStream] = ()
+        if codec is Codec.XZ:  # the structure first, whichever decoder runs
+            streams = read_xz_layout(fd, os.fstat(fd).st_size, source=source)
+        decoder = choose_decoder(
+            codec, jobs=jobs, blocks=sum(len(s.blocks) for s in streams), external=external,
+            background=background, memory_limit=memory_limit,
+            one_thread_needs=_one_thread_needs(fd, streams) if streams else 0)
+        if decoder is Decoder.FILE:
+            os.lseek(fd, 0, os.SEEK_SET)  # the buffered read above moved it past its 512 bytes
+            reader = cast(BinaryIO, FdReader(fd, source, is_pipe=False))
+        elif decoder is Decoder.BINARY:
+            reader = cast(BinaryIO | None, _external_reader(
+                fh, codec, path, source, jobs, streams, memory_limit, deliverable))
         if reader is None:
-            reader = _in_process_reader(fh, codec, source, jobs, memory_limit, background,
-                                        deliverable)
+            fh.seek(0)
+            reader = cast(BinaryIO, _in_process_reader(
+                fh, codec, source, jobs, memory_limit, background, deliverable))
+        log.debug("%s: %s, decoded by %s", source, codec.value,
+                  "the file itself" if isinstance(reader, FdReader) and decoder is Decoder.FILE
+                  else "the binary" if isinstance(reader, FdReader) else "this process")
         with reader:
-            yield cast(BinaryIO, reader)
+            yield reader

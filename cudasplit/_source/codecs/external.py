@@ -12,7 +12,6 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 from cudasplit._source.codecs.chunks import CHUNK
 from cudasplit._source.codecs.detect import Codec
@@ -23,17 +22,16 @@ __all__ = ["ExternalDecompressor", "external_command", "xz_decodes_in_parallel"]
 log = logging.getLogger(__name__)
 
 
-def external_command(codec: Codec, path: Path, jobs: int,
-                     memlimit: int | None = None) -> list[str] | None:
-    """The system command line that decompresses ``path`` to stdout, if the binary exists.
-    ``memlimit``: xz's ``--memlimit-decompress`` (threads and buffers together: fewer
-    threads where more would not fit, an error where one would not)."""
+def external_command(codec: Codec, jobs: int, memlimit: int | None = None) -> list[str] | None:
+    """The system command line that decompresses its standard input to stdout, if the binary
+    exists. ``memlimit``: xz's ``--memlimit-decompress`` (threads and buffers together: fewer
+    threads where more would not fit)."""
     if codec is Codec.XZ and (exe := shutil.which("xz")):
         limit = [] if memlimit is None else [f"--memlimit-decompress={memlimit}"]
-        return [exe, "-dc", f"-T{jobs}", *limit, "--", str(path)]
+        return [exe, "-dc", f"-T{jobs}", *limit]
     if codec is Codec.ZSTD and (exe := shutil.which("zstd")):
         # -T0, as tar -I 'zstd -T0' runs it (zstd 1.5 decodes a frame on one thread anyway).
-        return [exe, "-dcq", "-T0", "--", str(path)]
+        return [exe, "-dcq", "-T0"]
     return None
 
 
@@ -58,24 +56,41 @@ def xz_decodes_in_parallel() -> bool:
 
 
 class ExternalDecompressor:
-    """A decompressor process whose stdout we read; killed and reaped on close."""
+    """A decompressor process reading ``path`` on its standard input (a descriptor of its
+    own: the parent's file offsets are untouched, and ``/proc/self/fd/N`` paths work) and
+    writing into a pipe; killed and reaped on close.
 
-    def __init__(self, argv: list[str], source: str) -> None:
+    The pipe is read through :attr:`fd` (an :class:`~.fdreader.FdReader`: member bytes move
+    into their files by ``splice``) or :meth:`chunks`; :meth:`check` is called once the pipe
+    says end of file and raises for a failed decoder."""
+
+    def __init__(self, argv: list[str], path: str, source: str) -> None:
         self._source = source
         # stderr goes to a file, not a pipe: nothing to drain, so no deadlock either way.
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
-        self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                      stderr=self._stderr)
+        archive = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            self._proc = subprocess.Popen(argv, stdin=archive, stdout=subprocess.PIPE,
+                                          stderr=self._stderr)
+        except BaseException:
+            self._stderr.close()
+            raise
+        finally:
+            os.close(archive)
         assert self._proc.stdout is not None
         self._out = self._proc.stdout
+        self.fd = self._out.fileno()
         with contextlib.suppress(OSError):  # a bigger pipe means fewer context switches
-            fcntl.fcntl(self._out.fileno(), fcntl.F_SETPIPE_SZ, CHUNK)
-        log.debug("started %s (pid %d)", argv, self._proc.pid)
+            fcntl.fcntl(self.fd, fcntl.F_SETPIPE_SZ, CHUNK)
+        log.debug("started %s on %s (pid %d)", argv, path, self._proc.pid)
 
     def chunks(self) -> Iterator[bytes]:
-        fd = self._out.fileno()
-        while chunk := os.read(fd, CHUNK):
+        while chunk := os.read(self.fd, CHUNK):
             yield chunk
+        self.check()
+
+    def check(self) -> None:
+        """After the end of its output: the decoder's exit status and stderr, or an error."""
         rc = self._proc.wait()
         self._stderr.seek(0)
         message = self._stderr.read().decode(errors="replace").strip()

@@ -1,4 +1,4 @@
-"""The standard library's codecs (gzip, bzip2) and plain tar, as iterators of chunks."""
+"""The standard library's codecs (gzip, bzip2), as iterators of chunks."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import IO
 from cudasplit._source.codecs.chunks import CHUNK, chain_pieces, drive
 from cudasplit.errors import CorruptArchiveError
 
-__all__ = ["bz2_chunks", "gzip_chunks", "plain_chunks"]
+__all__ = ["bz2_chunks", "gzip_chunks"]
 
 
 def bz2_chunks(fh: IO[bytes], source: str) -> Iterator[bytes]:
@@ -46,7 +46,3 @@ def gzip_chunks(fh: IO[bytes]) -> Iterator[bytes]:
     # BadGzipFile for trailing garbage, EOFError for truncation.
     with gzip.GzipFile(fileobj=fh, mode="rb") as gz:
         yield from iter(lambda: gz.read(CHUNK), b"")
-
-
-def plain_chunks(fh: IO[bytes]) -> Iterator[bytes]:
-    return iter(lambda: fh.read(CHUNK), b"")

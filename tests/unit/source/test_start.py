@@ -19,7 +19,23 @@ ENTRIES = [("file", "lib/libdemo.so.1", b"x" * 5000), ("file", "include/demo.h",
 
 
 def _decoder_threads() -> int:
-    return sum(1 for t in threading.enumerate() if t is not threading.main_thread())
+    """Decoder threads of this process, and decoder children (``zstd``, ``xz``) it started."""
+    threads = sum(1 for t in threading.enumerate() if t is not threading.main_thread())
+    return threads + len(_children())
+
+
+def _children() -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if int(fields[1]) == os.getpid() and fields[0] != "Z":
+                found.append(int(entry))
+    return found
 
 
 @pytest.mark.parametrize("codec", ["xz", "zst", "gz"])
