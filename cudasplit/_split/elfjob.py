@@ -62,13 +62,16 @@ class Patched:
         return self.plan is not None and self.error is None
 
 
-def read_elf(path: Path) -> ElfRead:
-    """Facts of a written file; an unreadable one says why in ``error``."""
+def read_elf(path: Path, *, dlopen: tuple[DlopenTarget, ...] | None = None) -> ElfRead:
+    """Facts of a written file; an unreadable one says why in ``error``. ``dlopen``: its
+    dlopen names, found already (by the reading process); else scanned here."""
     try:
         info = read_elf_info(path)
     except ElfError as exc:
         return ElfRead(error=str(exc))
-    return ElfRead(info, scan_quietly(path, info) if info is not None else ())
+    if dlopen is None:
+        dlopen = scan_quietly(path, info) if info is not None else ()
+    return ElfRead(info, dlopen)
 
 
 def scan_quietly(path: str | Path, info: ElfInfo) -> tuple[DlopenTarget, ...]:

@@ -36,6 +36,7 @@ from cudasplit._rulebook import PackageSettings
 from cudasplit._source import member_parent
 from cudasplit._split.elfcontext import PatchSettings, final_context, known_layout, static_context
 from cudasplit._split.elfjob import ElfJob, ElfRead, Patched, elf_outcome, read_elf, scan_quietly
+from cudasplit._split.inside import BackgroundReads
 from cudasplit._split.reportwriter import ElfOutcome
 from cudasplit.errors import ElfError, PatchError
 
@@ -62,7 +63,8 @@ class PatchStage:
     def __init__(self, settings: PatchSettings, package: PackageSettings,
                  final_root: Callable[[str], str], has_stubs_output: bool,
                  early_pool: ThreadPoolExecutor | None,
-                 backend: ElfBackend | None = None) -> None:
+                 backend: ElfBackend | None = None,
+                 background: BackgroundReads | None = None) -> None:
         self.settings = settings
         self.jobs: list[ElfJob] = []
         # Frozen here, before any ELF member is planned: every plan sees the same roots.
@@ -73,6 +75,9 @@ class PatchStage:
         self._early: dict[int, Patched] = {}                    # early patches applied
         self._spooled: dict[str, ElfRead] = {}                  # dry run: path -> facts
         self._backend = backend or FailFastBackend(settings.patcher)
+        # Large files are read (dlopen names) by the reading process: a file is patched only
+        # once that read is done, so no read sees half an edit.
+        self._background = background
         self._static, self.warnings = static_context(settings, package, self.layout,
                                                      has_stubs_output)
 
@@ -157,7 +162,7 @@ class PatchStage:
         """Worker thread: apply the plan if it is already final (see the module docstring)."""
         if (job.rule is not None and job.rule.patch is False) or job.local is None:
             return None
-        read = read_elf(job.local)
+        read = self._read(job, job.local)
         if read.error is not None:
             return None  # reported by the final pass
         plan = plan_elf(_facts(job, read), replace(
@@ -173,7 +178,7 @@ class PatchStage:
         if not self.jobs:
             return PatchOutcome()
         if not self.settings.enabled:
-            return _read_only(self.jobs, writing=self.settings.writing)
+            return _read_only(self.jobs, self._read, writing=self.settings.writing)
         context = final_context(self._static, self.layout, placed)
         if self.settings.writing:
             with ThreadPoolExecutor(max_workers=self.settings.jobs) as pool:
@@ -201,7 +206,7 @@ class PatchStage:
         early = self._early.get(job.position)
         read = early.read if early is not None else job.read
         if read is None and job.local is not None:
-            read = read_elf(job.local)
+            read = self._read(job, job.local)
             if read.error is not None:
                 return Patched(read, error=read.error)
         read = read or ElfRead()
@@ -212,6 +217,14 @@ class PatchStage:
         if plan.skip is None:
             return self._apply(job, read, plan)
         return Patched(read, plan, *((early.result, early.error) if early else (None, None)))
+
+    def _read(self, job: ElfJob, local: Path) -> ElfRead:
+        """The facts of a written file: its header facts read here, its dlopen names from
+        the reading process where it read the file (waiting for it: the edit comes after)."""
+        found = None if self._background is None else self._background.result(job.position)
+        if found is None or found.error is not None:
+            return read_elf(local)
+        return read_elf(local, dlopen=found.dlopen)
 
     def _apply(self, job: ElfJob, read: ElfRead, plan: ElfPlan) -> Patched:
         assert job.local is not None
@@ -230,11 +243,12 @@ def _unresolved(jobs: list[ElfJob], done: list[Patched], settings: PatchSettings
     return missing, settings.policy.fail_unresolved or settings.strict
 
 
-def _read_only(jobs: list[ElfJob], *, writing: bool) -> PatchOutcome:
+def _read_only(jobs: list[ElfJob], read_of: Callable[[ElfJob, Path], ElfRead], *,
+               writing: bool) -> PatchOutcome:
     """``--no-patch``: each file's facts are reported, nothing is planned."""
     outcomes, warnings = [], []
     for job in jobs:
-        read = read_elf(job.local) if job.local is not None else ElfRead()
+        read = read_of(job, job.local) if job.local is not None else ElfRead()
         if read.error is not None:
             warnings.append(Problem("elf-unreadable", job.path, read.error))
             read = ElfRead()

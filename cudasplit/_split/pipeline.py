@@ -32,7 +32,7 @@ from cudasplit._split.classify import (
     member_kind,
 )
 from cudasplit._split.endrun import EndOfRun, RunState
-from cudasplit._split.inside import InsideStage
+from cudasplit._split.inside import BackgroundReads, InsideStage
 from cudasplit._split.libmajor import LibMajor
 from cudasplit._split.linkresolve import escapes
 from cudasplit._split.links import LinkPlanner
@@ -78,6 +78,7 @@ class SplitRun:
         self.lib_major = LibMajor()  # D9, set up with the rules (libmajor.py)
         self.patches: PatchStage | None = None  # created with the rules (first member)
         self.inside: InsideStage | None = None  # GPU code, glibc floors (options.inside)
+        self.background: BackgroundReads | None = None  # large files, read by another process
         self.members_seen = 0
         self.bytes_seen = 0   # what progress said last: never moves backwards
         self._member_bytes = 0  # the sizes of the members taken so far
@@ -113,14 +114,16 @@ class SplitRun:
                 self._collect_inside()
             end.settle()
         except BaseException as exc:
-            if self.inside is not None:
-                self.inside.close()   # a follower waiting for bytes that will not come
+            if self.background is not None:
+                self.background.close()   # a read waiting for bytes that will not come
             named = _patch_error(exc, self.source.description, self.sink, self.patches)
             if self.sink is not None:
                 self.sink.abort()
             if named is not None:
                 raise named from exc
             raise
+        if self.background is not None:
+            self.background.close()   # every read was collected by the stages above
         end.complete(self.members_seen, max(self.bytes_seen, self._member_bytes))
         return self.writer.assemble()
 
@@ -174,17 +177,20 @@ class SplitRun:
             self.options.runpath.driver_lib_dir(), plan.normalise.dest)
         if self.sink is not None:
             self.sink.start(ident, plan.layout)
+        # Large written files are read by a process of its own (inside.py); a dry run spools.
+        self.background = BackgroundReads(self.options.inside) if self.sink is not None else None
         self.patches = patches = PatchStage(
             patch_settings(self.options, writing=self.sink is not None,
                            package_version=ident.version),
             ruleset.package, plan.layout.root,
-            has_stubs_output=plan.allowed is None or "stubs" in plan.allowed, early_pool=pool)
+            has_stubs_output=plan.allowed is None or "stubs" in plan.allowed, early_pool=pool,
+            background=self.background)
         self.writer.warnings(patches.warnings)
-        self.inside = InsideStage(pool if self.sink is not None else None, self._read_inside()) \
-            if self.options.inside else None
+        self.inside = InsideStage(pool if self.sink is not None else None, self._read_inside(),
+                                  self.background) if self.options.inside else None
         self.placer = Placer(self.sink, self.placements, self.links, rewrites, patches,
                              plan.layout, self.source.description, self._spool_elf(),
-                             self.inside)
+                             self.inside, self.background)
         if self.sink is not None and plan.declared is not None:
             base = ruleset.profile.base_output
             for name in dict.fromkeys((*([base] if base else []), *plan.declared)):

@@ -19,7 +19,7 @@ from cudasplit._model import Member
 from cudasplit._report import Problem
 from cudasplit._source import member_parent
 from cudasplit._split.classify import Classified
-from cudasplit._split.inside import InsideStage, reads_inside
+from cudasplit._split.inside import BackgroundReads, InsideStage, reads_inside
 from cudasplit._split.links import HardlinkOp, LinkPlanner, place_hardlinks_to
 from cudasplit._split.patchstage import ElfJob, PatchStage
 from cudasplit._split.placements import Placed, Placements
@@ -51,6 +51,7 @@ class Placer:
     description: str                  # the source, for error messages
     spool_elf: Callable[[MemberFacts], bool] | None  # dry run: which ELF members to plan
     inside: InsideStage | None = None  # reads GPU code and glibc floors (SplitOptions.inside)
+    background: BackgroundReads | None = None  # reads large files in a process of its own
 
     def place(self, member: Member, stream: BinaryIO, classified: Classified,
               position: int) -> PlaceOutcome:
@@ -67,16 +68,16 @@ class Placer:
         inside = self.inside if reads_inside(kind.value) else None
         if inside is not None and inside.wanted is not None and not inside.wanted(facts):
             inside = None
-        followed = inside is not None and kind.value == "static" and self.sink is not None
-        if followed:
-            assert inside is not None and self.sink is not None
-            sink = self.sink
-            stream = inside.following(stream, position, member.path, member.size,
-                                      lambda: sink.staged_path(output, dest))
+        duplicate = self._duplicate(member.path)
+        # A second copy is read here once written: the reading process could still find the
+        # first copy's file under its name.
+        background = None if duplicate is not None else self._background_for(
+            kind.value, member.size, output, dest, position, inside is not None)
         local, said = self._write(member, stream, output, dest, classified)
-        if followed:
-            assert inside is not None
-            inside.written()
+        if background is not None:
+            background.written(position)
+        if duplicate is not None:
+            said = ((*said[0], duplicate), said[1])
         placed = Placed(output, dest, kind)
         self.placements.remember(member.path, placed)
         if classified.decision.rule_obj is not None:  # link_in, every_output (profiles)
@@ -85,7 +86,7 @@ class Placer:
         if rename is not None and rename.link_back:
             self.links.link_backs.add((output, rename))
         is_elf = kind.value.startswith("elf-")
-        if inside is not None and local is not None and not followed:
+        if inside is not None and local is not None:
             inside.add(position, member.path, local)
         if inside is not None and self.sink is None:
             # A dry run: one spool serves this read and the patch stage's plan.
@@ -96,6 +97,35 @@ class Placer:
         elif is_elf:
             self._elf_job(member, stream, facts, local, classified, position)
         return PlaceOutcome(output, member.size, superseded, *said)
+
+    def _background_for(self, kind: str, size: int, output: str, dest: str, position: int,
+                        inside: bool) -> BackgroundReads | None:
+        """The reading process, told of a large file about to be written (read while it is
+        written, or right after); None for anything it does not read."""
+        background = self.background
+        if self.sink is None or background is None or not background.wants(kind, size):
+            return None
+        local = self.sink.staged_path(output, dest)
+        if local is None:
+            return None
+        background.begin(position, local, size, kind, inside=inside)
+        return background
+
+    def _duplicate(self, path: str) -> Problem | None:
+        """The archive names this file a second time: the later copy wins (as tar), once
+        whatever reads the earlier one is done with it."""
+        earlier = self.placements.placed.get(path)
+        if earlier is None or earlier.kind.value in ("symlink", "hardlink", "dir"):
+            return None
+        if self.background is not None and self.sink is not None:
+            local = self.sink.staged_path(earlier.output, earlier.dest)
+            if local is not None:
+                self.background.forget(str(local))
+        if self.inside is not None:
+            self.inside.settle(path)
+        return Problem("duplicate-member", path,
+                       "named again later in the archive; the later copy replaces this one "
+                       "(as tar does)")
 
     def _write(self, member: Member, stream: BinaryIO, output: str, dest: str,
                classified: Classified) -> tuple[Path | None, _Said]:

@@ -11,7 +11,8 @@ headers (``headers``), the dynamic array and its strings (``dynamic``), the boun
 (``info``), the names the loader treats specially (``libnames``) and dlopen targets
 (``dlopen``). What is inside a file: its sections by name in any part of a file (``sections``),
 static archive members (``archive``), fatbinary GPU code (``fatbin``), symbol versions and
-exports (``symbols``), and the summary of one file (``inside``). This face names what the rest
+exports (``symbols``), the summary of one file (``inside``), and those reads in a process of
+its own, beside a split (``worker``). This face names what the rest
 of the package uses.
 """
 
@@ -79,6 +80,7 @@ from cudasplit._elf.read.raw import Phdr, RawElf, Shdr, align_up
 from cudasplit._elf.read.reader import open_raw, read_raw
 from cudasplit._elf.read.symbols import ExportedSymbol, VersionNeed, version_key
 from cudasplit._elf.read.walk import dynstr_section, has_build_id, symbol_name_refs, version_refs
+from cudasplit._elf.read.worker import FileRead, ReaderProcess
 
 __all__ = [
     "ADDRESS_TAGS",
@@ -124,10 +126,12 @@ __all__ = [
     "ElfInfo",
     "ExportedSymbol",
     "FatbinEntry",
+    "FileRead",
     "GpuCode",
     "Inside",
     "Phdr",
     "RawElf",
+    "ReaderProcess",
     "Shdr",
     "VersionNeed",
     "align_up",
