@@ -20,9 +20,16 @@ from cudasplit._argcheck import checked
 from cudasplit._model import PackageId
 from cudasplit._report import Report, relative_report
 from cudasplit._run import Cores, Progress, check_optional, check_path
-from cudasplit._source import decode_threads, detect_codec, package_from_filename, parse_top_dir
+from cudasplit._source import (
+    TarSource,
+    decode_threads,
+    detect_codec,
+    package_from_filename,
+    parse_top_dir,
+)
 from cudasplit._split.options import SplitOptions
 from cudasplit._split.overlap import refuse_overlap
+from cudasplit._split.start import open_for
 from cudasplit.errors import CudasplitError, OptionsTypeError, SourceError, source_os_error
 
 PathLike = str | os.PathLike[str]
@@ -196,12 +203,23 @@ def split_many(sources: Sequence[PathLike], output_dir: PathLike,
         # The memory cap is the whole batch's: each source gets the share of its cores.
         share = (None if opts.memory_limit is None
                  else max(1 << 20, opts.memory_limit * want // jobs))
-        # Its turn, not whichever worker thread asks first: the start order is fixed.
-        with cores.take(want, turn_of[index]):
+        # Its turn, not whichever worker thread asks first: the start order is fixed. The
+        # cores go to the next source once this one's decoder has delivered its last byte:
+        # the rest of its split (patches, links, report, moving the outputs into place) is
+        # a tail that overlaps the next decoding.
+        with cores.take(want, turn_of[index]) as release:
             inner = replace(opts, jobs=want, memory_limit=share, progress=progress)
             try:
-                return BatchResult(str(path), str(target), split_to_dir(path, target, inner),
-                                   None)
+                source = open_for(path, inner)
+                if isinstance(source, TarSource):
+                    source.on_decoded = release
+                try:
+                    report = split_to_dir(source, target, inner)
+                finally:
+                    close = getattr(source, "close", None)
+                    if callable(close):
+                        close()
+                return BatchResult(str(path), str(target), report, None)
             except CudasplitError as exc:
                 return BatchResult(str(path), str(target), getattr(exc, "report", None), exc)
     root_existed = Path(output_dir).exists()

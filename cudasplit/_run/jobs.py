@@ -23,7 +23,7 @@ import contextlib
 import math
 import os
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from cudasplit.errors import OptionsError, OptionsTypeError
@@ -160,8 +160,11 @@ class Cores:
         self._changed = threading.Condition()
 
     @contextlib.contextmanager
-    def take(self, want: int, turn: int | None = None) -> Iterator[None]:
-        """Hold ``want`` cores (in ``turn``, or whenever they are free when ``turn`` is None)."""
+    def take(self, want: int, turn: int | None = None) -> Iterator[Callable[[], None]]:
+        """Hold ``want`` cores (in ``turn``, or whenever they are free when ``turn`` is None)
+        until the block ends, or until the ``release()`` it is given is called (a source whose
+        decoder has finished: what is left of its split is a short tail, overlapped with the
+        next source's decoding)."""
         with self._changed:
             self._changed.wait_for(lambda: (turn is None or turn == self._next_turn)
                                    and (self._free >= want or self._running == 0))
@@ -170,11 +173,17 @@ class Cores:
             if turn is not None:
                 self._next_turn += 1
                 self._changed.notify_all()  # the next turn may fit beside this one
-        try:
-            yield
-        finally:
+        held = [True]
+
+        def release() -> None:
             with self._changed:
-                self._free += want
-                self._running -= 1
-                # Waiters want different numbers of cores: each checks for itself.
-                self._changed.notify_all()
+                if held[0]:
+                    held[0] = False
+                    self._free += want
+                    self._running -= 1
+                    # Waiters want different numbers of cores: each checks for itself.
+                    self._changed.notify_all()
+        try:
+            yield release
+        finally:
+            release()
