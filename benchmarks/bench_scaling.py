@@ -80,6 +80,7 @@ CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECOD
 class Sample:
     wall: float
     rss_mb: float
+    cpu: float = 0.0   # user + system seconds of the child and its reaped descendants
 
 
 @dataclass
@@ -88,6 +89,7 @@ class Stat:
 
     walls: list[float] = field(default_factory=list)
     rss: list[float] = field(default_factory=list)
+    cpus: list[float] = field(default_factory=list)
 
     @property
     def median(self) -> float:
@@ -100,6 +102,10 @@ class Stat:
     @property
     def rss_mb(self) -> float:
         return max(self.rss)
+
+    @property
+    def cpu(self) -> float:
+        return statistics.median(self.cpus) if self.cpus else 0.0
 
 
 def available_cores() -> int:
@@ -120,7 +126,7 @@ def run(argv: list[str], *, cwd: Path | None = None) -> Sample:
     proc.returncode = code
     if code != 0:
         raise SystemExit(f"{' '.join(argv)}: exit {code}\n{err.decode(errors='replace')}")
-    return Sample(wall, usage.ru_maxrss / 1024)
+    return Sample(wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime)
 
 
 # -- the payload ------------------------------------------------------------------------------
@@ -251,13 +257,22 @@ class Bench:
             argv.insert(4, f"--memory-limit={self.args.memory_limit}")
         return run(argv)
 
+    def variant(self, path: Path, jobs: int, name: str, *extra: str) -> Sample:
+        """``cudasplit split`` with one choice of its data path replaced (:data:`VARIANTS`)."""
+        out = self._fresh() / "split"
+        code = (VARIANTS[name][1] + "import sys\nfrom cudasplit.cli import run\n"
+                "sys.argv = ['cudasplit', *sys.argv[1:]]\nrun()\n")
+        return run([sys.executable, "-c", code, "split", "-q", "--no-fsync", f"-j{jobs}",
+                    *extra, "-o", str(out), str(path)])
+
     def decode(self, path: Path, jobs: int, external: bool | None = None) -> Sample:
         code = ("import sys; from pathlib import Path; "
                 "from cudasplit._source.codecs import open_decompressed\n"
                 "external = {'None': None, 'True': True, 'False': False}[sys.argv[3]]\n"
                 "with open_decompressed(Path(sys.argv[1]), jobs=int(sys.argv[2]), "
                 "external=external) as f:\n"
-                "    while f.read1(1 << 20): pass\n")
+                "    skip = getattr(type(f), 'skip', None)\n"
+                "    while (skip(f, 1 << 30) if skip else len(f.read1(1 << 20))): pass\n")
         return run([sys.executable, "-c", code, str(path), str(jobs), str(external)])
 
     def zstd_dc(self, path: Path) -> Sample:
@@ -272,6 +287,26 @@ class Bench:
         script = ('for f in "$1"/*.tar.xz; do d="$2/$(basename "$f" .tar.xz)"; mkdir "$d" && '
                   'tar -I "xz -T$3" -xf "$f" -C "$d" || exit 1; done')
         return run(["sh", "-c", script, "sh", str(directory), str(out), str(jobs)])
+
+
+# Each choice the data path makes, and how a child replaces it (``Bench.variant``): the code
+# runs before the CLI. ``chosen`` is the split as shipped.
+VARIANTS: dict[str, tuple[str, str]] = {
+    "chosen": ("as shipped: the decoder of `_source/codecs/choice.py`, member bytes moved in "
+               "the kernel, large files read by the reading process", ""),
+    "library decoder": (
+        "the in-process library decoder instead of the binary",
+        "import cudasplit._source.codecs as c\n"
+        "real = c.choose_decoder\n"
+        "c.choose_decoder = lambda codec, **kw: real(codec, **{**kw, 'external': False})\n"),
+    "read and write": (
+        "the binary's pipe read into Python and written (`os.read`/`os.write`), no splice",
+        "import cudasplit._source.codecs.fdreader as f\nf.FdReader.transfer_to = None\n"),
+    "reads in-process": (
+        "large files read on the split's own threads, not by the reading process",
+        "import cudasplit._split.inside as i\ni.BACKGROUND_FROM = 1 << 62\n"),
+    "--no-inside": ("no GPU code and glibc floors read (the dlopen scan stays)", ""),
+}
 
 
 # --deadline: a round is not started when it would end past this (time.monotonic()); at least
@@ -292,10 +327,58 @@ def interleaved(named: list[tuple[str, Callable[[], Sample]]], repeat: int
             sample = thunk()
             stats[name].walls.append(sample.wall)
             stats[name].rss.append(sample.rss_mb)
+            stats[name].cpus.append(sample.cpu)
             print(f"#   {name}: {sample.wall:.3f} s, {sample.rss_mb:.0f} MB", file=sys.stderr,
                   flush=True)
         last = time.monotonic() - started
     return stats
+
+
+# -- where the time goes ----------------------------------------------------------------------
+
+# What a sampled frame stands for, first match wins (py-spy --threads --idle: idle samples are
+# kept, so a thread's samples add up to the run's wall time).
+PHASES = (
+    ("waits for decoded bytes", ("FdReader.transfer_to", "FdReader._kernel_move",
+                                 "FdReader.read", "FdReader.skip", "FdReader._drop",
+                                 "ChunkReader._fill", "BlockPipeline._take")),
+    ("starts: imports, rules, layout", ("_find_and_load", "_call_with_frames_removed",
+                                        "prepare (", "load_rules")),
+    ("ends: links, patches, report, promotion", ("EndOfRun.", "settle", "finish (",
+                                                 "Promotion.", "assemble")),
+    ("waits for the reading process", ("BackgroundReads.result", "Future.result")),
+    ("reads headers, classifies, writes small files", ("SplitRun._take", "_iterate",
+                                                       "Placer.place")),
+)
+
+
+def profile(bench: Bench, path: Path, jobs: int) -> dict[str, object]:
+    """One split under ``py-spy record --threads --idle --subprocesses``: per thread, its
+    samples and where the main thread's went (:data:`PHASES`)."""
+    spy = shutil.which("py-spy")
+    if spy is None:
+        return {"error": "py-spy not on PATH (pip install py-spy)"}
+    raw = bench.scratch / "profile.txt"
+    out = bench._fresh() / "split"
+    argv = [spy, "record", "--threads", "--idle", "--subprocesses", "-r", "500", "-f", "raw",
+            "-o", str(raw), "--", sys.executable, "-m", "cudasplit", "split", "-q",
+            "--no-fsync", f"-j{jobs}", "-o", str(out), str(path)]
+    sample = run(argv)
+    threads: dict[str, int] = {}
+    main: dict[str, int] = {}
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = stack.split(";")
+        thread = next((f for f in frames[:3] if f.startswith("thread")), "")
+        name = thread.split(":", 1)[1].strip() if ":" in thread else "reading process"
+        name = re.sub(r"_\d+$", "", name)
+        threads[name] = threads.get(name, 0) + int(count)
+        if name == "MainThread":
+            phase = next((label for label, marks in PHASES
+                          if any(mark in frame for frame in reversed(frames)
+                                 for mark in marks)), "other")
+            main[phase] = main.get(phase, 0) + int(count)
+    return {"wall": sample.wall, "threads": threads, "main": main}
 
 
 # -- start-up ---------------------------------------------------------------------------------
@@ -354,10 +437,12 @@ def payload(args: argparse.Namespace, only: set[str]) -> dict[str, Path]:
     directory = args.from_dir or wheel_lib_dir(args.cache)
     pattern = args.glob or ("libcublas*" if args.from_dir else "libcublas.so*")
     tar = tar_from_dir(args.cache, directory, pattern, args.version)
+    every = bool(only & {"choices", "profile"})
     for kind in ("xz-multi", "zstd"):
-        if kind in only or "decode" in only or (kind == "xz-multi" and "patch-share" in only):
+        if kind in only or "decode" in only or every or (kind == "xz-multi"
+                                                        and "patch-share" in only):
             files[kind] = compressed(tar, kind)
-    if "xz-single" in only:
+    if "xz-single" in only or every:
         single = (tar_from_dir(args.cache, directory, args.single_glob, args.version)
                   if args.single_glob else tar)
         files["xz-single"] = compressed(single, "xz-single", args.single_preset)
@@ -411,6 +496,37 @@ def run_sections(bench: Bench, files: dict[str, Path], jobs: list[int], only: se
             ("decoder in-process", lambda: bench.decode(zst, 1, False)),
             ("decoder through zstd -dc -T0", lambda: bench.decode(zst, 1, True)),
             ("zstd -dc -T0", lambda: bench.zstd_dc(zst))], repeat), [1])
+    if "choices" in only:
+        anchors = {"zstd": ("tar -I 'zstd -T1'", "zstd -T1", None),
+                   "xz-single": ("tar -xJf", None, "-J"),
+                   "xz-multi": ("tar -I 'xz -TN'", "xz -T{n}", None)}
+        results["choices"] = {}
+        for kind in ("zstd", "xz-single", "xz-multi"):
+            path = files.get(kind)
+            if path is None:
+                continue
+            for n in sorted({1, top}):
+                anchor, program, flag = anchors[kind]
+                if kind == "zstd" and n > 1:
+                    anchor, program = "tar -I 'zstd -T0'", "zstd -T0"
+                named = [(anchor.replace("N", str(n)),
+                          lambda p=path, prog=program, f=flag, n=n: bench.tar(
+                              p, prog.format(n=n) if prog else None, f))]
+                for variant in VARIANTS:
+                    extra = ("--no-inside",) if variant == "--no-inside" else ()
+                    named.append((variant, lambda p=path, n=n, v=variant, e=extra:
+                                  bench.variant(p, n, v if v != "--no-inside" else "chosen",
+                                                *e)))
+                section = _section(path, interleaved(named, repeat), [n])
+                section["anchor"] = anchor.replace("N", str(n))
+                results["choices"][f"{kind} -j{n}"] = section  # type: ignore[index]
+    if "profile" in only:
+        results["profile"] = {}
+        for kind in ("zstd", "xz-single", "xz-multi"):
+            path = files.get(kind)
+            if path is not None:
+                for n in sorted({1, top}):
+                    results["profile"][f"{kind} -j{n}"] = profile(bench, path, n)  # type: ignore[index]
     if multi is not None and "patch-share" in only:
         results["patch-share"] = _section(multi, interleaved([
             (f"split -j{top}", lambda: bench.cudasplit(multi, top)),
@@ -505,7 +621,7 @@ def tables(results: dict[str, object]) -> list[str]:
             a, b = _stat(m, f"split -j{n}"), _stat(m, f"tar -I 'xz -T{n}'")
             rows.append(_pair_row(f"N = {n}", a, b))
             targets.append(Target(f"multi-block xz, N = {n}, vs `tar -I 'xz -T{n}'`",
-                                  _ratio(a, b), 1.10,
+                                  _ratio(a, b), 1.00,
                                   (a.rss_mb, b.rss_mb) if n == top and top > 1 else None))
         out.append(table(f"Multi-block xz ({m['file']}, {m['mb']:.0f} MB, {m.get('blocks')} "
                          "blocks): `cudasplit split -jN` vs `tar -I 'xz -TN' -xf`", PAIR, rows))
@@ -516,18 +632,19 @@ def tables(results: dict[str, object]) -> list[str]:
             a = _stat(x, f"split -j{n}")
             rows.append(_pair_row(f"-j{n}", a, base))
             targets.append(Target(f"single-block xz, `-j{n}`, vs `tar -xJf`", _ratio(a, base),
-                                  1.05))
+                                  1.00))
         out.append(table(f"Single-block xz ({x['file']}, {x['mb']:.0f} MB): vs `tar -xJf`",
                          PAIR, rows))
     if isinstance(z := results.get("zstd"), dict):
         pairs = [("split -j1", "tar -I 'zstd -T1'")]
         if (top := max(z["jobs"])) > 1:
-            pairs.append((f"split -j{top}", "tar -I 'zstd -T0'"))
+            pairs += [("split -j1", "tar -I 'zstd -T0'"), (f"split -j{top}", "tar -I 'zstd -T1'"),
+                      (f"split -j{top}", "tar -I 'zstd -T0'")]
         rows = []
         for mine, theirs in pairs:
             a, b = _stat(z, mine), _stat(z, theirs)
             rows.append(_pair_row(f"`{mine}` vs `{theirs}`", a, b))
-            targets.append(Target(f"zstd, `{mine}` vs `{theirs}`", _ratio(a, b), 1.10))
+            targets.append(Target(f"zstd, `{mine}` vs `{theirs}`", _ratio(a, b), 1.00))
         out.append(table(f"zstd ({z['file']}, {z['mb']:.0f} MB, one frame)", PAIR, rows))
     if isinstance(b := results.get("batch"), dict):
         top = max(b["jobs"])
@@ -538,7 +655,7 @@ def tables(results: dict[str, object]) -> list[str]:
                          f"`tar -I 'xz -T{top}' -xf` over each in turn", PAIR,
                          [_pair_row(f"N = {top}", a, t)]))
         targets.append(Target(f"a release at once, `-j{top}`, vs tar over each in turn",
-                              _ratio(a, t), 1.0, (a.rss_mb, t.rss_mb)))
+                              _ratio(a, t), 0.95, (a.rss_mb, t.rss_mb)))
     if isinstance(d := results.get("decode"), dict):
         rows = [_pair_row(f"N = {n}", _stat(d, f"decoder -j{n}"), _stat(d, f"xz -dc -T{n}"))
                 for n in sorted(d["jobs"])]
@@ -551,6 +668,43 @@ def tables(results: dict[str, object]) -> list[str]:
         out.append(table(f"zstd decoder alone ({d['file']}, {d['mb']:.0f} MB) vs "
                          "`zstd -dc -T0 >/dev/null`: in-process (the default) or through the "
                          "binary", PAIR, rows))
+    if isinstance(c := results.get("choices"), dict):
+        rows = []
+        for label, sec in c.items():
+            anchor = _stat(sec, sec["anchor"])
+            for variant in VARIANTS:
+                st = _stat(sec, variant)
+                rows.append((label, variant, f"{st.median:.2f} / {st.min:.2f}",
+                             f"{st.cpu:.2f}", f"{st.median / anchor.median:.2f}"))
+            rows.append((label, f"`{sec['anchor']}`", f"{anchor.median:.2f} / {anchor.min:.2f}",
+                         f"{anchor.cpu:.2f}", "1.00"))
+            chosen, none = _stat(sec, "chosen"), _stat(sec, "--no-inside")
+            targets.append(Target(f"in-pass reading's share, {label}",
+                                  ((chosen.median - none.median) / chosen.median,
+                                   (chosen.min - none.min) / chosen.min), 0.03))
+        out.append(table("Each choice of the data path against its alternatives (`split` "
+                         "with one choice replaced; ratio of medians to the tar anchor)",
+                         ("payload", "variant", "s (median / min)", "CPU s", "vs tar"), rows))
+        out.append("\n".join(f"* **{name}**: {text}" for name, (text, _) in VARIANTS.items())
+                   + "\n")
+    if isinstance(pr := results.get("profile"), dict):
+        rows = []
+        for label, prof in pr.items():
+            if "error" in prof:
+                rows.append((label, prof["error"], "", ""))
+                continue
+            total = sum(prof["threads"].values()) or 1
+            threads = ", ".join(f"{name} {count / total:.0%}"
+                                for name, count in sorted(prof["threads"].items(),
+                                                          key=lambda kv: -kv[1]))
+            main_total = sum(prof["main"].values()) or 1
+            phases = ", ".join(f"{name} {count / main_total:.0%}"
+                               for name, count in sorted(prof["main"].items(),
+                                                         key=lambda kv: -kv[1]))
+            rows.append((label, f"{prof['wall']:.2f}", threads, phases))
+        out.append(table("Where the time goes (py-spy --threads --idle --subprocesses, 500 "
+                         "Hz): each thread's share of the samples, and the main thread's by "
+                         "phase", ("payload", "wall s", "threads", "main thread"), rows))
     if isinstance(p := results.get("patch-share"), dict):
         top = max(p["jobs"])
         a = _stat(p, f"split -j{top}")
@@ -560,7 +714,7 @@ def tables(results: dict[str, object]) -> list[str]:
                          [(f"{a.median:.2f}", f"{n.median:.2f}", f"{a.median - n.median:.2f}",
                            f"{(a.median - n.median) / a.median:.1%}")]))
     if targets:
-        out.append(table("Issue 34's targets (ratio median / min; RSS cudasplit / tar at the "
+        out.append(table("Issue 40's targets (ratio median / min; RSS cudasplit / tar at the "
                          "largest N)", ("target", "limit", "measured", ""),
                          [t.row() for t in targets]))
     return out
@@ -584,7 +738,8 @@ def machine_line(args: argparse.Namespace, cores: int) -> str:
             + (f", --memory-limit {args.memory_limit}" if args.memory_limit else "") + ".\n")
 
 
-SECTIONS = ("startup", "xz-multi", "xz-single", "zstd", "batch", "decode", "patch-share")
+SECTIONS = ("startup", "xz-multi", "xz-single", "zstd", "batch", "decode", "patch-share",
+            "choices", "profile")
 TARGETS = ("startup", "xz-multi", "xz-single", "zstd", "batch")
 
 
