@@ -260,7 +260,7 @@ class Bench:
     def variant(self, path: Path, jobs: int, name: str, *extra: str) -> Sample:
         """``cudasplit split`` with one choice of its data path replaced (:data:`VARIANTS`)."""
         out = self._fresh() / "split"
-        code = (VARIANTS[name][1] + "import sys\nfrom cudasplit.cli import run\n"
+        code = (VARIANTS[name][1] + "import sys\nfrom cudasplit._launch import run\n"
                 "sys.argv = ['cudasplit', *sys.argv[1:]]\nrun()\n")
         return run([sys.executable, "-c", code, "split", "-q", "--no-fsync", f"-j{jobs}",
                     *extra, "-o", str(out), str(path)])

@@ -1,5 +1,5 @@
 """``python -m cudasplit``."""
 
-from cudasplit.cli import run
+from cudasplit._launch import run
 
 run()

@@ -29,6 +29,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "cudasplit"
 # folders on one layer (``_source`` and ``_rulebook``) may not import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("__main__",),
+    ("_launch",),
     ("cli",),
     ("__init__",),
     ("_api",),
@@ -44,7 +45,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "_model", "_report", "_layout", "_globs", "_argcheck"),
 )
 # The only names allowed at the top of the package: the public face, the folders, the core.
-TOP = {"__init__", "__main__", "errors", "cli", "sinks", "_api", "_release", "_split", "_nix",
+TOP = {"__init__", "__main__", "_launch", "errors", "cli", "sinks", "_api", "_release", "_split", "_nix",
        "_source", "_rulebook", "_elf", "_run", "_model", "_report", "_layout", "_globs",
        "_argcheck"}
 

@@ -33,6 +33,7 @@ from cudasplit._source.codecs import (
     detect_codec,
     open_decompressed,
     read_xz_layout,
+    start_early,
 )
 from cudasplit._source.directory import DirectorySource
 from cudasplit._source.limits import RATIO_GRACE, Limits, deliverable
@@ -93,6 +94,7 @@ __all__ = [
     "parse_pax",
     "parse_top_dir",
     "read_xz_layout",
+    "start_decoding",
     "zip_members",
 ]
 
@@ -187,3 +189,15 @@ def _stdin_source(package: PackageId | None, jobs: int, limits: Limits | None,
     source.keep_alive = spool  # the /proc path reopens this file while the source lives
     _refuse_zip(source.path)
     return source
+
+
+def start_decoding(path: str | os.PathLike[str], *, jobs: int) -> bool:
+    """Start the decoder of the tarball at ``path`` now, as a split with ``jobs`` and the
+    default bomb limits will run it: that split takes it over (:func:`start_early`). Whether
+    one was started; never raises."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return False
+    return start_early(Path(path), jobs=jobs, deliverable=deliverable(Limits(), size))
+

@@ -53,7 +53,8 @@ def _ours(modules: list[str]) -> set[str]:
 
 def test_version_loads_the_entry_and_not_even_click(tmp_path: Path) -> None:
     modules = _modules_after(["--version"], tmp_path)
-    assert _ours(modules) <= {"cudasplit", "cudasplit.__main__", "cudasplit.cli"}, modules
+    assert _ours(modules) <= {"cudasplit", "cudasplit.__main__", "cudasplit._launch",
+                              "cudasplit.cli"}, modules
     assert "click" not in modules
 
 

@@ -46,6 +46,7 @@ and the system tools (:mod:`.external`).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import logging
@@ -94,6 +95,7 @@ __all__ = [
     "dictionary_size",
     "open_decompressed",
     "read_xz_layout",
+    "start_early",
     "threads_within",
     "xz_decodes_in_parallel",
 ]
@@ -241,11 +243,14 @@ def _external_reader(fh: IO[bytes], codec: Codec, path: Path, source: str, jobs:
     argv = external_command(codec, jobs, memlimit)
     if argv is None:
         return None
-    try:
-        proc = ExternalDecompressor(argv, str(path), source)
-    except OSError as exc:
-        log.warning("%s: cannot run %s (%s); decompressing in-process", source, argv[0], exc)
-        return None
+    proc = _adopt_early(fd, argv)
+    if proc is None:
+        try:
+            proc = ExternalDecompressor(argv, str(path), source)
+        except OSError as exc:
+            log.warning("%s: cannot run %s (%s); decompressing in-process", source, argv[0],
+                        exc)
+            return None
     if codec is Codec.ZSTD:
         # The frame walk reads every block header of the file (0.1 s for 400 MB on the
         # 2-core VM): the child decodes meanwhile instead of waiting for it.
@@ -258,6 +263,76 @@ def _external_reader(fh: IO[bytes], codec: Codec, path: Path, source: str, jobs:
             proc.close()
             return None
     return FdReader(proc.fd, source, is_pipe=True, on_end=proc.check, on_close=proc.close)
+
+
+# Decoders started before their split asked for them (:func:`start_early`): by the file's
+# identity, with the command line they run. A split takes one over when it would run the same
+# command; anything not taken over is killed at exit.
+_EARLY: dict[tuple[int, int, int, int], tuple[list[str], ExternalDecompressor]] = {}
+
+
+def _identity(fd: int) -> tuple[int, int, int, int]:
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def start_early(path: Path, *, jobs: int, memory_limit: int | None = None,
+                deliverable: int | None = None) -> bool:
+    """Start ``path``'s decoder binary now, before the split that will read it is loaded
+    (the program's entry point, while click and the pipeline import: benchmarks/README.md
+    §16); :func:`open_decompressed` with the same settings takes it over. Whether one was
+    started. Never raises: a file that cannot be read or decoded is left to the split, which
+    reports it."""
+    try:
+        with open(path, "rb") as fh:
+            codec = detect_codec(fh.read(512))
+            fd = fh.fileno()
+            streams: Sequence[XzStream] = ()
+            if codec is Codec.XZ:
+                streams = read_xz_layout(fd, os.fstat(fd).st_size)
+            decoder = choose_decoder(
+                codec, jobs=jobs, blocks=sum(len(s.blocks) for s in streams),
+                memory_limit=memory_limit,
+                one_thread_needs=_one_thread_needs(fd, streams) if streams else 0)
+            if decoder is not Decoder.BINARY:
+                return False
+            memlimit = None
+            if codec is Codec.XZ:
+                if (os.fstat(fd).st_size - streams[-1].end) % 4:
+                    return False
+                memlimit = memory_limit or max(_one_thread_needs(fd, streams), _capped(
+                    _xz_threads_need(fd, streams, jobs), deliverable))
+            argv = external_command(codec, jobs, memlimit)
+            if argv is None:
+                return False
+            key = _identity(fd)
+            if key in _EARLY:
+                return True
+            _EARLY[key] = (argv, ExternalDecompressor(argv, str(path), str(path)))
+    except (OSError, SourceError, ValueError):
+        return False
+    if len(_EARLY) == 1:
+        atexit.register(_close_early)
+    return True
+
+
+def _adopt_early(fd: int, argv: list[str]) -> ExternalDecompressor | None:
+    """The decoder :func:`start_early` started for this file, when it runs ``argv``."""
+    if not _EARLY:
+        return None
+    early = _EARLY.pop(_identity(fd), None)
+    if early is None:
+        return None
+    if early[0] != argv:
+        early[1].close()
+        return None
+    return early[1]
+
+
+def _close_early() -> None:
+    while _EARLY:
+        _, (_, proc) = _EARLY.popitem()
+        proc.close()
 
 
 def _one_thread_needs(fd: int, streams: Sequence[XzStream]) -> int:

@@ -1,8 +1,8 @@
 """Which decoder decodes a tarball: the system binary in its own process, or a library here.
 
-This is the one place the choice is made; ``benchmarks/bench_datapath.py`` measures every
-alternative it passes over (benchmarks/README.md §16 has the tables, from the 2-core VM and
-the 16-core GPU host). The rule:
+This is the one place the choice is made; ``benchmarks/bench_scaling.py --only choices``
+measures every alternative it passes over in one run (benchmarks/README.md §16 has the tables,
+from the 2-core VM and the 16-core GPU host). The rule:
 
 ============  =====================================  =============================================
 codec         decoder                                why
