@@ -11,7 +11,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -60,6 +60,35 @@ def test_a_source_waits_for_its_cores_and_one_too_big_still_runs_alone() -> None
         pass
 
 
+def test_cores_given_back_early_let_the_next_source_start() -> None:
+    """``release()`` (a source's decoder has ended) frees its cores before its block ends:
+    the next source starts while the first one's tail runs."""
+    cores = Cores(4)
+    log: list[str] = []
+    ended = threading.Event()
+
+    def first() -> None:
+        with cores.take(4, 0) as release:
+            log.append("first decodes")
+            release()
+            release()   # idempotent
+            assert ended.wait(10), "the second source did not start during the first's tail"
+            log.append("first's tail ends")
+
+    def second() -> None:
+        with cores.take(4, 1):
+            log.append("second decodes")
+            ended.set()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert log == ["first decodes", "second decodes", "first's tail ends"]
+    assert cores._free == 4 and cores._running == 0
+
+
 def _hold(cores: Cores, want: int, log: list[str], name: str) -> None:
     with cores.take(want):
         log.append(name)
@@ -77,9 +106,12 @@ def test_largest_first_with_its_cores_results_in_order(tmp_path: Path,
     started: list[tuple[str, int]] = []
     real = batch.split_to_dir
 
-    def spy(path: Path, target: Path, options: SplitOptions) -> object:
-        started.append((Path(path).name.split("-")[0], options.jobs))
-        return real(path, target, options)
+    def spy(path: object, target: Path, options: SplitOptions) -> object:
+        name = Path(getattr(path, "path", path)).name  # type: ignore[arg-type]
+        started.append((name.split("-")[0], options.jobs))
+        # A tarball's cores go back once its decoder has ended: its source says so.
+        assert callable(getattr(path, "on_decoded", None))
+        return real(path, target, options)  # type: ignore[arg-type]
 
     monkeypatch.setattr(batch, "split_to_dir", spy)
     results = split_many([*small, big], tmp_path / "out",
@@ -96,10 +128,10 @@ class _Recording(Cores):
     admitted: list[int]
 
     @contextlib.contextmanager
-    def take(self, want: int, turn: int | None = None) -> Iterator[None]:
-        with super().take(want, turn):
+    def take(self, want: int, turn: int | None = None) -> Iterator[Callable[[], None]]:
+        with super().take(want, turn) as release:
             self.admitted.append(-1 if turn is None else turn)
-            yield
+            yield release
 
 
 def test_sources_start_in_turns_largest_first_whatever_thread_asks_first(
