@@ -336,20 +336,41 @@ def interleaved(named: list[tuple[str, Callable[[], Sample]]], repeat: int
 
 # -- where the time goes ----------------------------------------------------------------------
 
-# What a sampled frame stands for, first match wins (py-spy --threads --idle: idle samples are
-# kept, so a thread's samples add up to the run's wall time).
+# What a sampled frame of the main thread stands for, first match wins (py-spy --threads
+# --idle: idle samples are kept, so a thread's samples add up to its life).
 PHASES = (
-    ("waits for decoded bytes", ("FdReader.transfer_to", "FdReader._kernel_move",
-                                 "FdReader.read", "FdReader.skip", "FdReader._drop",
-                                 "ChunkReader._fill", "BlockPipeline._take")),
+    ("moves member bytes (splice, or waits in it for the decoder)",
+     ("FdReader.transfer_to", "FdReader._kernel_move", "FdReader.skip", "FdReader._drop")),
+    ("waits for decoded bytes (headers, the library decoder)",
+     ("FdReader.read", "ChunkReader._fill", "BlockPipeline._take", "ChunkReader.read")),
     ("starts: imports, rules, layout", ("_find_and_load", "_call_with_frames_removed",
                                         "prepare (", "load_rules")),
+    ("waits for the reading process", ("BackgroundReads.result", "wait_early")),
     ("ends: links, patches, report, promotion", ("EndOfRun.", "settle", "finish (",
                                                  "Promotion.", "assemble")),
-    ("waits for the reading process", ("BackgroundReads.result", "Future.result")),
     ("reads headers, classifies, writes small files", ("SplitRun._take", "_iterate",
                                                        "Placer.place")),
 )
+# A thread waiting, whatever for (the share of its life it did nothing).
+IDLE = ("Condition.wait", "Event.wait", "Future.result", "_read_exact", "_receive",
+        "Thread.join", "_wait_for_tstate_lock", "select (", "Popen.wait", "_try_wait",
+        "waiter.<locals>.wait", "_worker (")
+
+
+def _thread_name(frames: list[str]) -> str:
+    """py-spy's ``process PID:"cmd";thread (TID): name;...``: the reading process (its own
+    ``python -S -c``), the main thread (TID = PID, named or not yet), or the thread's name."""
+    process = frames[0] if frames and frames[0].startswith("process") else ""
+    if '"' in process and " -S -c " in process:
+        return "reading process"
+    thread = next((f for f in frames[:3] if f.startswith("thread")), "")
+    found = re.match(r"thread \((\d+)\)(?::\s*(.*))?", thread)
+    pid = re.match(r"process (\d+)", process)
+    if found is None:
+        return "?"
+    if pid is not None and found[1] == pid[1]:
+        return "MainThread"
+    return re.sub(r"_\d+$", "", found[2] or f"thread {found[1]}")
 
 
 def profile(bench: Bench, path: Path, jobs: int) -> dict[str, object]:
@@ -364,21 +385,23 @@ def profile(bench: Bench, path: Path, jobs: int) -> dict[str, object]:
             "-o", str(raw), "--", sys.executable, "-m", "cudasplit", "split", "-q",
             "--no-fsync", f"-j{jobs}", "-o", str(out), str(path)]
     sample = run(argv)
-    threads: dict[str, int] = {}
+    threads: dict[str, list[int]] = {}
     main: dict[str, int] = {}
     for line in raw.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
         frames = stack.split(";")
-        thread = next((f for f in frames[:3] if f.startswith("thread")), "")
-        name = thread.split(":", 1)[1].strip() if ":" in thread else "reading process"
-        name = re.sub(r"_\d+$", "", name)
-        threads[name] = threads.get(name, 0) + int(count)
+        name = _thread_name(frames)
+        seen = threads.setdefault(name, [0, 0])
+        seen[0] += int(count)
+        if any(mark in frames[-1] for mark in IDLE):
+            seen[1] += int(count)
         if name == "MainThread":
             phase = next((label for label, marks in PHASES
                           if any(mark in frame for frame in reversed(frames)
                                  for mark in marks)), "other")
             main[phase] = main.get(phase, 0) + int(count)
-    return {"wall": sample.wall, "threads": threads, "main": main}
+    return {"wall": sample.wall, "threads": {k: v[0] for k, v in threads.items()},
+            "idle": {k: v[1] for k, v in threads.items()}, "main": main}
 
 
 # -- start-up ---------------------------------------------------------------------------------
@@ -506,6 +529,8 @@ def run_sections(bench: Bench, files: dict[str, Path], jobs: list[int], only: se
             if path is None:
                 continue
             for n in sorted({1, top}):
+                if kind == "xz-multi" and n == 1 and top > 1:
+                    continue   # one thread decodes it as single-block xz: that row says it
                 anchor, program, flag = anchors[kind]
                 if kind == "zstd" and n > 1:
                     anchor, program = "tar -I 'zstd -T0'", "zstd -T0"
@@ -693,18 +718,20 @@ def tables(results: dict[str, object]) -> list[str]:
             if "error" in prof:
                 rows.append((label, prof["error"], "", ""))
                 continue
-            total = sum(prof["threads"].values()) or 1
-            threads = ", ".join(f"{name} {count / total:.0%}"
-                                for name, count in sorted(prof["threads"].items(),
-                                                          key=lambda kv: -kv[1]))
+            idle = prof.get("idle", {})
+            threads = ", ".join(
+                f"{name} {1 - idle.get(name, 0) / count:.0%} busy"
+                for name, count in sorted(prof["threads"].items(), key=lambda kv: -kv[1])
+                if count)
             main_total = sum(prof["main"].values()) or 1
             phases = ", ".join(f"{name} {count / main_total:.0%}"
                                for name, count in sorted(prof["main"].items(),
                                                          key=lambda kv: -kv[1]))
             rows.append((label, f"{prof['wall']:.2f}", threads, phases))
         out.append(table("Where the time goes (py-spy --threads --idle --subprocesses, 500 "
-                         "Hz): each thread's share of the samples, and the main thread's by "
-                         "phase", ("payload", "wall s", "threads", "main thread"), rows))
+                         "Hz): how busy each thread was (not waiting on a lock, a condition, a "
+                         "future or a pipe), and the main thread's life by phase",
+                         ("payload", "wall s", "threads", "main thread"), rows))
     if isinstance(p := results.get("patch-share"), dict):
         top = max(p["jobs"])
         a = _stat(p, f"split -j{top}")
