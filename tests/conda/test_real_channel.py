@@ -49,7 +49,11 @@ from tests.support.standin import build_stand_in
 pytestmark = [pytest.mark.realbytes, pytest.mark.slow]
 
 ENV = {"PATH": "/usr/bin:/bin"}
-CMAKE_WHEEL = ("cmake", "4.4.5")
+# find_package(CUDAToolkit) in a conda prefix (headers only below targets/<triple>/include)
+# needs CMake 3.28 or newer: 3.28.1 (the oldest 3.28 on PyPI) and 4.4.5 find it, 3.27.9 does not
+# ("Unable to find cuda_runtime.h in <prefix>/include"); docs/howto/conda-forge.md says so.
+CMAKE_VERSIONS = ("4.4.5", "3.28.1")
+CMAKE_TOO_OLD = "3.27.9"
 
 PROGRAM = r"""
 #include <cstdio>
@@ -225,13 +229,19 @@ def test_the_splits_inventory_measures_the_floor_the_pin_uses(real_channel: Real
     assert rows["GLIBC"]["version"] == "2.27" and "libcublasLt" in str(rows["GLIBC"]["path"])
 
 
-def test_cmake_finds_the_toolkit_in_the_prefix(toolkit: Path, tmp_path: Path) -> None:
-    cmake = wheel_root(*CMAKE_WHEEL) / "cmake" / "data" / "bin" / "cmake"
+def _cmake(version: str) -> tuple[Path, list[str]]:
+    """CMake ``version`` from its PyPI wheel, and the generator to use."""
+    cmake = wheel_root("cmake", version) / "cmake" / "data" / "bin" / "cmake"
     if not cmake.is_file():
-        pytest.skip(f"the {CMAKE_WHEEL[0]}=={CMAKE_WHEEL[1]} wheel has no cmake/data/bin/cmake")
+        pytest.skip(f"the cmake=={version} wheel has no cmake/data/bin/cmake")
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
     if not generator and not shutil.which("make"):
         pytest.skip("neither ninja nor make installed")
+    return cmake, generator
+
+
+def _configure(cmake: Path, generator: list[str], toolkit: Path,
+               tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
     (tmp_path / "CMakeLists.txt").write_text(CMAKELISTS)
     (tmp_path / "prog.cu").write_text(PROGRAM)
     # as in an activated environment: the prefix's bin on PATH, nothing else said
@@ -239,10 +249,24 @@ def test_cmake_finds_the_toolkit_in_the_prefix(toolkit: Path, tmp_path: Path) ->
     configure = subprocess.run([str(cmake), "-S", str(tmp_path), "-B", str(tmp_path / "build"),
                                 *generator], env=env, capture_output=True, text=True,
                                timeout=600, check=False)
+    return configure, env
+
+
+def test_cmake_before_3_28_does_not_find_the_toolkit(toolkit: Path, tmp_path: Path) -> None:
+    configure, _env = _configure(*_cmake(CMAKE_TOO_OLD), toolkit, tmp_path)
+    assert configure.returncode != 0
+    assert f"Unable to find cuda_runtime.h in \"{toolkit}/include\"" in configure.stdout
+
+
+@pytest.mark.parametrize("version", CMAKE_VERSIONS)
+def test_cmake_finds_the_toolkit_in_the_prefix(toolkit: Path, tmp_path: Path,
+                                               version: str) -> None:
+    cmake, generator = _cmake(version)
+    configure, env = _configure(cmake, generator, toolkit, tmp_path)
     assert configure.returncode == 0, configure.stdout + configure.stderr
     found = next(line for line in configure.stdout.splitlines() if "found: " in line)
-    bin_dir, includes, cublas, version = found.split("found: ", 1)[1].split("|")
-    assert bin_dir == f"{toolkit}/bin" and version == "13.0.88"
+    bin_dir, includes, cublas, nvcc_version = found.split("found: ", 1)[1].split("|")
+    assert bin_dir == f"{toolkit}/bin" and nvcc_version == "13.0.88"
     assert f"{toolkit}/targets/x86_64-linux/include" in includes.split(";")
     assert Path(cublas).resolve() == (toolkit / "targets/x86_64-linux/lib"
                                       / "libcublas.so.13.1.1.3")
