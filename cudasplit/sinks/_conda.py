@@ -23,7 +23,6 @@ them (the sbsa packages in an x86_64 environment).
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import re
 import shutil
@@ -48,10 +47,9 @@ from cudasplit.sinks._staged import StagedSink
 
 _SUBDIR = re.compile(r"^[a-z0-9]+-[a-z0-9_]+$")   # linux-64, linux-aarch64
 _GLIBC_CEILING = "3.0.a0"                          # conda-forge's stdlib run export: <3.0.a0
+_NEEDS_SECTIONS = (".gnu.version_r", ".dynstr")    # where a file's GLIBC_ needs are read
 
 __all__ = ["CondaChannelSink"]
-
-log = logging.getLogger("cudasplit")
 
 
 class CondaChannelSink(StagedSink):
@@ -308,12 +306,15 @@ def _glibc_need(local: Path, path: str) -> str | None:
             if fh.read(4) != ELF_MAGIC:
                 return None
         inside = read_inside(local)
-    except (OSError, ElfError) as exc:
+    except (OSError, ElfError, ValueError) as exc:
         raise OutputError(f"{path}: cannot read its glibc floor ({exc})") from exc
     if inside is None:
         return None
-    for problem in inside.problems:
-        log.warning("%s: %s (its glibc floor may be incomplete)", path, problem)
+    # A damaged version-need table (or its strings) would pin below what the file needs: no
+    # pin rather than a wrong one. Other damage (GPU code) is the split report's business.
+    damaged = next((p for p in inside.problems if p.startswith(_NEEDS_SECTIONS)), None)
+    if damaged is not None:
+        raise OutputError(f"{path}: cannot read its glibc floor ({damaged})")
     return next((need.version for need in inside.floors if need.prefix == "GLIBC"), None)
 
 

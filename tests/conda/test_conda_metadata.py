@@ -298,3 +298,30 @@ def test_links_say_what_conda_build_leaves_them_saying(
     split_to_dir(write_tarball(cudart_tree(tmp_path / "tree"), tmp_path, "none"), out, CONDA)
     assert (out / "cuda-cudart-dev_linux-64" / T / "lib/libcudart.so").readlink() == \
         Path("libcudart.so.13")
+
+
+def test_a_library_whose_version_needs_cannot_be_read_gets_no_pin_but_one_line(
+        tmp_path: Path) -> None:
+    """A damaged ``.gnu.version_r`` would hide what the file needs: the pin would be the
+    feedstock's alone, possibly below the file. Refused instead, naming the file."""
+    pytest.importorskip("conda_package_streaming", reason="conda-package-streaming not installed")
+    from elftools.elf.elffile import ELFFile
+
+    root = cudart_tree(tmp_path / "tree")
+    library = root / "lib" / f"libcudart.so.{VERSION}"
+    library.unlink()
+    compile_shared(library.parent, library.name, GETRANDOM, soname="libcudart.so.13")
+    with open(library, "rb") as fh:
+        section = ELFFile(fh).get_section_by_name(".gnu.version_r")
+        offset = section["sh_offset"]
+    with open(library, "r+b") as fh:   # the first record's vn_next: far past the table
+        fh.seek(offset + 12)
+        fh.write((0x7FFFFFF0).to_bytes(4, "little"))
+    tarball = write_tarball(root, tmp_path, "none")
+    out = tmp_path / "channel"
+    result = CliRunner().invoke(main, ["repack", str(tarball), "--profile", "conda-forge",
+                                       "--format", "conda", "--no-inside", "-o", str(out)])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert f"libcudart.so.{VERSION}: cannot read its glibc floor (.gnu.version_r" \
+        in result.stderr
+    assert not out.exists()
