@@ -49,6 +49,10 @@ CUDART = "cuda_cudart-linux-x86_64-12.9.79-archive"
 CUBLAS = "libcublas-linux-x86_64-12.9.1.4-archive"
 NVRTC = "cuda_nvrtc-linux-x86_64-12.9.86-archive"
 
+# Pages whose Python examples are programs run as printed, in order with the commands (the
+# conda-forge page's py-rattler snippets index, solve and install the channel the page wrote).
+RUN_PYTHON = frozenset({"docs/howto/conda-forge.md"})
+
 # Commands no test runs, each with the reason (matched by the start of the command).
 NOT_RUN: dict[str, dict[str, str]] = {
     "README.md": {
@@ -63,9 +67,13 @@ NOT_RUN: dict[str, dict[str, str]] = {
             "the README's quick start installs the same way (.ci/run runs it)",
     },
     "docs/howto/conda-forge.md": {
-        "env/bin/nvcc": "needs the prefix the page's Python example installs with a conda "
-                        "client: tests/conda/test_real_channel.py installs one with py-rattler "
-                        "and builds with its nvcc",
+        "env/bin/nvcc": "the scene's archives hold no executables (packing the whole toolkit "
+                        "at the page's zstd level takes minutes): tests/conda/"
+                        "test_real_channel.py installs the real nvcc with py-rattler and "
+                        "builds with it",
+        "g++ -std=c++17 $CXXFLAGS app.cpp": "needs an environment activated by a conda "
+                                            "client: tests/conda/test_real_channel.py "
+                                            "activates one and builds exactly this",
     },
     "docs/development.md": {
         "python3 -m venv .venv": "the README's test command (.ci/run runs it)",
@@ -299,11 +307,14 @@ def scene_consumer_guards(scene: Scene, inputs: dict[str, Path]) -> None:
 
 
 def scene_conda_forge(scene: Scene, inputs: dict[str, Path]) -> None:
-    """NVIDIA's CUDA 13.0 packages the page repacks, under NVIDIA's names; the biggest with
-    none of their libraries (the page packs at zstd level 10: what is packed is not tested
-    here, tests/conda/ does it)."""
+    """NVIDIA's CUDA 13.0 packages the page repacks, x86_64 and sbsa, under NVIDIA's names;
+    the biggest with none of their libraries (the page packs at zstd level 10: what is packed
+    is not tested here, tests/conda/ does it). The page's py-rattler examples run as printed:
+    they index, solve and install from the folder (py-rattler's cache below the scene's
+    HOME)."""
     pytest.importorskip("conda_package_streaming",
                         reason="conda-package-streaming not installed (cudasplit[conda])")
+    pytest.importorskip("rattler", reason="py-rattler not installed (the page's examples)")
     from tests.conda.redist import CONDA_WHEELS, conda_tarball
     from tests.support.wheeltrees import top_name
 
@@ -312,6 +323,11 @@ def scene_conda_forge(scene: Scene, inputs: dict[str, Path]) -> None:
                   "cuda_cccl", "cuda_nvrtc", "libcublas"):
         tarball = conda_tarball(pname, keep_elf=fewer.get(pname))
         scene.put(f"{top_name(pname, CONDA_WHEELS[pname].version)}.tar.xz", tarball)
+    for pname in ("cuda_cudart", "cuda_cccl", "cuda_nvcc", "cuda_crt", "libnvvm",
+                  "libnvptxcompiler"):
+        tarball = conda_tarball(pname, platform="linux-sbsa", keep_elf=fewer.get(pname))
+        scene.put(f"{top_name(pname, CONDA_WHEELS[pname].version, 'linux-sbsa')}.tar.xz",
+                  tarball)
 
 
 SCENES: dict[str, Callable[[Scene, dict[str, Path]], None]] = {
@@ -378,7 +394,7 @@ def run_page(page: Path, scene: Scene) -> None:
     rel = _rel(page)
     failures: list[str] = []
     not_run: list[str] = []
-    blocks = page_blocks(page)
+    blocks = page_blocks(page, python=rel in RUN_PYTHON)
     _need_programs(blocks, scene, rel)
     for block in blocks:
         skip = [c for c in block.commands if _excused(rel, c, scene) is not None]

@@ -188,9 +188,17 @@ def _repack_conda(source: PathLike | Source, channel: Path, opts: SplitOptions,
                             platform=opts.platform, cuda_version=opts.cuda_version,
                             level=pack.effective_level(), threads=threads,
                             mtime=mtime_from_env() if pack.mtime is None else pack.mtime,
-                            overwrite=opts.overwrite, staging_parent=pack.staging_parent)
+                            overwrite=opts.overwrite, staging_parent=pack.staging_parent,
+                            source_name=_source_name(source))
     report = _split(source, sink, options=opts)
     return RepackResult(report, list(sink.written))
+
+
+def _source_name(source: PathLike | Source) -> str:
+    """How messages name the archive: its path, or a source object's description."""
+    if isinstance(source, (str, os.PathLike)):
+        return os.fspath(source)
+    return source.description
 
 
 __all__ = ["RepackOptions", "RepackResult", "repack_to_dir"]

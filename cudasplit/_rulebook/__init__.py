@@ -45,6 +45,12 @@ from cudasplit._rulebook.ruleset import Decision, Rename, Rule, RuleRef, RuleSet
 from cudasplit._rulebook.totoml import ruleset_toml
 
 if TYPE_CHECKING:
+    from cudasplit._rulebook.condaspec import (
+        build_problem,
+        name_problem,
+        spec_problem,
+        version_problem,
+    )
     from cudasplit._rulebook.recipes import (
         CondaOutput,
         CondaProfile,
@@ -53,14 +59,18 @@ if TYPE_CHECKING:
         outputs_for,
     )
 
-# A profile's package metadata (recipes/) loads on first use: a split never reads it.
-_LAZY = frozenset({"CondaOutput", "CondaProfile", "RunValues", "conda_profile", "outputs_for"})
+# A profile's package metadata (recipes/) and conda's grammar load on first use: a split
+# never reads them.
+_LAZY = {**dict.fromkeys(("CondaOutput", "CondaProfile", "RunValues", "conda_profile",
+                          "outputs_for"), "cudasplit._rulebook.recipes"),
+         **dict.fromkeys(("build_problem", "name_problem", "spec_problem", "version_problem"),
+                         "cudasplit._rulebook.condaspec")}
 
 
 def __getattr__(name: str) -> Any:
     if name not in _LAZY:
         raise AttributeError(f"module 'cudasplit._rulebook' has no attribute {name!r}")
-    value = getattr(importlib.import_module("cudasplit._rulebook.recipes"), name)
+    value = getattr(importlib.import_module(_LAZY[name]), name)
     globals()[name] = value
     return value
 
@@ -92,12 +102,14 @@ __all__ = [
     "added_needed",
     "aliases",
     "available_profiles",
+    "build_problem",
     "build_ruleset",
     "conda_profile",
     "default_rules_dir",
     "describe_package",
     "load_ruleset",
     "name_at",
+    "name_problem",
     "outputs_for",
     "parse_dlopen_key",
     "profile_dir",
@@ -105,6 +117,8 @@ __all__ = [
     "regex_hazard",
     "renamed_pairs",
     "ruleset_toml",
+    "spec_problem",
     "version_at_least",
+    "version_problem",
     "version_tuple",
 ]

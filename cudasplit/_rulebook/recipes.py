@@ -11,6 +11,16 @@ platform, the rest from the run (:class:`RunValues`): ``@version@`` (the archive
 ``@build@`` (the recipe's build string), ``@cuda_version@`` (X.Y), ``@cuda_release@`` (as
 given), ``@cuda_major@``, ``@cuda_next_minor@`` (13.1.0a0), ``@cuda_next_major@`` (14.0a0) and
 ``@next_major@`` (the archive version's next major, 14.0a0: conda-build's ``max_pin="x"``).
+
+``__glibc`` is never written in ``depends``: an output that the feedstock builds with
+``{{ stdlib("c") }}`` says ``stdlib = "c"``, the recipe says its feedstock's
+``c_stdlib_version``, and the packer pins ``__glibc`` at that version or at the floor its files
+measure, whichever is higher. An output's ``scripts`` are files the recipe itself installs
+(cuda-nvcc's activation scripts): our own text under the profile directory, its ``@name@``
+platform variables filled.
+
+Every name, version and match spec is checked against conda's grammar
+(:mod:`cudasplit._rulebook.condaspec`) once its templates are filled.
 """
 
 from __future__ import annotations
@@ -22,6 +32,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from cudasplit._rulebook.condaspec import (
+    build_problem,
+    name_problem,
+    spec_problem,
+    version_problem,
+)
 from cudasplit._rulebook.load import read_rule_file
 from cudasplit._rulebook.package.parse import check_keys, string_list, table_of
 from cudasplit._rulebook.profile import profile_dir, profile_variables, substitute
@@ -31,13 +47,16 @@ __all__ = ["CondaOutput", "CondaProfile", "CondaRecipe", "RunValues", "conda_pro
            "load_recipes", "outputs_for"]
 
 _RECIPE_KEYS = frozenset({"feedstock", "commit", "recipe_version", "redist", "build_number",
-                          "about"})
+                          "about", "c_stdlib_version"})
 _ABOUT_KEYS = frozenset({"home", "license", "license_url", "doc_url", "dev_url"})
 _OUTPUT_KEYS = frozenset({"name", "redist", "noarch", "version", "summary", "files", "depends",
-                          "constrains", "run_exports", "platforms"})
+                          "constrains", "run_exports", "platforms", "stdlib", "scripts"})
 _RUN_EXPORTS = ("weak", "strong", "weak_constrains", "strong_constrains", "noarch")
 _TEMPLATE = re.compile(r"@([a-z_]+)@")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
+_GLIBC = re.compile(r"^\d{1,3}\.\d{1,3}$")   # a c_stdlib_version: 2.28
+MAX_BUILD_NUMBER = 1_000_000
+MAX_SCRIPT = 1 << 16     # bytes of one recipe script (activation scripts are a few KB)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +73,10 @@ class RunValues:
 
     version: str
     cuda_version: str
+
+    def problem(self) -> str | None:
+        """Why the archive's version cannot name a conda package (``None``: it can)."""
+        return version_problem(self.version)
 
     def values(self, build: str) -> dict[str, str]:
         match = re.fullmatch(r"(\d+)\.(\d+)(\.\d+)?", self.cuda_version)
@@ -84,6 +107,8 @@ class CondaOutput:
     run_exports: tuple[tuple[str, tuple[str, ...]], ...]
     platforms: tuple[str, ...] | None   # NVIDIA platforms it exists on (None: all)
     recipe: CondaRecipe
+    stdlib: bool = False        # built with {{ stdlib("c") }}: __glibc >= c_stdlib_version
+    scripts: tuple[tuple[str, str], ...] = ()   # (prefix path, text) the recipe installs
 
     @property
     def build(self) -> str:
@@ -96,15 +121,38 @@ class CondaOutput:
         return f"h{digest.hexdigest()[:7]}_{self.recipe.build_number}"
 
     def resolved(self, run: RunValues) -> CondaOutput:
-        """This output with every ``@name@`` of the run filled in."""
+        """This output with every ``@name@`` of the run filled in.
+
+        Raises:
+            RulesError: a filled name, version or match spec is not conda's grammar (the
+                message names the recipe file and output; check the run's own values with
+                :meth:`RunValues.problem` first, so that this names only the data).
+        """
         values = run.values(self.build)
-        fill = _filler(values, f"{self.recipe.path}:{self.name}")
-        return replace(
+        where = f"{self.recipe.path}:{self.name}"
+        fill = _filler(values, where)
+        done = replace(
             self, name=fill(self.name), version=fill(self.version),
             files=tuple(fill(f) for f in self.files),
             depends=tuple(fill(d) for d in self.depends),
             constrains=tuple(fill(c) for c in self.constrains),
             run_exports=tuple((k, tuple(fill(s) for s in v)) for k, v in self.run_exports))
+        done.check(where)
+        return done
+
+    def check(self, where: str) -> None:
+        """Name, version, build string and every match spec in conda's grammar, or a
+        ``RulesError`` naming ``where`` and the value."""
+        found = [(f"name {self.name!r}", name_problem(self.name)),
+                 (f"version {self.version!r}", version_problem(self.version)),
+                 (f"build {self.build!r}", build_problem(self.build))]
+        found += [(f"{key} {spec!r}", spec_problem(spec))
+                  for key, specs in (("depends", self.depends), ("constrains", self.constrains),
+                                     *self.run_exports)
+                  for spec in specs]
+        for what, problem in found:
+            if problem is not None:
+                raise RulesError(f"{where}: {what}: {problem}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +169,7 @@ class CondaRecipe:
     about: tuple[tuple[str, str], ...] = ()     # home, license, license_url, doc_url
     platform: str | None = None                 # the NVIDIA platform it was read for
     outputs: tuple[CondaOutput, ...] = ()
+    c_stdlib_version: str | None = None         # the feedstock's, for this platform
 
 
 def load_recipes(directory: Path, variables: Mapping[str, str],
@@ -134,7 +183,8 @@ def load_recipes(directory: Path, variables: Mapping[str, str],
     recipes = []
     for path in sorted((directory / "recipes").glob("*.toml")):
         doc = substitute(read_rule_file(path), variables)
-        recipes.append(_recipe(str(path), doc, variables.get("target_platform", ""), platform))
+        recipe = _recipe(str(path), doc, variables.get("target_platform", ""), platform)
+        recipes.append(_with_scripts(recipe, doc, directory, variables))
     names = [o.name for r in recipes for o in r.outputs]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -189,15 +239,19 @@ def _recipe(path: str, doc: Mapping[str, Any], target_platform: str,
         raise RulesError(f"{path}:[recipe]: commit must be the 40-hex commit the facts come from")
     redist = string_list(table.get("redist"), f"{path}:[recipe]", "redist")
     number = table.get("build_number", 0)
-    if not redist or not isinstance(number, int) or isinstance(number, bool) or number < 0:
-        raise RulesError(f"{path}:[recipe]: redist (archive names) and a build_number >= 0")
+    if not redist or not isinstance(number, int) or isinstance(number, bool) \
+            or not 0 <= number <= MAX_BUILD_NUMBER:
+        raise RulesError(f"{path}:[recipe]: redist (archive names) and a build_number from 0 "
+                         f"to {MAX_BUILD_NUMBER}")
     about = table_of(table.get("about", {}), path, "[recipe].about")
     check_keys(about, _ABOUT_KEYS, path, "[recipe].about")
     if not all(isinstance(v, str) for v in about.values()):
         raise RulesError(f"{path}:[recipe].about: values must be strings")
     recipe = CondaRecipe(path, str(table.get("feedstock", "")), commit,
                          str(table.get("recipe_version", "")), redist, number, target_platform,
-                         tuple(sorted(about.items())), platform)
+                         tuple(sorted(about.items())), platform,
+                         c_stdlib_version=_c_stdlib(table.get("c_stdlib_version"), path,
+                                                    platform))
     entries = doc.get("output", [])
     if not isinstance(entries, list) or not entries:
         raise RulesError(f"{path}: at least one [[output]]")
@@ -224,16 +278,84 @@ def _output(table: Mapping[str, Any], recipe: CondaRecipe, index: int) -> CondaO
     if bad:
         raise RulesError(f"{where}: run_exports kind {bad[0]!r} (known: {', '.join(_RUN_EXPORTS)})")
     platforms = table.get("platforms")
+    depends = string_list(table.get("depends"), where, "depends")
+    if any(d.split(" ")[0] == "__glibc" for d in depends):
+        raise RulesError(f"{where}: __glibc is not written in depends: say stdlib = \"c\" "
+                         "(the pin comes from c_stdlib_version and the files' glibc floor)")
+    stdlib = table.get("stdlib")
+    if stdlib not in (None, "c"):
+        raise RulesError(f"{where}: stdlib must be \"c\" (or absent)")
+    if stdlib and noarch:
+        raise RulesError(f"{where}: a noarch output gets no __glibc (conda-build applies "
+                         "only noarch run_exports to it): drop stdlib")
+    if stdlib and recipe.c_stdlib_version is None:
+        raise RulesError(f"{where}: stdlib = \"c\" needs the recipe's c_stdlib_version")
     return CondaOutput(
         name=name, redist=redist, noarch=noarch,
         version=str(table.get("version", "@version@")),
         summary=str(table.get("summary", "")),
         files=_files(table.get("files"), where, recipe.platform),
-        depends=string_list(table.get("depends"), where, "depends"),
+        depends=depends,
         constrains=string_list(table.get("constrains"), where, "constrains"),
         run_exports=tuple((k, string_list(v, where, k)) for k, v in sorted(exports.items())),
         platforms=None if platforms is None else string_list(platforms, where, "platforms"),
-        recipe=recipe)
+        recipe=recipe, stdlib=stdlib == "c")
+
+
+def _c_stdlib(value: Any, path: str, platform: str | None) -> str | None:
+    """``c_stdlib_version``: ``"2.28"`` for every platform, or a table by NVIDIA platform
+    (conda-forge's variants differ: Tegra builds have another)."""
+    where = f"{path}:[recipe].c_stdlib_version"
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        value = value.get(platform) if platform is not None else None
+        if value is None:
+            return None
+    if not isinstance(value, str) or not _GLIBC.match(value):
+        raise RulesError(f"{where}: must be a glibc version X.Y (2.28), or a table of them by "
+                         "NVIDIA platform")
+    return value
+
+
+def _with_scripts(recipe: CondaRecipe, doc: Mapping[str, Any], directory: Path,
+                  variables: Mapping[str, str]) -> CondaRecipe:
+    """Each output's ``scripts``: prefix path -> a file below the profile ``directory``, read
+    and its platform variables filled."""
+    outputs = []
+    for index, (output, entry) in enumerate(zip(recipe.outputs, doc.get("output", []),
+                                                strict=True)):
+        where = f"{recipe.path}:output #{index + 1}"
+        table = table_of(entry.get("scripts", {}), where, "scripts")
+        scripts = []
+        for dest, source in sorted(table.items()):
+            if not isinstance(source, str) or not _inside(dest) or not _inside(source):
+                raise RulesError(f"{where}: scripts: {dest!r} = {source!r}: both must be "
+                                 "relative paths that stay inside the prefix and the profile")
+            scripts.append((dest, substitute(_read_script(directory / source, where),
+                                             variables)))
+        outputs.append(replace(output, scripts=tuple(scripts)))
+    return replace(recipe, outputs=tuple(outputs))
+
+
+def _inside(path: str) -> bool:
+    parts = path.split("/")
+    return bool(path) and not path.startswith("/") and "\0" not in path \
+        and all(p not in ("", ".", "..") for p in parts)
+
+
+def _read_script(path: Path, where: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_SCRIPT + 1)
+    except OSError as exc:
+        raise RulesError(f"{where}: scripts: cannot read {path} ({exc.strerror})") from exc
+    if len(data) > MAX_SCRIPT:
+        raise RulesError(f"{where}: scripts: {path} is over {MAX_SCRIPT} bytes")
+    try:
+        return data.decode()
+    except UnicodeDecodeError as exc:
+        raise RulesError(f"{where}: scripts: {path} is not UTF-8 text") from exc
 
 
 def _files(value: Any, where: str, platform: str | None) -> tuple[str, ...]:

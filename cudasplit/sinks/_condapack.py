@@ -9,6 +9,11 @@ written by ``conda-package-streaming``'s builder; this module decides what goes 
   ``info/run_exports.json``, and for files that name the install-prefix placeholder
   ``prefix_placeholder``/``file_mode`` in ``paths.json`` and ``info/has_prefix`` (conda
   replaces it at install time); ``info/licenses/`` as staged;
+* links as conda-build leaves them: a link whose text does not start with ``.`` is rewritten
+  to the relative path of its fully resolved target (``libcudart.so -> libcudart.so.13`` becomes
+  ``libcudart.so -> libcudart.so.13.0.96``), resolved through the run's packages, which share
+  the prefix; one that starts with ``.`` (``../targets/...``) is kept as written, and so is one
+  whose target the run does not hold (conda-build's ``check_symlinks``);
 * reproducible bytes: members sorted, uid/gid 0, modes normalised, one mtime, JSON with sorted
   keys, zstd settings that do not depend on the clock, and the zip's own member times (the
   builder stamps the clock) set to 1980-01-01.
@@ -31,7 +36,7 @@ from typing import Any
 
 from cudasplit.errors import OptionsError, OutputError
 
-__all__ = ["CondaMeta", "pack_conda"]
+__all__ = ["CondaMeta", "pack_conda", "real_path"]
 
 CHUNK = 1 << 20
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
@@ -122,7 +127,8 @@ def pack_conda(meta: CondaMeta, root: Path, dest: Path, *, placeholder: str | No
     """
     builder = _builder()
     entries = list(_walk(root))
-    payload = [e for e in entries if not e.path.startswith("info/")]
+    payload = [_as_conda_build_links(e, resolve) for e in entries
+               if not e.path.startswith("info/")]
     records = [_record(e, placeholder, resolve) for e in payload]
     info = _info_files(meta, records, [e for e in entries if e.path.startswith("info/")])
     compressor = _compressor(level, threads)
@@ -191,18 +197,52 @@ def _record(entry: _Entry, placeholder: str | None,
 
 def _follow(path: str, resolve: Callable[[str], Path | None]) -> Path | None:
     """The staged regular file a link resolves to in the shared prefix, if the run has it."""
-    current = path
-    for _ in range(_MAX_HOPS):
-        local = resolve(current)
+    real = real_path(path, resolve)
+    local = resolve(real) if real is not None else None
+    return local if local is not None and local.is_file() and not local.is_symlink() else None
+
+
+def real_path(path: str, resolve: Callable[[str], Path | None]) -> str | None:
+    """``path``'s fully resolved prefix path (``os.path.realpath`` over the shared prefix):
+    every link on the way followed, component by component, through the run's packages;
+    ``None`` when a component is not in the run, a link is absolute or climbs out of the
+    prefix, or more than :data:`_MAX_HOPS` links are followed."""
+    done: list[str] = []
+    todo = path.split("/")
+    hops = 0
+    while todo:
+        part = todo.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not done:
+                return None
+            done.pop()
+            continue
+        local = resolve("/".join((*done, part)))
         if local is None:
             return None
-        if not local.is_symlink():
-            return local if local.is_file() else None
-        joined = os.path.normpath(os.path.join(os.path.dirname(current), os.readlink(local)))
-        if joined.startswith("../") or os.path.isabs(joined):
-            return None
-        current = joined
-    return None
+        if local.is_symlink():
+            hops += 1
+            text = os.readlink(local)
+            if hops > _MAX_HOPS or text.startswith("/"):
+                return None
+            todo = text.split("/") + todo
+        else:
+            done.append(part)
+    return "/".join(done)
+
+
+def _as_conda_build_links(entry: _Entry, resolve: Callable[[str], Path | None]) -> _Entry:
+    """A link rewritten to its real target as conda-build's ``check_symlinks`` does (see the
+    module docstring); files and other links as they are."""
+    if entry.link is None or entry.link.startswith("."):
+        return entry
+    real = real_path(entry.path, resolve)
+    if real is None:
+        return entry
+    text = os.path.relpath(real, os.path.dirname(entry.path) or ".")
+    return entry if text == entry.link else _Entry(entry.path, entry.local, text)
 
 
 def _scan(path: Path, placeholder: str | None) -> tuple[str, int, str | None]:

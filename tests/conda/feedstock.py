@@ -7,9 +7,15 @@ Two steps, each our own expression of the facts learnt from the feedstocks (the 
    feedstock's ``build.sh`` does (empty files and real symlinks are enough);
 2. :func:`select` applies an output's ``files:`` entries the way conda-build does: a path that
    exists is taken (a directory: everything below it, links to directories included), anything
-   else is a Python ``glob(recursive=True)``, whose directory matches take nothing.
+   else is a Python ``glob(recursive=True)``, whose directory matches take nothing (conda-build's
+   ``expand_globs`` returns the directory itself; its files are then "already in the prefix"
+   and stay out: the recipe's ``bin/*`` takes ``bin/crt`` from nobody);
+3. :func:`packaged` says what each selected path is in the package: a file, or a link with the
+   text conda-build's ``check_symlinks`` leaves (a link whose text does not start with ``.`` is
+   rewritten to the relative path of its fully resolved target; ``ln -s $PREFIX/...`` links
+   become relative the same way).
 
-The tests compare what these select with the paths of the packages the rules make.
+The tests compare these with the paths and link texts of the packages the rules make.
 """
 
 from __future__ import annotations
@@ -187,4 +193,23 @@ def _walk(prefix: Path, directory: Path) -> set[str]:
         for name in dirs:
             if os.path.islink(os.path.join(root, name)):
                 found.add(os.path.relpath(os.path.join(root, name), prefix))
+    return found
+
+
+def packaged(prefix: Path, paths: Iterable[str]) -> dict[str, str | None]:
+    """path -> the link text conda-build packs (``None``: a file), for ``paths`` of ``prefix``."""
+    real_prefix = os.path.realpath(prefix)
+    found: dict[str, str | None] = {}
+    for path in paths:
+        full = os.path.join(real_prefix, path)
+        if not os.path.islink(full):
+            found[path] = None
+            continue
+        text = os.readlink(full)
+        real = os.path.realpath(full)
+        if real.startswith(real_prefix + os.sep):
+            relative = os.path.relpath(real, os.path.dirname(full))
+            if not text.startswith(".") and text != relative:
+                text = relative
+        found[path] = text
     return found

@@ -1,20 +1,29 @@
 """Real NVIDIA bytes for the conda-forge tests: the wheels laid out as redist tarballs.
 
 :func:`conda_tarball` is :func:`tests.support.wheeltrees.redist_tarball` for the packages the
-conda-forge profile covers, with the one layout difference from NVIDIA's archives that matters
-here: libnvvm's library lives in ``nvvm/lib64/`` in the real archives (conda-forge's 13.0 recipe
-packages ``nvvm/lib64`` and tests for it), where the wheel-derived tarball says ``nvvm/lib/``.
-The variant is written once next to the cached tarball, uncompressed.
+conda-forge profile covers, with the two layout differences from NVIDIA's archives that matter
+here:
+
+* libnvvm's library lives in ``nvvm/lib64/`` in the real archives (conda-forge's 13.0 recipe
+  packages ``nvvm/lib64`` and tests for it), where the wheel-derived tarball says ``nvvm/lib/``;
+* cuda_cudart's archive holds the driver stub ``lib/stubs/libcuda.so`` (cuda-driver-dev), which
+  the runtime wheel lacks and the feedstock's host-compiler test links (``-lcuda``): an x86_64
+  archive gets a gcc-built stand-in with the stub's SONAME (``libcuda.so.1``), never NVIDIA's
+  bytes.
+
+Each variant is written once next to the cached tarball, uncompressed.
 """
 
 from __future__ import annotations
 
 import os
 import tarfile
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudasplit import Report
+from tests.support.builders import compile_shared
 from tests.support.wheeltrees import WHEELS_13, Wheel, redist_tarball
 
 # CUDA 13.0 (redistrib_13.0.2.json) and cuBLAS as 13.0.3 ships it; the nvcc-impl set with
@@ -32,12 +41,35 @@ def conda_tarball(pname: str, *, platform: str = "linux-x86_64",
                   keep_elf: int | None = None) -> Path:
     """The tarball of ``pname`` (see the module docstring)."""
     tarball = redist_tarball(pname, CONDA_WHEELS[pname], keep_elf=keep_elf, platform=platform)
+    if pname == "cuda_cudart" and platform == "linux-x86_64":
+        stubbed = tarball.with_name(tarball.name.replace(".tar.gz", ".stub.tar"))
+        if not stubbed.exists():
+            _add_driver_stub(tarball, stubbed)
+        return stubbed
     if pname != "libnvvm":
         return tarball
     lib64 = tarball.with_name(tarball.name.replace(".tar.gz", ".lib64.tar"))
     if not lib64.exists():
         _move_nvvm_lib(tarball, lib64)
     return lib64
+
+
+STUB = "int cuInit(unsigned int flags) { (void)flags; return 34; }\n"  # CUDA_ERROR_STUB_LIBRARY
+
+
+def _add_driver_stub(source: Path, dest: Path) -> None:
+    """``<top>/lib/stubs/libcuda.so`` (a gcc-built stand-in) added to ``source``."""
+    with tempfile.TemporaryDirectory() as work:
+        stub = compile_shared(Path(work), "libcuda.so", STUB, soname="libcuda.so.1")
+        tmp = dest.with_suffix(".partial")
+        with tarfile.open(source) as src, tarfile.open(tmp, "w", format=tarfile.GNU_FORMAT) \
+                as out:
+            top = ""
+            for info in src:
+                top = top or info.name.partition("/")[0]
+                out.addfile(info, src.extractfile(info) if info.isfile() else None)
+            out.add(stub, arcname=f"{top}/lib/stubs/libcuda.so")
+    os.replace(tmp, dest)
 
 
 def _move_nvvm_lib(source: Path, dest: Path) -> None:

@@ -16,7 +16,7 @@ import zstandard
 
 from cudasplit import RepackOptions, SplitOptions, repack_to_dir, split_to_dir
 from cudasplit._rulebook import conda_profile, default_rules_dir, outputs_for
-from tests.conda.feedstock import Member, install_prefix, select
+from tests.conda.feedstock import Member, install_prefix, packaged, select
 from tests.conda.synthetic import DRIVER, compat_tarball
 from tests.support.builders import dynamic_entries
 
@@ -50,6 +50,33 @@ def test_cuda_compat_impl_holds_what_the_recipe_makes(pname: str, tmp_path: Path
     assert os.readlink(impl / "cuda-compat/libcuda.so") == "libcuda.so.1"
     entries = dynamic_entries(impl / f"cuda-compat/libcuda.so.{DRIVER}")
     assert entries.get("RPATH") == ["$ORIGIN"] and "RUNPATH" not in entries
+
+
+def _contents(package: Path) -> dict[str, str | None]:
+    with zipfile.ZipFile(package) as zf:
+        name = next(n for n in zf.namelist() if n.startswith("pkg-"))
+        data = zstandard.ZstdDecompressor().decompressobj().decompress(zf.read(name))
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        return {m.name: m.linkname if m.issym() else None for m in tar if not m.isdir()}
+
+
+@pytest.mark.parametrize("pname", ["cuda_compat", "nvidia_driver"])
+def test_the_package_links_say_what_conda_build_leaves_them_saying(pname: str,
+                                                                   tmp_path: Path) -> None:
+    """``libcuda.so -> libcuda.so.1`` (the recipe's chain) is packed as conda-build packs it:
+    ``libcuda.so -> libcuda.so.<driver>``."""
+    pytest.importorskip("conda_package_streaming", reason="conda-package-streaming not installed")
+    result = repack_to_dir(compat_tarball(tmp_path, pname), tmp_path / "channel",
+                           SplitOptions(profile="conda-forge", cuda_version="13.0.2"),
+                           RepackOptions(fmt="conda", level=1))
+    impl = next(p for p in result.archives if p.name.startswith("cuda-compat-impl-"))
+    prefix = tmp_path / "prefix"
+    install_prefix(pname, _members(tmp_path), "linux-x86_64", prefix)
+    recipe = {o.name: o for o in outputs_for(
+        conda_profile(default_rules_dir(), "conda-forge", "linux-x86_64").recipes, pname,
+        "linux-x86_64")}
+    assert _contents(impl) == packaged(prefix, select(prefix, recipe["cuda-compat-impl"].files))
+    assert _contents(impl)["cuda-compat/libcuda.so"] == f"libcuda.so.{DRIVER}"
 
 
 def test_the_two_packages_have_the_driver_and_the_cuda_versions(tmp_path: Path) -> None:

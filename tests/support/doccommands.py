@@ -15,6 +15,10 @@ files carry between the blocks of a page. Each command's output goes to its own 
 
 A plain ```` ``` ```` block that starts like a command (``$ `` or ``cudasplit ``) is an
 error (:func:`unlabelled_command_blocks`): unlabelled, it would never be run.
+
+A page whose Python examples are programs to run as printed (``page_blocks(page,
+python=True)``) has each ```` ```python ```` block run too, in page order with its commands:
+the block's text, unchanged, is fed to ``python3`` (one command, exit status 0).
 """
 
 from __future__ import annotations
@@ -104,9 +108,22 @@ def _status(text: str) -> int:
     return int(match.group(1)) if match else 0
 
 
-def page_blocks(page: Path) -> list[Block]:
-    return [parse_block(lang, start, body)
-            for lang, start, body in fenced_blocks(page.read_text()) if lang in COMMAND_LANGS]
+def page_blocks(page: Path, *, python: bool = False) -> list[Block]:
+    blocks = []
+    for lang, start, body in fenced_blocks(page.read_text()):
+        if lang in COMMAND_LANGS:
+            blocks.append(parse_block(lang, start, body))
+        elif python and lang == "python":
+            blocks.append(python_block(start, body))
+    return blocks
+
+
+def python_block(start: int, body: Sequence[str]) -> Block:
+    """A Python example as one command: ``python3`` reading the block's text as printed."""
+    text = "\n".join(body)
+    assert "\nPYTHON_BLOCK_END\n" not in f"\n{text}\n"
+    return Block("python", start, [Command(f"python3 - <<'PYTHON_BLOCK_END'\n{text}\n"
+                                           "PYTHON_BLOCK_END", start + 1)])
 
 
 def unlabelled_command_blocks(page: Path) -> list[int]:
