@@ -465,7 +465,7 @@ def payload(args: argparse.Namespace, only: set[str]) -> dict[str, Path]:
         if kind in only or "decode" in only or every or (kind == "xz-multi"
                                                         and "patch-share" in only):
             files[kind] = compressed(tar, kind)
-    if "xz-single" in only or every:
+    if "xz-single" in only or every or "decode" in only:
         single = (tar_from_dir(args.cache, directory, args.single_glob, args.version)
                   if args.single_glob else tar)
         files["xz-single"] = compressed(single, "xz-single", args.single_preset)
@@ -512,6 +512,7 @@ def run_sections(bench: Bench, files: dict[str, Path], jobs: list[int], only: se
         many = [n for n in jobs if n > 1] or jobs  # one thread is xz's own speed: left out
         for n in many:
             named += [(f"decoder -j{n}", lambda n=n: bench.decode(multi, n)),
+                      (f"library decoder -j{n}", lambda n=n: bench.decode(multi, n, False)),
                       (f"xz -dc -T{n}", lambda n=n: bench.xz_dc(multi, n))]
         results["decode"] = _section(multi, interleaved(named, repeat), many)
     if (zst := files.get("zstd")) is not None and "decode" in only:
@@ -519,6 +520,11 @@ def run_sections(bench: Bench, files: dict[str, Path], jobs: list[int], only: se
             ("decoder in-process", lambda: bench.decode(zst, 1, False)),
             ("decoder through zstd -dc -T0", lambda: bench.decode(zst, 1, True)),
             ("zstd -dc -T0", lambda: bench.zstd_dc(zst))], repeat), [1])
+    if (single := files.get("xz-single")) is not None and "decode" in only:
+        results["decode-xz-single"] = _section(single, interleaved([
+            ("decoder in-process", lambda: bench.decode(single, 1, False)),
+            ("decoder through xz -dc -T1", lambda: bench.decode(single, 1, True)),
+            ("xz -dc -T1", lambda: bench.xz_dc(single, 1))], repeat), [1])
     if "choices" in only:
         anchors = {"zstd": ("tar -I 'zstd -T1'", "zstd -T1", None),
                    "xz-single": ("tar -xJf", None, "-J"),
@@ -682,17 +688,22 @@ def tables(results: dict[str, object]) -> list[str]:
         targets.append(Target(f"a release at once, `-j{top}`, vs tar over each in turn",
                               _ratio(a, t), 0.95, (a.rss_mb, t.rss_mb)))
     if isinstance(d := results.get("decode"), dict):
-        rows = [_pair_row(f"N = {n}", _stat(d, f"decoder -j{n}"), _stat(d, f"xz -dc -T{n}"))
-                for n in sorted(d["jobs"])]
-        out.append(table("Decoder alone: `open_decompressed(jobs=N)` read to the end vs "
-                         "`xz -dc -TN >/dev/null`", PAIR, rows))
+        rows = []
+        for n in sorted(d["jobs"]):
+            rows.append(_pair_row(f"N = {n}, as chosen", _stat(d, f"decoder -j{n}"),
+                                  _stat(d, f"xz -dc -T{n}")))
+            if f"library decoder -j{n}" in d["stats"]:  # type: ignore[operator]
+                rows.append(_pair_row(f"N = {n}, the library", _stat(d, f"library decoder -j{n}"),
+                                      _stat(d, f"xz -dc -T{n}")))
+        out.append(table("Multi-block xz decoder alone: `open_decompressed(jobs=N)` read to the "
+                         "end vs `xz -dc -TN >/dev/null`", PAIR, rows))
     if isinstance(d := results.get("decode-zstd"), dict):
         base = _stat(d, "zstd -dc -T0")
         rows = [_pair_row(name, _stat(d, name), base)
                 for name in ("decoder in-process", "decoder through zstd -dc -T0")]
         out.append(table(f"zstd decoder alone ({d['file']}, {d['mb']:.0f} MB) vs "
-                         "`zstd -dc -T0 >/dev/null`: in-process (the default) or through the "
-                         "binary", PAIR, rows))
+                         "`zstd -dc -T0 >/dev/null`: in-process or through the binary (the "
+                         "default)", PAIR, rows))
     if isinstance(c := results.get("choices"), dict):
         rows = []
         for label, sec in c.items():
@@ -732,6 +743,13 @@ def tables(results: dict[str, object]) -> list[str]:
                          "Hz): how busy each thread was (not waiting on a lock, a condition, a "
                          "future or a pipe), and the main thread's life by phase",
                          ("payload", "wall s", "threads", "main thread"), rows))
+    if isinstance(d := results.get("decode-xz-single"), dict):
+        base = _stat(d, "xz -dc -T1")
+        rows = [_pair_row(name, _stat(d, name), base)
+                for name in ("decoder in-process", "decoder through xz -dc -T1")]
+        out.append(table(f"Single-block xz decoder alone ({d['file']}, {d['mb']:.0f} MB) vs "
+                         "`xz -dc -T1 >/dev/null`: in-process or through the binary", PAIR,
+                         rows))
     if isinstance(p := results.get("patch-share"), dict):
         top = max(p["jobs"])
         a = _stat(p, f"split -j{top}")

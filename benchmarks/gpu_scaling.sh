@@ -57,7 +57,8 @@ mkdir -p "$C" "$OUT"
 B=(python3 benchmarks/bench_scaling.py --from-dir "$L" --cache "$C" --repeat "${REPEAT:-3}"
    --deadline "${DEADLINE:-480}" --glob "${GLOB:-libcublas*}"
    --single-glob "${SINGLE_GLOB:-libcublas[._]*}" --single-preset 3)
-nproc; uptime; python3 -c 'import cudasplit, sys; print(cudasplit.__file__, sys.version)'
+nproc; uptime; uname -a; head -c 300 /proc/version; echo
+python3 -c 'import cudasplit, sys; print(cudasplit.__file__, sys.version)'
 zstd --version; xz --version | head -1; py-spy --version
 
 case $part in
@@ -72,8 +73,8 @@ case $part in
     cp "$C/scaling-1.json" "$OUT/"
     ;;
   2)
-    "${B[@]}" --only startup --only batch --only choices --only profile --jobs 1,16 \
-        --json "$C/scaling-2.json"
+    "${B[@]}" --only startup --only batch --only choices --only profile --only decode \
+        --jobs 1,16 --json "$C/scaling-2.json"
     cp "$C/scaling-2.json" "$OUT/"
     merge=("$C/scaling-2.json")
     [ -f "$C/scaling-1.json" ] && merge=("$C/scaling-1.json" "${merge[@]}")
