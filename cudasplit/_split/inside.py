@@ -160,8 +160,11 @@ class InsideStage:
         for position, path in self._from_background:
             assert self.background is not None
             found = self.background.result(position)
-            self._done.append((position, path,
-                               *_outcome(found, self.background.staged(position))))
+            local = self.background.staged(position)
+            if found is not None and found.lost:   # the process is gone: read it here
+                self._done.append((position, path, *_read(Path(local))))
+            else:
+                self._done.append((position, path, *_outcome(found, local)))
         self._from_background.clear()
         outcomes = [(position, outcome) for position, _, outcome, _ in self._done]
         warnings = [Problem("inside-unreadable", path, f"not all of it could be read: {text}")

@@ -55,11 +55,14 @@ class FileRead:
         inside: GPU code and version floors (``None``: not asked, or neither ELF nor archive).
         dlopen: the names it may ``dlopen`` (when asked and it is an ELF file).
         error: why it could not be read at all (``None``: it could).
+        lost: the reading process ended, or could not start, before it read this file (the
+            caller may read it itself).
     """
 
     inside: Inside | None = None
     dlopen: tuple[DlopenTarget, ...] = ()
     error: str | None = None
+    lost: bool = False     # the process ended (or never ran) before it read the file
 
 
 def read_written(path: str, *, size: int | None = None, wait: Callable[[int], None] | None = None,
@@ -123,7 +126,7 @@ class ReaderProcess:
                                                      name="cudasplit-reader-start", daemon=True)
                     self._starter.start()
                 return future
-            future.set_result(FileRead(error=self._failed))
+            future.set_result(FileRead(error=self._failed, lost=True))
         return future
 
     def written(self, path: str, size: int) -> None:
@@ -225,7 +228,7 @@ class ReaderProcess:
         pending, self._pending = self._pending, {}
         for future in pending.values():
             if not future.done():
-                future.set_result(FileRead(error=why))
+                future.set_result(FileRead(error=why, lost=True))
 
 
 def _receive(stream: IO[bytes]) -> Any:

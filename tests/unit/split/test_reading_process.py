@@ -207,3 +207,23 @@ def test_the_reading_process_dies_with_its_parent(tmp_path: Path) -> None:
         time.sleep(0.05)
     state = Path(f"/proc/{child}/stat")
     assert not state.exists() or state.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def test_without_a_reading_process_the_split_reads_them_itself(
+        tarball: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child cannot start (no fork, a broken interpreter): every read is lost, and the
+    split reads those files on its own threads; the report is the same."""
+    import cudasplit._elf.read.worker as worker
+
+    monkeypatch.setattr(inside_stage, "BACKGROUND_FROM", 0)
+    expected = split_to_dir(tarball, tmp_path / "a", SplitOptions(patch=False))
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError("fork refused")
+
+    monkeypatch.setattr(worker.subprocess, "Popen", refuse)
+    report = split_to_dir(tarball, tmp_path / "b", SplitOptions(patch=False))
+    member = "lib/libcublas_static.a"
+    assert report.member(member).gpu == expected.member(member).gpu
+    assert report.member(member).gpu
+    assert not [w for w in report.warnings if w.code == "inside-unreadable"]
