@@ -5,6 +5,8 @@
 {
   lib,
   python3Packages,
+  xz,
+  zstd,
 }:
 
 python3Packages.buildPythonApplication {
@@ -31,6 +33,11 @@ python3Packages.buildPythonApplication {
     pyelftools
     zstandard
   ];
+
+  # The decoder binaries a split runs (docs/explanation/performance.md): on PATH after the
+  # builder's own, so the split never falls back to the slower in-process decoder for want
+  # of them (stdenv brings xz, not always zstd).
+  makeWrapperArgs = [ "--suffix" "PATH" ":" "${xz}/bin:${zstd}/bin" ];
 
   # stdenv copies this to $out/nix-support/setup-hook; dependents source it.
   setupHook = ../cudasplit/nix/setup-hook.sh;

@@ -35,7 +35,8 @@ let
     hatchling = "hatchling"; click = "click"; lief = "lief"; pyelftools = "pyelftools";
     zstandard = "zstandard";
   };
-  callPackage = f: extra: import f ({ inherit lib python3Packages; } // extra);
+  xz = "/nix/store/xz"; zstd = "/nix/store/zstd";
+  callPackage = f: extra: import f ({ inherit lib python3Packages xz zstd; } // extra);
   pkgs = { inherit callPackage; };
 in
 """
@@ -66,7 +67,7 @@ def test_package_matches_pyproject_and_ships_the_hook(tmp_path: Path) -> None:
     _need_nix()
     got = _eval(f"""
       let p = callPackage {PACKAGE} {{ }};
-      in {{ inherit (p) pname version dependencies build-system pyproject;
+      in {{ inherit (p) pname version dependencies build-system pyproject makeWrapperArgs;
            hook = toString p.setupHook; src = map toString p.src; main = p.meta.mainProgram; }}
     """, tmp_path)
     assert isinstance(got, dict)
@@ -80,6 +81,9 @@ def test_package_matches_pyproject_and_ships_the_hook(tmp_path: Path) -> None:
     assert {Path(p).name for p in got["src"]} >= {"pyproject.toml", "README.md", "cudasplit",
                                                   "rules"}
     assert got["main"] == "cudasplit"
+    # The decoder binaries, after the builder's own on PATH.
+    assert got["makeWrapperArgs"] == ["--suffix", "PATH", ":",
+                                      "/nix/store/xz/bin:/nix/store/zstd/bin"]
 
 
 def test_flake_overlay_and_packages(tmp_path: Path) -> None:

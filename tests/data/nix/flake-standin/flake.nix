@@ -19,6 +19,7 @@
             } // { inherit (a) pname version meta; };
             hatchling = null; click = null; lief = null; pyelftools = null; zstandard = null;
           };
+          xz = null; zstd = null;   # only named in makeWrapperArgs, never built here
         };
       };
     in {
