@@ -26,7 +26,7 @@ def test_no_file_is_none_and_answers_are_cached() -> None:
 def test_a_bad_table_is_refused_naming_the_file(tmp_path: Path) -> None:
     (tmp_path / "packages").mkdir()
     (tmp_path / "packages" / "broken.toml").write_text('[package]\noutputs = ["out", "nope"]\n')
-    with pytest.raises(RulesError, match="broken.toml"):
+    with pytest.raises(RulesError, match=r"broken\.toml"):
         package_table("broken", tmp_path)
     (tmp_path / "packages" / "schema.toml").write_text("schema = 2\n[package]\n")
     with pytest.raises(RulesError, match="unsupported schema"):
