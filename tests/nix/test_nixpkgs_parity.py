@@ -361,11 +361,12 @@ def test_jetson_builds_take_the_jetson_pins(sets_dir: Path) -> None:
 
 
 def test_libcudla_declares_nixpkgs_five_outputs_on_every_system(sets_dir: Path) -> None:
-    """The declaration is the same everywhere; a system without an archive builds only out,
-    as buildRedist's `outputs` does."""
-    text = (sets_dir / "cudaPackages_13_4.nix").read_text()
-    call = text.split("      libcudla = ", 1)[1].split("      }) { };", 1)[0]
-    assert 'outputs = [ "out" "dev" "include" "lib" "stubs" ];' in call
+    """The declaration is the same everywhere (13.0 has no libcudla at all: still declared);
+    a system without an archive builds only out, as buildRedist's `outputs` does."""
+    for set_name in ("cudaPackages_13_4", "cudaPackages_13_0"):
+        text = (sets_dir / f"{set_name}.nix").read_text()
+        call = text.split("      libcudla = ", 1)[1].split("      }) { };", 1)[0]
+        assert 'outputs = [ "out" "dev" "include" "lib" "stubs" ];' in call, set_name
     assert _eval(sets_dir, "cudaPackages_13_4", "x86_64")["libcudla"]["outputs"] == ["out"]
     assert _eval(sets_dir, "cudaPackages_13_4", "jetson")["libcudla"]["outputs"] == [
         "out", "dev", "include", "lib", "stubs"]
@@ -380,14 +381,20 @@ def test_libcuobjclient_propagates_rdma_core_from_13_4(sets_dir: Path) -> None:
     assert "rdma-core not propagated" in s134["libcuobjclient"]["tests"]["propagation"]
 
 
-def test_overlay_keeps_the_rest_of_nixpkgs_set(sets_dir: Path) -> None:
+@pytest.mark.parametrize("lib", ["stand-in", "real"])
+def test_overlay_keeps_the_rest_of_nixpkgs_set(sets_dir: Path, lib: str) -> None:
     """Over Nixpkgs' own set (overlay.nix passes it), the packages are replaced and the rest
-    stays: its nccl builds against the generated cuda_cudart."""
+    stays: its nccl builds against the generated cuda_cudart (the real lib's overrideScope
+    too, where CUDASPLIT_NIXPKGS_LIB names it)."""
     need_nix()
+    real = _real_lib()
+    if lib == "real" and real is None:
+        pytest.skip("the real Nixpkgs lib is not here (set CUDASPLIT_NIXPKGS_LIB)")
     done = subprocess.run(
         ["nix-instantiate", "--eval", "--strict", "--json", str(DATA / "nix" / "sets-standin.nix"),
          "--arg", "dir", str(sets_dir), "--argstr", "system", "x86_64-linux",
-         "--argstr", "setName", "cudaPackages_13_4", "--arg", "withBase", "true"],
+         "--argstr", "setName", "cudaPackages_13_4", "--arg", "withBase", "true",
+         *(["--arg", "realLib", real] if lib == "real" and real else [])],
         capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout) == {"cudaMajorMinorVersion": "nixpkgs",

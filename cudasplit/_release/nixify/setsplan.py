@@ -273,8 +273,10 @@ def _placeholders(choice: SetChoice, made: Sequence[SetPackage]) -> list[SetPack
         for attr in sorted(names.get(group.product, ())):
             if (attr, group.product, group.version) not in have:
                 pname = _pname(attr, choice.release)
-                # The package file's own assertions hold without a release too (its
-                # version-gated ones do not: "0-unsupported" is older than any).
+                table = package_table(pname)
+                declared = (table.outputs if table is not None else None) or ("out",)
+                # The package file's own assertions and outputs hold without a release too
+                # (its version-gated ones do not: "0-unsupported" is older than any).
                 out.append(SetPackage(attr=attr, pname=pname, version=UNSUPPORTED,
                                       product=group.product, redist_version=group.version,
                                       builds=group.builds,
@@ -282,6 +284,7 @@ def _placeholders(choice: SetChoice, made: Sequence[SetPackage]) -> list[SetPack
                                       capabilities=tuple(a for a in CAPABILITIES.get(pname, ())
                                                          if not a.since),
                                       has_rules=True,
+                                      outputs=tuple((p, declared) for p in SYSTEMS),
                                       license_key=LICENSE_OF.get(attr),
                                       url_base=redist_url(group.product)))
     return out
