@@ -72,6 +72,7 @@ def _pc_notes(p: PackageSettings) -> list[str]:
         what = []
         what += ["dropped"] if e.drop else []
         what += [f"Requires: {r}-X.Y" for r in e.requires]
+        what += [f"Requires: {m}" for m in e.requires_modules]
         what += [f"{a} -> {b}" for a, b in e.replace]
         what += [f"libdir={e.libdir_output}/lib"] if e.libdir_output else []
         what += ["driver rpath"] if e.driver_rpath else []

@@ -330,6 +330,19 @@ def scene_conda_forge(scene: Scene, inputs: dict[str, Path]) -> None:
                   tarball)
 
 
+def scene_nixpkgs_parity(scene: Scene, inputs: dict[str, Path]) -> None:
+    """Every manifest of Nixpkgs' eight sets here (NVIDIA's, tests/data/manifests); in bad/, a
+    13.4.2 manifest whose one package key is `lib`."""
+    del inputs
+    for manifest in (DATA / "manifests").glob("*.json"):
+        scene.put(manifest.name, manifest)
+    bad = scene.root / "bad-redistrib.json"
+    bad.write_text('{"release_label": "13.4.2", "lib": {"version": "1.0", "linux-x86_64": '
+                   '{"relative_path": "lib/x.tar.xz", "sha256": "' + "0" * 64 + '", '
+                   '"size": "1"}}}')
+    scene.put("bad/redistrib_13.4.2.json", bad)
+
+
 SCENES: dict[str, Callable[[Scene, dict[str, Path]], None]] = {
     "docs/howto/conda-forge.md": scene_conda_forge,
     "docs/howto/consumer-guards.md": scene_consumer_guards,
@@ -341,6 +354,7 @@ SCENES: dict[str, Callable[[Scene, dict[str, Path]], None]] = {
     "docs/howto/repack.md": scene_repack,
     "docs/howto/nix-installphase.md": scene_nix_installphase,
     "docs/reference/packages.md": scene_packages,
+    "docs/reference/nixpkgs-parity.md": scene_nixpkgs_parity,
     "docs/development.md": scene_packages,
 }
 

@@ -1,5 +1,11 @@
 """The Nix builder seen from inside: its outputs (``$outputs`` + one variable each, or structured
-attrs), its loader and library dirs, and the RUNPATH policy ``--nix`` derives from them."""
+attrs), its loader and library dirs, and the RUNPATH policy ``--nix`` derives from them.
+
+With ``__structuredAttrs = true`` Nix exports no attribute as a variable: the outputs and the
+inputs (``buildInputs``, ``propagatedBuildInputs``) are in the JSON file ``$NIX_ATTRS_JSON_FILE``
+names (in ``.attrs.sh`` they are bash arrays, which a child process does not see). Both are
+read from there, so a structured derivation whose libstdc++ is only in ``buildInputs`` (a
+``stdenvNoCC`` one has no ``NIX_LDFLAGS`` either) resolves it."""
 
 from __future__ import annotations
 
@@ -54,12 +60,20 @@ def _from_variables(env: Mapping[str, str]) -> dict[str, Path]:
     return result
 
 
-def _from_attrs(path: Path) -> dict[str, Path]:
+def _attrs(path: Path) -> dict[str, object]:
+    """The structured attrs (an object), or a ``NixEnvironmentError`` naming the file."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise NixEnvironmentError(f"{path}: cannot read NIX_ATTRS_JSON_FILE ({exc})") from exc
-    outputs = data.get("outputs") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        raise NixEnvironmentError(f"{path}: structured attrs are not a JSON object")
+    return data
+
+
+def _from_attrs(path: Path) -> dict[str, Path]:
+    data = _attrs(path)
+    outputs = data.get("outputs")
     if not isinstance(outputs, dict) or not outputs:
         raise NixEnvironmentError(f"{path}: structured attrs have no 'outputs' object")
     return {str(k): _store_path(str(v), str(k)) for k, v in outputs.items()}
@@ -89,19 +103,40 @@ def nix_library_dirs(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """Where a Nix build finds libraries, in autoPatchelf's order: every ``buildInputs`` (and
     propagated) entry's ``lib`` (and ``<config>/lib``, a cross gcc's), then the ``-L`` dirs of
     ``$NIX_LDFLAGS`` and of the compiler wrapper's ``nix-support/cc-ldflags`` (gcc's own lib
-    dir: libstdc++, libgcc_s)."""
+    dir: libstdc++, libgcc_s). With structured attrs the inputs come from
+    ``$NIX_ATTRS_JSON_FILE`` (Nix exports no variable then)."""
     env = os.environ if env is None else env
     dirs: list[str] = []
-    for variable in ("buildInputs", "propagatedBuildInputs"):
-        for path in env.get(variable, "").split():
-            if path.startswith("/"):
-                dirs += [f"{path.rstrip('/')}/lib", *_config_lib_dirs(path)]
+    for path in _inputs(env):
+        if path.startswith("/"):
+            dirs += [f"{path.rstrip('/')}/lib", *_config_lib_dirs(path)]
     dirs += _link_dirs(env.get("NIX_LDFLAGS", ""))
     cc = env.get("NIX_CC")
     if cc:
         with contextlib.suppress(OSError):
             dirs += _link_dirs((Path(cc) / "nix-support" / "cc-ldflags").read_text())
     return tuple(dict.fromkeys(dirs))
+
+
+_INPUTS = ("buildInputs", "propagatedBuildInputs")
+
+
+def _inputs(env: Mapping[str, str]) -> list[str]:
+    """The store paths of ``buildInputs`` then ``propagatedBuildInputs``: the structured attrs'
+    lists where ``$NIX_ATTRS_JSON_FILE`` is set (strings only; a derivation's attribute that
+    is not a list is ignored, as stdenv would fail on it first), and the variables (plain
+    attrs; empty under structured attrs, where Nix sets none)."""
+    words: list[str] = []
+    attrs_file = env.get("NIX_ATTRS_JSON_FILE")
+    if attrs_file:
+        data = _attrs(Path(attrs_file))
+        for name in _INPUTS:
+            value = data.get(name)
+            if isinstance(value, list):
+                words += [w for v in value if isinstance(v, str) for w in v.split()]
+    for name in _INPUTS:
+        words += env.get(name, "").split()
+    return words
 
 
 _TRIPLE = re.compile(r"^[a-z0-9_]+(-[a-z0-9_]+){2,3}$")

@@ -14,7 +14,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from cudasplit._rulebook.gates import version_tuple
-from cudasplit._rulebook.load import build_ruleset, default_rules_dir, load_ruleset, read_rule_file
+from cudasplit._rulebook.load import (
+    build_ruleset,
+    default_rules_dir,
+    load_ruleset,
+    package_table,
+    read_rule_file,
+)
 from cudasplit._rulebook.package.parse import parse_dlopen_key
 from cudasplit._rulebook.package.settings import PackageSettings, describe_package
 from cudasplit._rulebook.package.table import (
@@ -111,6 +117,7 @@ __all__ = [
     "name_at",
     "name_problem",
     "outputs_for",
+    "package_table",
     "parse_dlopen_key",
     "profile_dir",
     "read_rule_file",

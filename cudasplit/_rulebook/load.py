@@ -14,6 +14,7 @@ classification, so rules match the normalised path. Every decision names the rul
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -31,6 +32,7 @@ from cudasplit._rulebook.package.parse import (
     string_list,
     table_of,
 )
+from cudasplit._rulebook.package.settings import PackageSettings
 from cudasplit._rulebook.package.table import TextEdit, TextEditsFrom
 from cudasplit._rulebook.profile import (
     DEFAULT_PROFILE,
@@ -60,6 +62,7 @@ __all__ = [
     "build_ruleset",
     "default_rules_dir",
     "load_ruleset",
+    "package_table",
     "read_rule_file",
 ]
 
@@ -130,6 +133,32 @@ def load_ruleset(
         documents = [(name, substitute(doc, variables)) for name, doc in documents]
         return build_ruleset(documents, base, variables)
     return build_ruleset(documents, base)
+
+
+@functools.cache
+def package_table(package_name: str, rules_dir: Path | None = None) -> PackageSettings | None:
+    """The ``[package]`` table of the default profile's ``packages/<package_name>.toml`` alone,
+    as :func:`load_ruleset` would merge it (its ``text_edits_from`` resolved), or None when
+    the package has no file. The rules are not read: a caller that only asks what the table
+    says (``nixify``: outputs, RUNPATH packages, edges) for many packages pays for one file
+    each, once per process (the value is cached; the shipped files do not change under it).
+
+    Raises:
+        RulesError: the file cannot be read or breaks a ``[package]`` key.
+    """
+    base = rules_dir or default_rules_dir()
+    path = base / "packages" / f"{package_name}.toml"
+    if not path.is_file():
+        return None
+    doc = read_rule_file(path)
+    if doc.get("schema", 1) != 1:
+        raise RulesError(f"{path}: unsupported schema {doc.get('schema')!r} (expected 1)")
+    table = table_of(doc.get("package", {}), str(path), "package")
+    package = load_package([(str(path), table)])
+    if package.text_edits_from:
+        package = replace(package, text_edits=package.text_edits + tuple(
+            _edits_from(base, package.text_edits_from)))
+    return package
 
 
 def _edits_from(base: Path, sources: Iterable[TextEditsFrom]) -> Iterable[TextEdit]:

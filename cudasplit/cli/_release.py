@@ -177,14 +177,17 @@ def nixify_sets_command(manifests: tuple[str, ...], output_dir: str,
         fail(exc)
     for pset in result.sets:
         # Pinned versions not given are the warnings below, not "broken" here.
-        broken = list(dict.fromkeys(p.pname for p in pset.packages
-                                    if p.broken and (p.sources or not p.builds)))
-        say(f"{pset.name:18} {len({p.pname for p in pset.packages}):3} packages from "
-                   f"{', '.join(pset.manifests)}" + (f"; broken: {', '.join(broken)}"
-                                                     if broken else ""))
+        broken = list(dict.fromkeys(p.attr for p in pset.packages
+                                    if p.broken and p.release is not None))
+        absent = len({p.attr for p in pset.packages if p.release is None})
+        others = len(pset.manifests) - 1
+        say(f"{pset.name:18} {len({p.attr for p in pset.packages}):3} packages "
+            f"({absent} without a release here) from {pset.manifests[0]}"
+            + (f" and {others} other manifest{'s' if others != 1 else ''}" if others else "")
+            + (f"; broken: {', '.join(broken)}" if broken else ""))
         if pset.pins:
             say("  pins: " + "; ".join(
-                f"{product} {pin.x86_64}" if pin.jetson == pin.aarch64 == pin.x86_64 else
+                f"{product} {pin.x86_64}" if pin.uniform else
                 f"{product} {pin.x86_64} (other aarch64-linux {pin.aarch64}, Jetson "
                 f"{pin.jetson})" for product, pin in pset.pins))
         for warning in pset.warnings:

@@ -86,7 +86,7 @@ def test_manifest_text_is_data_or_refused(tmp_path: Path, key: str, label: str, 
     got = _eval(f"(import {DATA}/nix/sets-standin.nix {{ dir = {out}; system = "
                 f"\"x86_64-linux\"; setName = \"cudaPackages_13_4\"; }}).{json.dumps(key)}")
     # The loader names a nameless package by its key.
-    assert got["description"] == (name or key) and got["license"] == license_
+    assert got["description"] == (name or key) and got["release"]["license"] == license_
     assert got["version"] == version and got["sha256"] == sha
     assert got["url"] == "https://developer.download.nvidia.com/compute/cuda/redist/" + path
     assert got["pname"] == key
@@ -104,7 +104,8 @@ def test_nixify_text_is_data_or_refused(tmp_path: Path, pname: str, version: str
     need_nix()
     plan = PackagePlan(
         pname=pname, version=version, description=description, license=None,
-        platforms=(PlatformPlan("linux-x86_64", url, sha, ("out", "lib")),),
+        platforms=(PlatformPlan(platform="linux-x86_64", url=url, sha256=sha,
+                                outputs=("out", "lib")),),
         build_inputs=("libdep",), resolves={"libdep": (resolved,)}, unresolved=tuple(needed),
         dlopened=(), package_roots=(), cuda_version="13.4")
     try:

@@ -13,8 +13,8 @@ from tests.nix.nixtools import need_nix
 def _plan(propagated: tuple[str, ...]) -> PackagePlan:
     return PackagePlan(
         pname="libcublas", version="13.0.2.14", description="CUBLAS", license="CUDA Toolkit",
-        platforms=(PlatformPlan("linux-x86_64", "https://x/libcublas.tar.xz", "0" * 64,
-                                ("out", "dev", "lib")),),
+        platforms=(PlatformPlan(platform="linux-x86_64", url="https://x/libcublas.tar.xz",
+                                sha256="0" * 64, outputs=("out", "dev", "lib")),),
         build_inputs=(), resolves={}, unresolved=(), dlopened=(), package_roots=(),
         cuda_version="13.0", propagated=propagated)
 

@@ -5,8 +5,9 @@ the host's bash through the phases, ``fetchurl`` mapped onto local tarballs; its
 what it does not do). The tarballs are NVIDIA's wheels in the redist layout, named as the
 manifests name the archives (``<pname>-linux-x86_64-<version>-archive``), with the versions
 of the manifests: CUDA 13.0.3 (cudart, cupti, nvrtc, nvcc, cublas, cuDNN 9.27 and what they
-propagate: crt, cccl) and CUDA 12.9.2 (cudart, cupti, nvrtc, nvcc, cccl; its cuBLAS 12.9.2.10
-and cuDNN-cu12 wheels are not fetched). A package whose propagation or libraries are broken
+propagate: crt, cccl) and CUDA 12.9.2 (cudart, cupti, nvrtc, nvcc, cccl, and crt, which Nixpkgs
+and the set cut from nvcc's archive; its cuBLAS 12.9.2.10 and cuDNN-cu12 wheels are not
+fetched). A package whose propagation or libraries are broken
 on purpose must fail its tests (issue 27, acceptance).
 
 Uses the session ``nix`` fixture of tests/nix/test_nix.py (private nix.conf, sandbox off,

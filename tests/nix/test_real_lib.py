@@ -76,6 +76,7 @@ def test_cross_build_splices_with_the_real_lib(sets_dir: Path) -> None:
           cudaPackages_13_4.cuda_nvcc) {{ }}).__spliced;
         license = cp.cuda_cudart.meta.license;
         cudnnLicense = cp.cudnn.meta.license;
+        passthru = builtins.attrNames cp.libcublas.passthru;
         provenance = map (s: s.shortName or s) cp.cuda_cudart.meta.sourceProvenance;
         brokenWithoutCudaSupport = off.host.cudaPackages_13_4.cuda_cudart.meta.broken;
         brokenWithIt = cp.cuda_cudart.meta.broken;
@@ -92,10 +93,17 @@ def test_cross_build_splices_with_the_real_lib(sets_dir: Path) -> None:
     assert [("/linux-sbsa/" in u) for u in got["nvccTargetCudart"]] == [True]
     assert got["spliced"] == ["buildBuild", "buildHost", "buildTarget", "hostHost",
                               "hostTarget", "targetTarget"]
-    # Nixpkgs' buildRedist: nvidiaCudaRedist for the CUDA redists, nvidiaCuda for the others.
-    assert got["license"]["shortName"] == "CUDA EULA" and got["license"]["redistributable"]
-    assert got["license"]["free"] is False
-    assert got["cudnnLicense"].get("redistributable", False) is False
+    # Nixpkgs' buildRedist: a list, nvidiaCudaRedist for the CUDA redists; cuDNN's own licence
+    # (_cuda.lib.licenses.cudnn), as cudnn.nix names it.
+    (license,) = got["license"]
+    assert license["shortName"] == "CUDA EULA" and license["redistributable"]
+    assert license["free"] is False
+    (cudnn,) = got["cudnnLicense"]
+    assert cudnn["shortName"] == "cuDNN EULA" and cudnn["redistributable"] is False
+    assert got["passthru"] == ["brokenAssertions", "expectedOutputs", "outputNameVarFallbacks",
+                               "outputToPatterns", "platformAssertions", "redistName", "release",
+                               "supportedNixSystems", "supportedRedistSystems",
+                               "supportedReleases", "tests"]
     assert got["provenance"] == ["binaryNativeCode"]
     assert got["brokenWithoutCudaSupport"] is True and got["brokenWithIt"] is False
     assert got["outputs"] == ["out", "dev", "include", "lib", "static", "stubs"]

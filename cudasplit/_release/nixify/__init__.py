@@ -21,10 +21,14 @@ For each package of ``redistrib_*.json`` whose tarballs are at hand, one ``<pnam
 Plus ``default.nix``, a function of ``callPackage`` returning every package, so an overlay or a
 package scope (``lib.makeScope``) can take it. Everything is sorted and laid out by one writer,
 so a release bump is a readable diff. Tarballs are read once each (the classification) plus
-once for the ELF dynamic sections.
+once for the ELF dynamic sections. A package key the generated Nix uses for something else
+(``default``, ``lib``, ...: :mod:`cudasplit._release.nixify.names`) is refused.
 
 Deciding each expression is :mod:`cudasplit._release.nixify.plan`, writing it
-:mod:`cudasplit._release.nixify.render`; this module writes the files.
+:mod:`cudasplit._release.nixify.render`; this module writes the files. The package sets of
+``nixify-sets`` (from manifests alone): choosing what each set takes is
+:mod:`cudasplit._release.nixify.choose`, making its packages
+:mod:`cudasplit._release.nixify.setsplan`, writing them :mod:`cudasplit._release.nixify.setsrender`.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudasplit._release.manifest import Manifest
+from cudasplit._release.nixify.names import RESERVED
 from cudasplit._release.nixify.nixlang import write_atomically
 from cudasplit._release.nixify.plan import (
     DEFAULT_BASE_URL,
@@ -59,6 +64,7 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "EXTERNAL_PROVIDERS",
     "PROPAGATES",
+    "RESERVED",
     "Assertion",
     "NixifyResult",
     "PackagePlan",
@@ -80,7 +86,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NixifyResult:
     """What :func:`nixify_manifest` wrote.
 
@@ -117,7 +123,7 @@ def nixify(manifest: Manifest, tarball_dir: str | os.PathLike[str],
         texts["default.nix"] = _with_toolkit(texts["default.nix"])
     out = Path(output_dir)
     write_atomically(out, texts)
-    return NixifyResult(str(out), plans, tuple(sorted(texts)))
+    return NixifyResult(output_dir=str(out), packages=plans, files=tuple(sorted(texts)))
 
 
 def _with_toolkit(default: str) -> str:

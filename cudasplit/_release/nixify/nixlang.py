@@ -9,7 +9,8 @@ Everything ``nixify``, ``nixify-sets`` and ``nixify --toolkit`` write that came 
 * :func:`ident` -- a name that must be an identifier (``callPackage`` arguments, scope
   members, file names): anything else is refused with a :class:`ManifestError`;
 * :func:`comment` -- text inside a ``#`` comment, JSON-escaped: no line break can end it;
-* :func:`interpolate` -- ``"<text>${<expression>}"`` with the text escaped.
+* :func:`interpolate` -- ``"<text>${<expression>}"`` with the text escaped;
+* :func:`value` -- a JSON-like value (a manifest entry) as a Nix value, one attribute a line.
 
 Text Nix cannot hold (a NUL character, a lone surrogate from a JSON ``\\ud800`` escape) is
 refused the same way: generated files never carry what the input did not say.
@@ -23,11 +24,15 @@ import re
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TypeAlias
 
 from cudasplit.errors import ManifestError, OutputError
 
-__all__ = ["KEYWORDS", "attr", "comment", "ident", "interpolate", "is_ident", "string",
-           "write_atomically"]
+__all__ = ["KEYWORDS", "Value", "attr", "comment", "ident", "interpolate", "is_ident", "string",
+           "value", "write_atomically"]
+
+# What :func:`value` writes: text, whole numbers, truth values, null, lists and attribute sets.
+Value: TypeAlias = str | int | bool | list["Value"] | dict[str, "Value"] | None
 
 # Nix's reserved words (and `or`, which a bare attribute name cannot be either).
 KEYWORDS = frozenset({"assert", "else", "if", "in", "inherit", "let", "or", "rec", "then",
@@ -77,6 +82,28 @@ def attr(name: str) -> str:
     if _BARE_ATTR.match(name) and name not in KEYWORDS:
         return name
     return string(name, "attribute name")
+
+
+def value(data: Value, indent: str = "") -> str:
+    """``data`` as a Nix value: strings through :func:`string`, attribute names through
+    :func:`attr` (sorted), one attribute or element a line, nested ``indent`` + two spaces."""
+    inner = indent + "  "
+    if isinstance(data, bool):
+        return "true" if data else "false"
+    if isinstance(data, int):
+        return str(data)
+    if isinstance(data, str):
+        return string(data)
+    if data is None:
+        return "null"
+    if isinstance(data, list):
+        if not data:
+            return "[ ]"
+        return "[\n" + "".join(f"{inner}{value(v, inner)}\n" for v in data) + indent + "]"
+    if not data:
+        return "{ }"
+    return "{\n" + "".join(f"{inner}{attr(k)} = {value(v, inner)};\n"
+                           for k, v in sorted(data.items())) + indent + "}"
 
 
 def comment(text: str) -> str:

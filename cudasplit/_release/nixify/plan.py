@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudasplit._elf.plan import is_glibc_name
 from cudasplit._model import OUTPUT_NAMES
 from cudasplit._release.manifest import Artifact, Manifest, Package, find_tarball, select_artifacts
+from cudasplit._release.nixify.names import package_key
 from cudasplit._release.nixify.nixlang import ident
 from cudasplit._release.nixify.tables import PROPAGATES, TARGET_PROPAGATES
 from cudasplit._release.sonames import PackageLinks, dependencies, provider_index, scan_elf_source
-from cudasplit._rulebook import PackageSettings, Where, load_ruleset, name_at
+from cudasplit._rulebook import PackageSettings, Where, name_at, package_table
 from cudasplit._run import ProgressCallback, Tally
 from cudasplit._split.pipeline import SplitOptions
 from cudasplit._split.pipeline import split as _split
@@ -49,7 +50,7 @@ NIX_SYSTEMS = {"linux-x86_64": "x86_64-linux", "linux-sbsa": "aarch64-linux",
 _PLACEHOLDER = re.compile(r"@([A-Za-z0-9_.+-]+)@")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PlatformPlan:
     """One platform's tarball in a package's expression.
 
@@ -69,7 +70,7 @@ class PlatformPlan:
     outputs: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PackagePlan:
     """What one package's expression says (everything sorted)."""
 
@@ -97,22 +98,53 @@ def plan_release(manifest: Manifest, tarball_dir: str | os.PathLike[str], *,
                  base_url: str = DEFAULT_BASE_URL, jobs: int = 1,
                  progress: ProgressCallback | None = None) -> tuple[PackagePlan, ...]:
     """Read every tarball of the selection and decide each package's expression."""
+    chosen = _chosen(manifest, platforms, packages)
+    found = {a: find_tarball(a, tarball_dir) for a in chosen}
+    cuda = cuda_version_of(manifest)
+    read = _read_tarballs(manifest, {a: p for a, p in found.items() if p is not None}, cuda,
+                          jobs, progress)
+    names = {p.pname for p in manifest.packages}
+    plans = []
+    for package in manifest.packages:
+        arts = [a for a in chosen if a.package == package.pname]
+        have = [a for a in arts if a in read.outputs]
+        if have:
+            plans.append(_plan_package(package, have, [a for a in arts if a not in read.outputs],
+                                       read, base_url, names, cuda))
+    return tuple(sorted(plans, key=lambda p: p.pname))
+
+
+def _chosen(manifest: Manifest, platforms: Iterable[str] | None,
+            packages: Iterable[str] | None) -> list[Artifact]:
+    """The selection's archives of Nix systems (plain ones: nixify writes no cuda_variant),
+    their names and paths checked first: they become files, arguments and paths."""
     wanted = None if platforms is None else tuple(platforms)
     chosen = [a for a in select_artifacts(manifest, platforms=wanted or ("linux",),
                                           packages=packages)
               if a.platform in NIX_SYSTEMS and a.cuda_variant is None]
-    for artifact in chosen:  # names become files, arguments and paths: checked first
+    for artifact in chosen:
         check_artifact(manifest.source, artifact)
-    found = {a: find_tarball(a, tarball_dir) for a in chosen}
-    cuda = cuda_version_of(manifest)
+    return chosen
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Read:
+    """What the tarballs said: the outputs each fills and each package's ELF links per
+    platform."""
+
+    outputs: Mapping[Artifact, tuple[str, ...]]
+    links: Mapping[tuple[str, str], PackageLinks]
+
+
+def _read_tarballs(manifest: Manifest, found: Mapping[Artifact, Path], cuda: str | None,
+                   jobs: int, progress: ProgressCallback | None) -> _Read:
+    """Two passes over each tarball (the dry split, the ELF scan); the bytes of both move the
+    progress."""
     links: dict[tuple[str, str], PackageLinks] = {}
     outputs: dict[Artifact, tuple[str, ...]] = {}
     tally = Tally(manifest.source, progress)
     for artifact, path in found.items():
-        if path is None:
-            continue
         where = Where(manifest.package(artifact.package).version, cuda, artifact.platform)
-        # Two passes over the tarball; the bytes of both move the progress.
         meter = tally.meter(artifact.filename)
         outputs[artifact] = _outputs_of(path, where, jobs,
                                         meter.progress() if progress is not None else None)
@@ -121,15 +153,7 @@ def plan_release(manifest: Manifest, tarball_dir: str | os.PathLike[str], *,
                 path, jobs=jobs, on_bytes=meter.again() if progress is not None else None))
         meter.finish()
     tally.done()
-    plans = []
-    for package in manifest.packages:
-        arts = [a for a in chosen if a.package == package.pname]
-        have = [a for a in arts if a in outputs]
-        if have:
-            plans.append(_plan_package(package, have, [a for a in arts if a not in outputs],
-                                       outputs, links, base_url,
-                                       {p.pname for p in manifest.packages}, cuda))
-    return tuple(sorted(plans, key=lambda p: p.pname))
+    return _Read(outputs=outputs, links=links)
 
 
 def cuda_version_of(manifest: Manifest) -> str | None:
@@ -160,11 +184,18 @@ def _ordered(names: Iterable[str]) -> tuple[str, ...]:
                                                    if n in OUTPUT_NAMES else 99, n)))
 
 
-def _plan_package(package: Package, arts: Sequence[Artifact], missing: Sequence[Artifact],
-                  outputs: Mapping[Artifact, tuple[str, ...]],
-                  links: Mapping[tuple[str, str], PackageLinks], base_url: str,
-                  release: set[str], cuda: str | None) -> PackagePlan:
-    table = load_ruleset(package.pname).package
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Sonames:
+    """A package's ELF names against the release: provider -> the names it resolves, the
+    names nothing resolves, the dlopen-only names."""
+
+    resolves: Mapping[str, set[str]]
+    unresolved: set[str]
+    dlopened: set[str]
+
+
+def _sonames(package: Package, arts: Sequence[Artifact],
+             links: Mapping[tuple[str, str], PackageLinks]) -> _Sonames:
     resolves: dict[str, set[str]] = {}
     unresolved: set[str] = set()
     dlopened: set[str] = set()
@@ -176,31 +207,43 @@ def _plan_package(package: Package, arts: Sequence[Artifact], missing: Sequence[
             resolves.setdefault(provider, set()).update(names)
         unresolved.update(left)
         dlopened.update(own.dlopened - own.needed)
+    return _Sonames(resolves=resolves, unresolved=unresolved, dlopened=dlopened)
+
+
+def _plan_package(package: Package, arts: Sequence[Artifact], missing: Sequence[Artifact],
+                  read: _Read, base_url: str, release: set[str], cuda: str | None
+                  ) -> PackagePlan:
+    table = package_table(package.pname) or PackageSettings()
+    found = _sonames(package, arts, read.links)
     # A package the table names but the manifest lacks cannot be a callPackage argument.
     wanted = table_needs(table, Where(package.version, cuda))
     needs = {k: v for k, v in wanted.items() if k in release and k != package.pname}
-    roots = package_roots(table, needs, cuda)
-    inputs = sorted(set(resolves) | set(needs))
-    external = _external(unresolved)
+    external = _external(found.unresolved)
     external_names = {n for names in external.values() for n in names}
     return PackagePlan(
         pname=package.pname, version=package.version, description=package.name,
         license=package.license,
-        platforms=tuple(PlatformPlan(a.platform, base_url + a.relative_path, a.sha256,
-                                     outputs[a]) for a in sorted(arts, key=_platform_key)),
-        build_inputs=tuple(inputs),
-        resolves={k: tuple(sorted(v)) for k, v in sorted(resolves.items())},
-        unresolved=tuple(sorted(n for n in unresolved if n not in external_names
+        platforms=tuple(PlatformPlan(platform=a.platform, url=base_url + a.relative_path,
+                                     sha256=a.sha256, outputs=read.outputs[a])
+                        for a in sorted(arts, key=_platform_key)),
+        build_inputs=tuple(sorted(set(found.resolves) | set(needs))),
+        resolves={k: tuple(sorted(v)) for k, v in sorted(found.resolves.items())},
+        unresolved=tuple(sorted(n for n in found.unresolved if n not in external_names
                                 and not is_glibc_name(n))),
-        package_roots=roots, table_inputs=needs, external=external,
+        package_roots=package_roots(table, needs, cuda), table_inputs=needs, external=external,
         outside=tuple(sorted(set(wanted) - set(needs) - {package.pname})), cuda_version=cuda,
-        dlopened=tuple(sorted(dlopened & {n for v in resolves.values() for n in v})),
+        dlopened=tuple(sorted(found.dlopened
+                              & {n for v in found.resolves.values() for n in v})),
         missing=tuple(sorted(a.platform for a in missing)),
-        propagated=tuple(p for p in (name_at(d, cuda) for d in PROPAGATES.get(package.pname, ()))
-                         if p in release and p != package.pname),
-        target_propagated=tuple(
-            p for p in (name_at(d, cuda) for d in TARGET_PROPAGATES.get(package.pname, ()))
-            if p in release and p != package.pname))
+        propagated=_edges(PROPAGATES, package.pname, release, cuda),
+        target_propagated=_edges(TARGET_PROPAGATES, package.pname, release, cuda))
+
+
+def _edges(table: Mapping[str, tuple[str, ...]], pname: str, release: set[str],
+           cuda: str | None) -> tuple[str, ...]:
+    """The release's packages ``table`` says ``pname`` propagates (as the release names them)."""
+    return tuple(p for p in (name_at(d, cuda) for d in table.get(pname, ()))
+                 if p in release and p != pname)
 
 
 def _platform_key(artifact: Artifact) -> str:
@@ -226,15 +269,17 @@ def _external(names: Iterable[str]) -> dict[str, tuple[str, ...]]:
     return {expr: tuple(sorted(v)) for expr, v in sorted(found.items())}
 
 
-def package_roots(table: PackageSettings, needs: Mapping[str, str], cuda: str | None = None
-                   ) -> tuple[tuple[str, str], ...]:
+def package_roots(table: PackageSettings, needs: Mapping[str, str], cuda: str | None = None,
+                  attr: Callable[[str], str] | None = None) -> tuple[tuple[str, str], ...]:
     """What the split needs to know about the packages the table names: ``--package-root``
-    keys (``PNAME`` or ``PNAME.OUTPUT``) and the Nix expression of each directory. Names are
-    the release's (``cccl`` from CUDA 13.3, :mod:`cudasplit._rulebook.renames`); the split
+    keys (``PNAME`` or ``PNAME.OUTPUT``) and the Nix expression of each directory, over the
+    attribute ``attr`` gives each package (a package set's: ``cccl`` for ``cuda_cccl``). Names
+    are the release's (``cccl`` from CUDA 13.3, :mod:`cudasplit._rulebook.renames`); the split
     finds either."""
+    attr = attr or nix_ident
     roots: dict[str, str] = {}
     for pname, key in needs.items():
-        name = nix_ident(pname)
+        name = attr(pname)
         if key in ("runpath_append", "dlopen"):
             roots[pname] = f"lib.getLib {name}"
         elif key == "copy_packages":
@@ -243,21 +288,20 @@ def package_roots(table: PackageSettings, needs: Mapping[str, str], cuda: str | 
     # package set's (Nixpkgs' nvcc: depsTargetTargetPropagated); natively the same package.
     for pname in (name_at(p, cuda) for p in table.nvcc_includes):
         if pname in needs:
-            roots[f"{pname}.include"] = f'lib.getOutput "include" {_target(pname)}'
+            roots[f"{pname}.include"] = f'lib.getOutput "include" {_target(attr(pname))}'
     # A .pc file's Cflags name headers of the package's own set (cudart -> crt, cccl).
     for pname in (name_at(p, cuda) for e in table.pkgconfig_edits for p in e.cflags_packages):
         if pname in needs and f"{pname}.include" not in roots:
-            roots[f"{pname}.include"] = f'lib.getOutput "include" {nix_ident(pname)}'
+            roots[f"{pname}.include"] = f'lib.getOutput "include" {attr(pname)}'
     for pname in (name_at(p, cuda) for p in table.nvcc_libraries):
         if pname in needs:
-            roots[f"{pname}.lib"] = f"lib.getLib {_target(pname)}"
+            roots[f"{pname}.lib"] = f"lib.getLib {_target(attr(pname))}"
             for output in ("static", "stubs"):
-                roots[f"{pname}.{output}"] = f'lib.getOutput "{output}" {_target(pname)}'
+                roots[f"{pname}.{output}"] = f'lib.getOutput "{output}" {_target(attr(pname))}'
     return tuple(sorted(roots.items()))
 
 
-def _target(pname: str) -> str:
-    name = nix_ident(pname)
+def _target(name: str) -> str:
     return f"({name}.__spliced.targetTarget or {name})"
 
 
@@ -290,10 +334,11 @@ def nix_ident(name: str) -> str:
 
 
 def check_artifact(source: str, artifact: Artifact) -> None:
-    """Refuse, naming the manifest, a package key that is not a Nix identifier (it becomes an
-    attribute, an argument and a file name) and a ``relative_path`` that leaves the
-    download tree (absolute, or with ``..``): ``ManifestError``."""
-    ident(artifact.package, f"{source}: package key")
+    """Refuse, naming the manifest, a package key that cannot name a package (not a Nix
+    identifier, or a name the generated Nix gives something else: it becomes an attribute, an
+    argument and a file name) and a ``relative_path`` that leaves the download tree
+    (absolute, or with ``..``): ``ManifestError``."""
+    package_key(artifact.package, source)
     parts = artifact.relative_path.split("/")
     if artifact.relative_path.startswith("/") or ".." in parts or "\0" in artifact.relative_path:
         raise ManifestError(f"{source}: {artifact.package}: relative_path "

@@ -1,9 +1,9 @@
 """Nixpkgs' CUDA tables as data: ``data/nixpkgs.toml`` and ``data/pins.toml``, loaded once.
 
 The files hold what Nixpkgs' package files and ``pkgs/top-level/cuda-packages.nix`` say
-(propagation edges, build inputs, broken packages, capability assertions, vulnerabilities,
-``outputNameVarFallbacks``, per-set pins), so a reader can diff them against Nixpkgs; this
-module only gives them types.
+(its packages and their redists, propagation edges, build inputs, broken packages, capability
+assertions, vulnerabilities, licences, buildRedist's output tables, per-set pins), so a reader
+can diff them against Nixpkgs; this module only gives them types.
 """
 
 from __future__ import annotations
@@ -14,15 +14,18 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-__all__ = ["BROKEN", "CAPABILITIES", "NEEDS", "NEEDS_OUTSIDE", "OUTPUT_FALLBACKS", "PINS",
-           "PINS_SOURCE", "PIN_CLASSES", "PROPAGATES", "TARGET_PROPAGATES", "VULNERABILITIES",
-           "Assertion", "Pin", "pin_for"]
+__all__ = ["ATTRIBUTES", "BROKEN", "CAPABILITIES", "EXPECTED_OUTPUTS", "LICENSES", "LICENSE_OF",
+           "NEEDS", "NEEDS_OUTSIDE", "NIXPKGS_PACKAGES", "OUTPUT_FALLBACKS", "OUTPUT_PATTERNS",
+           "PINS", "PINS_SOURCE", "PIN_CLASSES", "PROPAGATES", "PROPAGATES_OUTSIDE",
+           "RELEASE_FROM", "TARGET_PROPAGATES", "VULNERABILITIES", "Assertion", "OutsideEdge",
+           "Pin", "ReleaseFrom",
+           "attribute_of", "pin_for"]
 
 # The build classes a pin distinguishes, in the order the generated Nix tests them.
 PIN_CLASSES = ("jetson", "aarch64", "x86_64")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Assertion:
     """One of Nixpkgs' capability assertions (``platformAssertions``) of a package, for the
     package versions from ``since`` (``""``: every one). ``test`` is a Nix expression over the
@@ -55,6 +58,29 @@ class Pin:
         """The build classes that take ``version``."""
         return tuple(b for b in PIN_CLASSES if self.version(b) == version)
 
+    @property
+    def uniform(self) -> bool:
+        """Every build takes the same version."""
+        return self.jetson == self.aarch64 == self.x86_64
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReleaseFrom:
+    """A package that takes another manifest key's entry (and archive) before CUDA
+    ``cuda_before`` (cuda_crt: cuda_nvcc's on CUDA 12)."""
+
+    package: str
+    cuda_before: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutsideEdge:
+    """A package from outside the set that one of the set's packages propagates, from CUDA
+    ``cuda_since`` on (libcuobjclient -> rdma-core from 13.4)."""
+
+    package: str
+    cuda_since: str = ""
+
 
 def _load(name: str) -> dict[str, Any]:
     text = resources.files("cudasplit._release.nixify").joinpath("data", name).read_text()
@@ -63,6 +89,13 @@ def _load(name: str) -> dict[str, Any]:
 
 def _lists(table: Mapping[str, list[str]]) -> dict[str, tuple[str, ...]]:
     return {k: tuple(v) for k, v in table.items()}
+
+
+def _pin(row: str | Mapping[str, str]) -> Pin:
+    """A row of pins.toml: one version for every build, or one per build class."""
+    if isinstance(row, str):
+        return Pin(row, row, row)
+    return Pin(**row)
 
 
 _TABLES = _load("nixpkgs.toml")
@@ -74,20 +107,36 @@ NEEDS: Mapping[str, tuple[str, ...]] = _lists(_TABLES["needs"])
 NEEDS_OUTSIDE: Mapping[str, tuple[str, ...]] = _lists(_TABLES["needs_outside"])
 BROKEN: Mapping[str, str] = dict(_TABLES["broken"])
 OUTPUT_FALLBACKS: Mapping[str, tuple[str, ...]] = _lists(_TABLES["output_fallbacks"])
+OUTPUT_PATTERNS: Mapping[str, tuple[str, ...]] = _lists(_TABLES["output_patterns"])
+EXPECTED_OUTPUTS: tuple[str, ...] = tuple(_TABLES["build_redist"]["expected_outputs"])
+# Nixpkgs' redistributable packages (by attribute) -> the redist (redistName) of each.
+NIXPKGS_PACKAGES: Mapping[str, str] = dict(_TABLES["packages"])
+# Manifest key -> the attribute Nixpkgs names its package by (cuda_cccl -> cccl).
+ATTRIBUTES: Mapping[str, str] = dict(_TABLES["attributes"])
+LICENSE_OF: Mapping[str, str] = dict(_TABLES["license_of"])
+LICENSES: Mapping[str, Mapping[str, str]] = dict(_TABLES["licenses"])
 CAPABILITIES: Mapping[str, tuple[Assertion, ...]] = {}
 for _row in _TABLES["capability"]:
     CAPABILITIES = {**CAPABILITIES, _row["pname"]: (*CAPABILITIES.get(_row["pname"], ()),
-                    Assertion(_row.get("since", ""), _row["test"], _row["why"],
-                              _row.get("found", _FOUND)))}
+                    Assertion(since=_row.get("since", ""), test=_row["test"], why=_row["why"],
+                              found=_row.get("found", _FOUND)))}
 VULNERABILITIES: Mapping[str, tuple[tuple[str, str], ...]] = {}
 for _row in _TABLES["vulnerability"]:
     VULNERABILITIES = {**VULNERABILITIES, _row["pname"]: (
         *VULNERABILITIES.get(_row["pname"], ()), (_row["below"], _row["text"]))}
+PROPAGATES_OUTSIDE: Mapping[str, tuple[OutsideEdge, ...]] = {}
+for _row in _TABLES["propagates_outside"]:
+    PROPAGATES_OUTSIDE = {**PROPAGATES_OUTSIDE, _row["pname"]: (
+        *PROPAGATES_OUTSIDE.get(_row["pname"], ()),
+        OutsideEdge(package=_row["package"], cuda_since=_row.get("cuda_since", "")))}
+
+RELEASE_FROM: Mapping[str, ReleaseFrom] = {
+    pname: ReleaseFrom(**row) for pname, row in _TABLES["release_from"].items()}
 
 PINS_SOURCE: str = _PINS["source"]
 # product (the manifest's release_product) -> CUDA release of the set -> Pin.
 PINS: Mapping[str, Mapping[str, Pin]] = {
-    product: {release: Pin(**row) for release, row in rows.items()}
+    product: {release: _pin(row) for release, row in rows.items()}
     for product, rows in _PINS.items() if isinstance(rows, dict)}
 
 
@@ -95,3 +144,8 @@ def pin_for(product: str, release: str) -> Pin | None:
     """The pin of ``product`` in the set of CUDA ``release`` (``major.minor``); None when the
     table has no row for either."""
     return PINS.get(product, {}).get(release)
+
+
+def attribute_of(pname: str) -> str:
+    """The attribute Nixpkgs' set names the package of manifest key ``pname`` by."""
+    return ATTRIBUTES.get(pname, pname)

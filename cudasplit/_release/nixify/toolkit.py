@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from cudasplit._release.nixify.nixlang import comment, string
 from cudasplit._release.nixify.plan import NIX_SYSTEMS, PackagePlan, nix_ident
-from cudasplit._rulebook import load_ruleset
+from cudasplit._rulebook import PackageSettings, package_table
 
 __all__ = ["TOOLKIT_ATTR", "compiler_packages", "render_toolkit"]
 
@@ -27,7 +27,7 @@ def compiler_packages(pnames: Sequence[str]) -> tuple[str, ...]:
     """The packages that run on the build machine: compilers and what they copy."""
     found: list[str] = []
     for pname in pnames:
-        package = load_ruleset(pname).package
+        package = package_table(pname) or PackageSettings()
         if package.compiler:
             found.append(pname)
             found.extend(c.package for c in package.copy_packages if c.package in pnames)

@@ -131,8 +131,9 @@ def parse_package_refs(value: Any, filename: str) -> tuple[RunpathPackage, ...]:
     return tuple(entries)
 
 
-_PC_KEYS = frozenset({"files", "drop", "requires", "replace", "libdir_output", "driver_rpath",
-                      "drop_cudaroot", "cflags_packages", "description"})
+_PC_KEYS = frozenset({"files", "drop", "requires", "requires_modules", "replace",
+                      "libdir_output", "driver_rpath", "drop_cudaroot", "cflags_packages",
+                      "description"})
 
 
 def parse_pc_edits(value: Any, filename: str) -> tuple[PcEdit, ...]:
@@ -150,6 +151,8 @@ def parse_pc_edits(value: Any, filename: str) -> tuple[PcEdit, ...]:
             files=glob_list(table.get("files"), where, "files"), gate=parse_gate(table, where),
             drop=_bool(table, "drop", where), requires=string_list(table.get("requires"), where,
                                                               "requires"),
+            requires_modules=string_list(table.get("requires_modules"), where,
+                                         "requires_modules"),
             replace=tuple(replace.items()), libdir_output=libdir,
             driver_rpath=_bool(table, "driver_rpath", where),
             drop_cudaroot=_bool(table, "drop_cudaroot", where),

@@ -64,6 +64,7 @@ class PcEdit:
     gate: Gate = UNGATED
     drop: bool = False                    # the file is not shipped (npp's nppi/nppicom)
     requires: tuple[str, ...] = ()        # "cudart" -> "Requires: cudart-<X.Y of the file>"
+    requires_modules: tuple[str, ...] = ()  # outside modules, as named: "libibverbs"
     replace: tuple[tuple[str, str], ...] = ()  # literal text substitutions
     libdir_output: str | None = None      # libdir=<that output>/lib (nvml: stubs)
     driver_rpath: bool = False            # Libs: ... -Wl,-rpath,<driver link>/lib

@@ -129,7 +129,8 @@ def _pc_extras(ctx: RewriteContext, name: str, text: str
     """Requires:, replacements, cudaroot removal and extra Cflags from pkgconfig_edits."""
     edits = [e for e in ctx.ruleset.package.pkgconfig_edits if e.matches(name, ctx.where, text)]
     release = major_minor(name) or ctx.where.cuda_version
-    requires = tuple(f"{r}-{release}" if release else r for e in edits for r in e.requires)
+    requires = tuple(f"{r}-{release}" if release else r for e in edits for r in e.requires) \
+        + tuple(m for e in edits for m in e.requires_modules)
     roots = dict(ctx.package_roots)
     cflags, warnings = [], []
     for pname in (p for e in edits for p in e.cflags_packages):

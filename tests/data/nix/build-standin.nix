@@ -55,8 +55,17 @@
 # paramsFile (JSON): dir (the generated sets), srcs (archive file name -> local tarball),
 # nonce, checkout and python (cudasplit), gccLibs, zlibLibs, loader (soname -> host file).
 # expr: a file to callPackage instead of a set (the README's example).
+#
+# realStdenv: a directory laid out as a Nixpkgs checkout (its pkgs/stdenv/generic/setup.sh, the
+# stdenv's default setup hooks in pkgs/build-support/setup-hooks/ and patchelf's in
+# pkgs/development/tools/misc/patchelf/setup-hook.sh; none of it is in this repository). Then
+# every mkDerivation runs Nixpkgs' own genericBuild instead of the model above: the builder
+# sources the attributes (.attrs.sh with __structuredAttrs), then `$stdenv/setup`, which is the
+# header stdenv's builder.sh writes (SHELL, initialPath = the host's /usr and /, the default
+# native build inputs = those hook files) followed by setup.sh itself, then calls genericBuild.
+# Only the sandbox, the toolchain (the host's, as above) and the bootstrap tools differ.
 { paramsFile, setName ? null, overrides ? { }, config ? { }, cudaCapabilities ? [ ],
-  stdenvHooksFirst ? false, expr ? null }:
+  stdenvHooksFirst ? false, expr ? null, realStdenv ? null }:
 let
   params = builtins.fromJSON (builtins.readFile paramsFile);
   system = builtins.currentSystem;
@@ -349,6 +358,36 @@ let
     :
   '';
 
+  # Nixpkgs' own stdenv, when given (the header above): $out/setup as its builder.sh writes it.
+  realHooks = map (h: builtins.path { path = realStdenv + "/pkgs/build-support/setup-hooks/${h}.sh"; })
+    [ "no-broken-symlinks" "audit-tmpdir" "compress-man-pages" "make-symlinks-relative"
+      "move-docs" "move-lib64" "move-sbin" "move-systemd-user-units" "multiple-outputs"
+      "patch-shebangs" "prune-libtool-files" "reproducible-builds"
+      "set-source-date-epoch-to-latest" "strip" ]
+    ++ [ (builtins.path { path = realStdenv + "/pkgs/development/tools/misc/patchelf/setup-hook.sh"; }) ];
+  realSetup = builtins.derivation {
+    name = "nixpkgs-stdenv-setup";
+    inherit system;
+    builder = "/bin/bash";
+    setupSh = builtins.path { path = realStdenv + "/pkgs/stdenv/generic/setup.sh"; };
+    defaultNativeBuildInputs = builtins.concatStringsSep " " realHooks;
+    args = [ "-c" ''
+      /bin/mkdir -p $out
+      { echo "export SHELL=/bin/bash"
+        echo "initialPath=\"/usr /\""
+        echo "defaultNativeBuildInputs=\"$defaultNativeBuildInputs\""
+        echo "defaultBuildInputs=\"\""
+        /bin/cat "$setupSh"; } > $out/setup
+      :
+    '' ];
+    nonce = params.nonce;
+  };
+  realBuilder = builtins.toFile "nixpkgs-default-builder.sh" ''
+    if [ -e "''${NIX_ATTRS_SH_FILE:-}" ]; then . "$NIX_ATTRS_SH_FILE"; elif [ -f .attrs.sh ]; then . .attrs.sh; fi
+    source $stdenv/setup
+    genericBuild
+  '';
+
   mkDerivation = mkDerivationWith { cc = true; };
   mkDerivationWith = { cc }: args0:
     let
@@ -362,7 +401,7 @@ let
         name = args.name or "${args.pname}-${args.version}";
         system = system;
         builder = "/bin/bash";
-        args = [ setup ];
+        args = if realStdenv == null then [ setup ] else [ "-e" realBuilder ];
         outputs = args.outputs or [ "out" ];
         nativeBuildInputs = map lib.getDev (args.nativeBuildInputs or [ ]);
         buildInputs = map lib.getDev (args.buildInputs or [ ]);
@@ -371,7 +410,8 @@ let
         depsTargetTargetPropagated = map lib.getDev (args.depsTargetTargetPropagated or [ ]);
         stdenvHooksFirst = if stdenvHooksFirst then "1" else "";
         nonce = params.nonce;
-      } // (if cc then { NIX_CC = ccWrapper; } else { })
+      } // (if realStdenv != null then { stdenv = realSetup; } else { })
+        // (if cc then { NIX_CC = ccWrapper; } else { })
         // (if structured && given != [ ] then {
         outputChecks.out = builtins.listToAttrs
           (map (c: { name = c; value = args.${c}; }) given);

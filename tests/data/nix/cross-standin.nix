@@ -61,6 +61,8 @@ let
         runCommand = n: env: script: mkDerivation ({ name = n; inherit script; } // env);
         cudasplit = mkDerivation { name = "cudasplit"; };
         zlib = mkDerivation { name = "zlib"; outputs = [ "out" ]; };
+        numactl = mkDerivation { name = "numactl"; outputs = [ "out" ]; };
+        rdma-core = mkDerivation { name = "rdma-core"; outputs = [ "out" ]; };
         callPackage = lib.callPackageWith spliced;
         newScope = extra: lib.callPackageWith (final // extra);
         generateSplicesForMkScope = attr: {

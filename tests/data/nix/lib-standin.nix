@@ -18,6 +18,12 @@ let
     filterAttrs = pred: a: builtins.listToAttrs (builtins.filter (x: pred x.name x.value)
       (map (n: { name = n; value = a.${n}; }) (builtins.attrNames a)));
     mapAttrs = builtins.mapAttrs;
+    toUpper =
+      let
+        letters = s: builtins.genList (i: builtins.substring i 1 s) 26;
+      in
+      builtins.replaceStrings (letters "abcdefghijklmnopqrstuvwxyz")
+        (letters "ABCDEFGHIJKLMNOPQRSTUVWXYZ");
     hasPrefix = pre: s: builtins.substring 0 (builtins.stringLength pre) s == pre;
     listToAttrs = builtins.listToAttrs;
     concatMapStrings = f: l: builtins.concatStringsSep "" (map f l);
@@ -60,6 +66,8 @@ let
         self = f self // {
           newScope = scope: newScope (self // scope);
           callPackage = self.newScope { };
+          # As the real one: the scope remade with g's attributes over f's.
+          overrideScope = g: makeScope newScope (final: let prev = f final; in prev // g final prev);
           packages = f;
         };
       in self;

@@ -26,6 +26,8 @@ let
     fetchurl = a: a // { outPath = "/nix/store/11111111111111111111111111111111-src"; };
     runCommand = name: env: script: { inherit name script; type = "derivation"; };
     zlib = { outPath = "/nix/store/44444444444444444444444444444444-zlib"; };
+    numactl = { outPath = "/nix/store/44444444444444444444444444444444-numactl"; };
+    rdma-core = { outPath = "/nix/store/44444444444444444444444444444444-rdma-core"; };
     newScope = extra: lib.callPackageWith (final // extra);
     callPackage = lib.callPackageWith final;
     makeScopeWithSplicing' = { f, ... }: lib.makeScope final.newScope f;

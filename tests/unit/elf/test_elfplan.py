@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 import subprocess
 import threading
@@ -400,3 +401,24 @@ def test_nix_environment_lib_dirs_and_dynamic_linker(tmp_path: Path) -> None:
                              env)
     assert kept.interpreter_for(platform.machine()) == "/mine/ld.so"
     assert nix_dynamic_linker({}) is None and nix_library_dirs({}) == ()
+
+
+def test_nix_library_dirs_under_structured_attrs(tmp_path: Path) -> None:
+    """``__structuredAttrs``: Nix exports no ``buildInputs``; the lists are in the JSON file
+    (a stdenvNoCC build has no NIX_LDFLAGS either, so that is where gcc's lib is)."""
+    from cudasplit._nix import nix_library_dirs
+    from cudasplit.errors import NixEnvironmentError
+
+    attrs = tmp_path / ".attrs.json"
+    attrs.write_text(json.dumps({
+        "outputs": {"out": "/nix/store/o-out"},
+        "buildInputs": ["/nix/store/c-gcc-13.3.0-lib", "/nix/store/a-zlib", 3],
+        "propagatedBuildInputs": ["/nix/store/b-cudart"], "nativeBuildInputs": ["/n/tool"]}))
+    env = {"NIX_ATTRS_JSON_FILE": str(attrs)}
+    assert nix_library_dirs(env) == ("/nix/store/c-gcc-13.3.0-lib/lib", "/nix/store/a-zlib/lib",
+                                     "/nix/store/b-cudart/lib")
+    attrs.write_text(json.dumps({"outputs": {"out": "/o"}, "buildInputs": "not a list"}))
+    assert nix_library_dirs(env) == ()
+    attrs.write_text("[]")
+    with pytest.raises(NixEnvironmentError, match="not a JSON object"):
+        nix_library_dirs(env)
