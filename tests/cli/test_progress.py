@@ -201,6 +201,7 @@ def _commands(w: dict[str, Path]) -> dict[str, list[str]]:
         "diff": ["diff", str(w["archive"]), str(w["archive"])],
         "nixify": ["nixify", str(w["manifest"]), "--tarballs", str(w["tarballs"]),
                    "-o", str(w["root"] / "nix")],
+        "gpu-plan": ["gpu-plan", str(w["archive"]), "--gpu-archs", "8.0"],
     }
 
 
@@ -226,7 +227,7 @@ def _stderr_on_a_pty(args: list[str]) -> tuple[int, bytes]:
 
 
 COMMANDS = ["split", "inspect", "explain", "repack", "closure", "verify", "features", "nixify",
-            "diff"]
+            "diff", "gpu-plan"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
