@@ -239,4 +239,6 @@ def diff_command(old: str, new: str, tarball_dir: str | None, old_tarballs: str 
     else:
         for line in result.text_lines(members=members):
             say(line)
+    for text in result.notes:
+        note(text)
     sys.exit(EXIT_FOUND if result.changes else EXIT_OK)
