@@ -118,10 +118,10 @@ def _notes(old: Snapshot, new: Snapshot) -> tuple[str, ...]:
     kinds = {old.kind, new.kind}
     if "split" in kinds and kinds & {"archive", "manifest"}:
         return ("one side is a split directory (the files as written), the other an archive "
-                "(its members as a split would place them): the links a split makes "
-                "(pkg-config aliases, stub links), the .pc files it rewrites and the ELF files "
-                "it patches differ by design; compare two archives or two splits for what a "
-                "release changed",)
+                "(its members as a split would place them): the links a split makes (lib64 "
+                "-> lib, pkg-config aliases, stub links), the .pc files it rewrites and the "
+                "ELF files it patches differ by design; compare two archives or two splits "
+                "for what a release changed",)
     return ()
 
 
