@@ -18,12 +18,12 @@ from .. import (
     ruleset_for,
     ruleset_toml,
 )
-from ._optgroups import COMMON, PATCH, jobs_option, split_options
+from ._optgroups import COMMON, PATCH, GroupedCommand, jobs_option, split_options
 from ._terminal import fail, plural, status_line
 from ._text import data, say
 
 
-@click.command("inspect")
+@click.command("inspect", cls=GroupedCommand)
 @click.argument("source", type=click.Path(exists=False))
 @COMMON
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report.")
@@ -82,12 +82,12 @@ def gpu_cell(gpu: list[dict[str, Any]] | None) -> str:
     return " ".join(f"{kind}:{','.join(archs)}" for kind, archs in kinds.items()) or "-"
 
 
-@click.command("explain")
+@click.command("explain", cls=GroupedCommand)
 @click.argument("source", type=click.Path(exists=False))
 @click.argument("path")
 @COMMON
 @PATCH
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
 @jobs_option("decoder threads")
 def explain_command(source: str, path: str, as_json: bool, jobs: int | None,
                     **kw: Any) -> None:

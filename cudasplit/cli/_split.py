@@ -20,7 +20,7 @@ import click
 # The split itself (and the report types) load when the command runs, not for --help: the
 # library opens the source and starts decoding before it imports the rest of the pipeline.
 from .. import CudasplitError, OptionsError, OutputError, ProblemsFound
-from ._optgroups import COMMON, PATCH, jobs_option, size_option, split_options
+from ._optgroups import COMMON, PATCH, GroupedCommand, jobs_option, size_option, split_options
 from ._terminal import (
     ProgressLine,
     dropped_line,
@@ -115,9 +115,9 @@ class ReportTarget:
             raise OutputError(f"{self.target}: cannot write the report ({exc.strerror})") from exc
 
 
-@click.command("split")
+@click.command("split", cls=GroupedCommand)
 @click.argument("sources", nargs=-1, required=True, type=click.Path(exists=False))
-@click.option("-o", "--output-dir", type=click.Path(file_okay=False),
+@click.option("-o", "--output-dir", type=click.Path(file_okay=False), metavar="DIR",
               help="Write DIR/<output>/... (staged, moved into place at the end).")
 @click.option("--nix", is_flag=True, help="Take the outputs from the Nix builder environment.")
 @click.option("--nix-support", is_flag=True, help="Write nix-support/include-in-cudatoolkit-root "

@@ -63,3 +63,32 @@ def test_summary_counts_what_closure_counts_in_the_singular(tmp_path: Path) -> N
     assert re.search(r"\b2 files\s+5,012 bytes\b", lib), lib
     include = next(line for line in stdout.splitlines() if line.startswith("include "))
     assert re.search(r"\b1 file\s+13 bytes\b", include), include
+
+
+def test_split_help_groups_its_options_under_headings() -> None:
+    """48 options under one heading were a wall: source and rules, outputs, RUNPATH, Nix,
+    limits, report, in that order, each option once, none left over (issue 43)."""
+    import click
+
+    from cudasplit.cli._optgroups import SECTIONS
+    from cudasplit.cli._split import split_command
+
+    code, stdout, _ = _invoke("split", "--help")
+    assert code == 0
+    headings = [line[:-1] for line in stdout.splitlines() if re.fullmatch(r"[A-Z][^ ].*:", line)]
+    assert headings == [title for title, _ in SECTIONS]
+    assert "Options:" not in stdout
+    ctx = click.Context(split_command)
+    for param in split_command.get_params(ctx):
+        record = param.get_help_record(ctx) if isinstance(param, click.Option) else None
+        if record is not None:
+            assert stdout.count(f"  {record[0]}  ") == 1, record[0]
+
+
+def test_every_command_that_splits_groups_its_options_the_same_way() -> None:
+    for command in ("split", "inspect", "explain", "repack"):
+        code, stdout, _ = _invoke(command, "--help")
+        assert code == 0
+        assert "Source and rules:" in stdout and "Report and checks:" in stdout
+        assert ("RUNPATH and ELF edits:" in stdout) is (command != "inspect")
+        assert "Other options:" not in stdout, command
