@@ -333,7 +333,8 @@ class GroupedCommand(click.Command):
         """``(heading, options)`` in the order of :data:`SECTIONS`, each heading's options in
         the command's own order; options of no section last, as "Other options"; ``--help``
         closes the last heading."""
-        options = [p for p in self.get_params(ctx) if isinstance(p, click.Option)]
+        options: list[click.Parameter] = [p for p in self.get_params(ctx)
+                                          if isinstance(p, click.Option)]
         placed = {name: title for title, names in SECTIONS for name in names}
         help_option = self.get_help_option(ctx)
         if help_option is not None:
