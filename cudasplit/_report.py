@@ -246,7 +246,7 @@ class Report:
         for package in dict.fromkeys(c.package for c in self.copies):
             mine = [c for c in self.copies if c.package == package]
             machines = sorted({c.machine for c in mine if c.machine})
-            lines.append(f"copied {plural(len(mine), 'file')} of {package} (--package-root)"
+            lines.append(f"copied {plural(len(mine), 'file')} of {package} (package_roots)"
                          + (f", ELF: {', '.join(machines)}" if machines else ""))
         return lines
 

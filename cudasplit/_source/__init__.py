@@ -159,8 +159,8 @@ def _spool_stdin(spool: IO[bytes], cap: int) -> None:
         while chunk := sys.stdin.buffer.read(1 << 20):
             copied += len(chunk)
             if copied > cap:
-                raise LimitExceededError(f"standard input is larger than {cap} bytes (raise it "
-                                         "with --max-size)", source="<stdin>")
+                raise LimitExceededError(f"standard input is larger than {cap} bytes (raise "
+                                         "max_total_bytes)", source="<stdin>")
             spool.write(chunk)
         spool.flush()
     except BaseException:
