@@ -92,3 +92,32 @@ def test_every_command_that_splits_groups_its_options_the_same_way() -> None:
         assert "Source and rules:" in stdout and "Report and checks:" in stdout
         assert ("RUNPATH and ELF edits:" in stdout) is (command != "inspect")
         assert "Other options:" not in stdout, command
+
+
+def test_explain_says_which_outputs_there_are_and_why_a_rule_is_passed_over(
+        tmp_path: Path) -> None:
+    """cuda_cudart's table declares only ``out``: the stubs rule MATCHes, the member goes to
+    ``out``, and the lines between say why (issue 43: a MATCH of stubs, then ``=> out``)."""
+    import json
+
+    top = "cuda_cudart-linux-x86_64-12.9.79-archive"
+    archive = write_archive(tmp_path / f"{top}.tar.xz", [
+        ("file", "lib/stubs/libcuda.so", b"stub"), ("file", "lib/libcudart_static.a", b"!<arch>\n")],
+        top=top)
+    code, stdout, _ = _invoke("explain", str(archive), "lib/stubs/libcuda.so")
+    assert code == 0
+    assert "  outputs here: out (chosen by the package table, rules/packages/cuda_cudart.toml; " \
+           "--outputs chooses others): stubs is not one, so out, the rule's fallback" in stdout
+    assert stdout.splitlines()[-1].startswith("  => output: out")
+    code, stdout, _ = _invoke("explain", str(archive), "lib/libcudart_static.a", "--outputs",
+                              "out,dev")
+    lines = stdout.splitlines()
+    assert any("MATCH default.toml:static-archives" in line
+               and line.endswith("(static: not an output here, passed on)") for line in lines)
+    assert any("MATCH default.toml:libraries" in line for line in lines)
+    assert lines[-1] == "  => output: out"
+    code, stdout, _ = _invoke("explain", str(archive), "lib/stubs/libcuda.so", "--json")
+    data = json.loads(stdout)
+    assert data["outputs"] == ["out"] and data["outputs_from"].endswith(
+        "rules/packages/cuda_cudart.toml")
+    assert [t["fallback"] for t in data["tried"] if t["matched"]] == ["out"]
