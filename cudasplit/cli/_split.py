@@ -23,6 +23,7 @@ from .. import CudasplitError, OptionsError, OutputError, ProblemsFound
 from ._optgroups import COMMON, PATCH, GroupedCommand, jobs_option, size_option, split_options
 from ._terminal import (
     ProgressLine,
+    closure_warnings,
     dropped_line,
     err,
     error_text,
@@ -304,4 +305,5 @@ def _print_closure(output_dir: str | None, nix: bool) -> int:
         fail(exc)
     for line in report.text_lines():
         say(line)
+    closure_warnings(report)  # even under -q: they are what --closure --strict fails on
     return len(report.warnings)

@@ -25,7 +25,7 @@ import click
 from ._text import flag_named, message, shown
 
 if TYPE_CHECKING:  # annotations only: `cudasplit --version` loads none of them
-    from .. import CudasplitError, Problem, Progress, Report
+    from .. import ClosureReport, CudasplitError, Problem, Progress, Report
 
 # The exit codes the README documents; a CudasplitError brings its own (exit_code, 2 or 1).
 EXIT_OK, EXIT_PROBLEMS, EXIT_INTERRUPTED = 0, 1, 130
@@ -200,6 +200,14 @@ def print_issues(report: Report, *, warnings: bool = True) -> None:
         err(issue_line("problem", report.source, problem))
     for warning in report.warnings if warnings else ():
         err(issue_line("warning", report.source, warning))
+
+
+def closure_warnings(report: ClosureReport) -> None:
+    """Each closure warning in the one message form, ``cudasplit: warning: ...
+    [closure-reach]`` on standard error (a bare ``warning:`` among the table's lines on
+    standard output read like one of them)."""
+    for item in report.warnings:
+        warn(str(item), "closure-reach")
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:

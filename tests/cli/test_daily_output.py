@@ -121,3 +121,17 @@ def test_explain_says_which_outputs_there_are_and_why_a_rule_is_passed_over(
     assert data["outputs"] == ["out"] and data["outputs_from"].endswith(
         "rules/packages/cuda_cudart.toml")
     assert [t["fallback"] for t in data["tried"] if t["matched"]] == ["out"]
+
+
+def test_summary_columns_fit_a_profile_s_long_output_names() -> None:
+    """conda-forge outputs are conda package names (``cuda-cudart-dev_linux-64``): the name
+    column is as wide as the longest, so the counts stay in one column (issue 43)."""
+    from cudasplit import OutputRecord, Report
+
+    report = Report("x.tar.xz", {}, outputs={
+        "cuda-cudart-dev_linux-64": OutputRecord("/o/dev", 1, 10),
+        "cuda-cudart": OutputRecord("/o/lib", 2, 20_000)})
+    lines = report.summary_lines()
+    assert [line.split()[0] for line in lines] == ["cuda-cudart", "cuda-cudart-dev_linux-64"]
+    assert len({line.index(" byte") for line in lines}) == 1
+    assert "1 file " in lines[1] and "2 files" in lines[0]
