@@ -218,3 +218,21 @@ def test_the_code_reader_finds_what_it_should() -> None:
     assert emitted["unsafe-symlink"] == {"problem"}       # returned, then passed on
     assert emitted["cuda-major-unknown"] == {"warning"}   # writer.warn
     assert None in emitted["no-package-rules"]             # Problem(...)
+
+
+# -- the test data's READMEs name files that exist --------------------------------------------
+
+DATA_READMES = sorted((ROOT / "tests" / "data").rglob("README*"))
+REPO_PATH = re.compile(r"(?<![\w./-])((?:tests|docs|cudasplit|scripts|rules)/[\w./-]*\w)")
+
+
+@pytest.mark.parametrize("readme", DATA_READMES, ids=_rel)
+def test_data_readmes_name_paths_that_exist(readme: Path) -> None:
+    """A README of test data that names a test or a page names one that is there (issue 43:
+    tests/data/manifests/README.md named three tests by paths they had left, and a file
+    outside the repository)."""
+    text = readme.read_text()
+    dead = [p for p in REPO_PATH.findall(text) if not (ROOT / p).exists()
+            and not (readme.parent / p).exists()]
+    assert dead == []
+    assert "/work/" not in text  # a path of one machine, not of the repository
