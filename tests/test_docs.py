@@ -24,7 +24,7 @@ QUICK_START = [
     "python3 -m venv .venv && .venv/bin/pip install -q . && .venv/bin/cudasplit split "
     "fixtures/cuda_sample-linux-x86_64-12.9.79-archive.tar.xz -o /tmp/cudasplit-demo "
     "--overwrite --default-rules --report /tmp/cudasplit-demo.json",
-    "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && "
+    "rm -rf .venv && python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && "
     ".venv/bin/python -m pytest -q",
 ]
 
