@@ -95,9 +95,10 @@ FIELD_FLAGS = {
 _AMBIGUOUS = frozenset({"cuda_compat"})
 _NAMES = "|".join(sorted(FIELD_FLAGS, key=len, reverse=True))
 _IN_PARENS = re.compile(rf"\(({_NAMES})(?=[ ):;,])")
-_SNAKE = re.compile(r"(?<![\w./-])(" + "|".join(
+# Not inside a path, a template variable (``@target_platform@``) or a quoted key.
+_SNAKE = re.compile(r"(?<![\w./@$'\"-])(" + "|".join(
     sorted((n for n in FIELD_FLAGS if "_" in n and n not in _AMBIGUOUS), key=len,
-           reverse=True)) + r")(?![\w/-])")
+           reverse=True)) + r")(?![\w/@'\"-])")
 
 
 def flag_named(message: str, *, leading: bool = True) -> str:

@@ -185,7 +185,7 @@ def test_flag_named_turns_parameters_into_options() -> None:
         "name the package (--package PNAME)"
     # Words that only look like parameters stay: a package, a path, prose.
     for text in ("cuda_compat's libcuda", "lib/max_ratio.h", "the package table",
-                 "platform linux-sbsa"):
+                 "platform linux-sbsa", "@target_platform@", "'cuda_version' must be"):
         assert flag_named(text, leading=False) == text
     assert flag_named(flag_named("raise max_total_bytes")) == "raise --max-size"  # once only
     assert set(FIELD_FLAGS.values()) <= _flags()
