@@ -230,10 +230,12 @@ class Report:
         placed input files where given, so that the numbers are those ``closure`` prints."""
         lines = []
         measured = sizes or {}
+        # As wide as the longest output name: a profile's names (conda packages) are long.
+        width = max([8, *(len(name) for name in self.outputs)])
         for name, rec in sorted(self.outputs.items()):
             files, size = measured.get(name, (rec.files, rec.bytes))
-            lines.append(f"{name:8} {plural(files, 'file'):>12} {plural(size, 'byte'):>20}  "
-                         f"{rec.directory}")
+            lines.append(f"{name:{width}} {plural(files, 'file'):>12} "
+                         f"{plural(size, 'byte'):>20}  {rec.directory}")
         patched = sum(1 for m in self.members if m.patch in ("in-place", "append", "lief"))
         if patched:
             lines.append(f"RUNPATH rewritten in {plural(patched, 'ELF file')}")
@@ -246,7 +248,7 @@ class Report:
         for package in dict.fromkeys(c.package for c in self.copies):
             mine = [c for c in self.copies if c.package == package]
             machines = sorted({c.machine for c in mine if c.machine})
-            lines.append(f"copied {plural(len(mine), 'file')} of {package} (--package-root)"
+            lines.append(f"copied {plural(len(mine), 'file')} of {package} (package_roots)"
                          + (f", ELF: {', '.join(machines)}" if machines else ""))
         return lines
 

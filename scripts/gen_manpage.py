@@ -53,9 +53,17 @@ def commands(group: click.Group, ctx: click.Context, prefix: str) -> list[str]:
         pieces = " ".join(command.collect_usage_pieces(sub))
         lines += [f".SS {roff(path)}", f".B {roff(path)}", roff(pieces)]
         lines += paragraphs(command.help or "")
-        for param in command.get_params(sub):
-            record = param.get_help_record(sub)
-            if record is not None and (record[1] or isinstance(param, click.Option)):
+        # A command that groups its options (``cls=GroupedCommand``): its headings, as --help.
+        sections = getattr(command, "option_sections", None)
+        groups = [("", command.get_params(sub))] if sections is None else [
+            ("", [p for p in command.get_params(sub) if not isinstance(p, click.Option)]),
+            *sections(sub)]
+        for title, params in groups:
+            records = [(p, r) for p in params if (r := p.get_help_record(sub)) is not None
+                       and (r[1] or isinstance(p, click.Option))]
+            if title and records:
+                lines += [".PP", f".I {roff(title)}"]
+            for _param, record in records:
                 lines += [".TP", f".B {roff(record[0])}", roff(record[1])]
         if isinstance(command, click.Group):
             lines += commands(command, sub, path)

@@ -99,10 +99,14 @@ def _command_section(cmd: click.Command, ctx: click.Context, depth: int) -> list
                                             else " (any number)" if p.nargs == -1 else "")
             for p in arguments) + ".")
         out.append("")
-    options = [line for p in cmd.params if isinstance(p, click.Option)
-               for line in _option_lines(p, ctx)]
-    if options:
-        out += ["Options:", "", *options, ""]
+    # A command that groups its options (``cls=GroupedCommand``) has them here under the same
+    # headings as in its --help.
+    sections = getattr(cmd, "option_sections", None)
+    for title, params in (sections(ctx) if sections is not None else [
+            ("Options", [p for p in cmd.params if isinstance(p, click.Option)])]):
+        options = [line for p in params if p in cmd.params for line in _option_lines(p, ctx)]
+        if options:
+            out += [f"{title}:", "", *options, ""]
     if isinstance(cmd, click.Group):
         for name in cmd.list_commands(ctx):
             sub = cmd.get_command(ctx, name)

@@ -59,7 +59,7 @@ NOT_RUN: dict[str, dict[str, str]] = {
         "python3 -m venv .venv && .venv/bin/pip install -q . &&":
             "the quick start: .ci/run runs it on a fresh machine (test_docs.py checks it is "
             "the README's)",
-        "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' &&":
+        "rm -rf .venv && python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' &&":
             "the test command: .ci/run runs it (it is this test suite)",
     },
     "docs/tutorial.md": {

@@ -4,6 +4,7 @@ module and no issue number, and every relative link leads somewhere."""
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -23,7 +24,7 @@ QUICK_START = [
     "python3 -m venv .venv && .venv/bin/pip install -q . && .venv/bin/cudasplit split "
     "fixtures/cuda_sample-linux-x86_64-12.9.79-archive.tar.xz -o /tmp/cudasplit-demo "
     "--overwrite --default-rules --report /tmp/cudasplit-demo.json",
-    "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && "
+    "rm -rf .venv && python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && "
     ".venv/bin/python -m pytest -q",
 ]
 
@@ -138,13 +139,17 @@ PAIR_CODE = re.compile(r"[a-z]+(?:-[a-z0-9]+)+")  # a returned (code, message) p
 PROBLEM_CALLS = {"problem": "problem", "warn": "warning", "Problem": None}
 
 
+def _code(node: ast.expr | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+        and CODE.fullmatch(node.value) else None
+
+
 def emitted_codes() -> dict[str, set[str | None]]:
     """Each code the package emits, with how: ``problem`` (``writer.problem``), ``warning``
     (``writer.warn``, ``warn``) or None (a ``Problem(...)`` whose list decides), read from the
     source: the first argument of those calls, and ``(code, message)`` pairs a function
-    returns for its caller to pass on (the link refusals)."""
-    import ast
-
+    returns for its caller to pass on (the link refusals). The command line's own messages
+    too: ``warn(text, "code")`` (a warning) and ``message("problem", text, "code")``."""
     found: dict[str, set[str | None]] = {}
     for path in sorted((ROOT / "cudasplit").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
@@ -155,6 +160,11 @@ def emitted_codes() -> dict[str, set[str | None]]:
                 if (name in PROBLEM_CALLS and isinstance(first, ast.Constant)
                         and isinstance(first.value, str) and CODE.fullmatch(first.value)):
                     found.setdefault(first.value, set()).add(PROBLEM_CALLS[name])
+                elif name == "warn" and len(node.args) == 2 and _code(node.args[1]):
+                    found.setdefault(str(_code(node.args[1])), set()).add("warning")
+                elif name == "message" and len(node.args) == 3 and _code(node.args[2]) \
+                        and _code(first) in ("problem", "warning"):
+                    found.setdefault(str(_code(node.args[2])), set()).add(str(_code(first)))
             elif isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) \
                     and len(node.value.elts) == 2:
                 first = node.value.elts[0]
@@ -201,6 +211,28 @@ def test_strict_warnings_are_documented_as_failing_strict() -> None:
 
 def test_the_code_reader_finds_what_it_should() -> None:
     emitted = emitted_codes()
+    # The command line's own messages (issue 43: four codes were in no table).
+    assert emitted["tarball-missing"] == {"problem", "warning"}  # features; nixify
+    assert emitted["deprecated-option"] == {"warning"}
+    assert emitted["closure-reach"] == {"warning"}
     assert emitted["unsafe-symlink"] == {"problem"}       # returned, then passed on
     assert emitted["cuda-major-unknown"] == {"warning"}   # writer.warn
     assert None in emitted["no-package-rules"]             # Problem(...)
+
+
+# -- the test data's READMEs name files that exist --------------------------------------------
+
+DATA_READMES = sorted((ROOT / "tests" / "data").rglob("README*"))
+REPO_PATH = re.compile(r"(?<![\w./-])((?:tests|docs|cudasplit|scripts|rules)/[\w./-]*\w)")
+
+
+@pytest.mark.parametrize("readme", DATA_READMES, ids=_rel)
+def test_data_readmes_name_paths_that_exist(readme: Path) -> None:
+    """A README of test data that names a test or a page names one that is there (issue 43:
+    tests/data/manifests/README.md named three tests by paths they had left, and a file
+    outside the repository)."""
+    text = readme.read_text()
+    dead = [p for p in REPO_PATH.findall(text) if not (ROOT / p).exists()
+            and not (readme.parent / p).exists()]
+    assert dead == []
+    assert "/work/" not in text  # a path of one machine, not of the repository

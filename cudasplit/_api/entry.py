@@ -212,6 +212,7 @@ class RuleTrial:
     globs: tuple[str, ...]
     kinds: tuple[str, ...] | None
     output: str | None
+    fallback: str | None = None  # the rule's output where its own is not produced
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +231,11 @@ class Explanation:
         elf: the planned ELF edit (RUNPATH, interpreter, dlopen names), for ELF files; with
             ``gpu`` and ``glibc`` (what the file carries, as in the report), for ELF files and
             static archives.
+        outputs: the outputs this split produces (where a member may go; a matching rule
+            whose output is not among them passes the member on to the next); ``None``: every
+            output.
+        outputs_from: who chose ``outputs``: ``"outputs"`` (the option), or the package
+            table's rule file (``rules/packages/cuda_cudart.toml``); ``None`` with ``outputs``.
 
     Raises:
         Nothing: a value.
@@ -243,6 +249,8 @@ class Explanation:
     output: str | None
     note: str | None
     elf: dict[str, object] | None = None  # the planned ELF edit (same planner as a split)
+    outputs: tuple[str, ...] | None = None
+    outputs_from: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON data: ``{"schema": 1, "path": ..., "tried": [...], ...}`` (described by
@@ -285,8 +293,13 @@ def explain(source: PathLike | Source, path: str, options: SplitOptions | None =
     record = _find_member(report, path, opened.description)
     assert run.ruleset is not None
     explanation = _explain_record(run.ruleset, record.path, Kind(record.kind), record.output,
-                                  record.note)
-    return replace(explanation, elf=_elf_plan(record))
+                                  record.note, run.allowed)
+    outputs = None if run.allowed is None else tuple(
+        sorted(run.allowed, key=lambda o: (OUTPUT_NAMES.index(o) if o in OUTPUT_NAMES
+                                           else len(OUTPUT_NAMES), o)))
+    chosen = None if outputs is None else "outputs" if opts.outputs else next(
+        (f for f in report.rules_files if "/packages/" in f.replace("\\", "/")), None)
+    return replace(explanation, elf=_elf_plan(record), outputs=outputs, outputs_from=chosen)
 
 
 def _elf_plan(record: MemberRecord) -> dict[str, object] | None:
@@ -336,12 +349,13 @@ def _find_member(report: Report, path: str, description: str) -> MemberRecord:
 
 
 def _explain_record(ruleset: RuleSet, path: str, kind: Kind, output: str | None,
-                    note: str | None) -> Explanation:
+                    note: str | None, allowed: frozenset[str] | None) -> Explanation:
     dest, rename = ruleset.normalise(path)
     trials = tuple(
         RuleTrial(str(rule.ref), hit, tuple(g.pattern for g in rule.globs),
-                  None if rule.kinds is None else tuple(sorted(rule.kinds)), rule.output)
-        for rule, hit in ruleset.explain(dest, kind)
+                  None if rule.kinds is None else tuple(sorted(rule.kinds)), rule.output,
+                  rule.fallback)
+        for rule, hit in ruleset.explain(dest, kind, allowed)
     )
     return Explanation(path, kind.value, dest, _rename_text(rename), trials, output, note)
 

@@ -47,7 +47,8 @@ def ambiguous_runpaths(path: PathLike, *, maps: Sequence[tuple[str, str]] = (),
         One :class:`Ambiguity` per file and library name, in path order.
 
     Raises:
-        OutputError: ``path`` cannot be read.
+        SourceError: ``path`` cannot be read; SourceNotFoundError (also a
+            ``FileNotFoundError``) when it does not exist.
     """
     return ambiguities_in(path, _options(maps, driver_link))
 
@@ -78,7 +79,8 @@ def dlopen_audit(path: PathLike, *, inputs: Sequence[str] = (),
         One :class:`DlopenAudit` per file and CUDA library name.
 
     Raises:
-        OutputError: ``path`` cannot be read.
+        SourceError: ``path`` cannot be read; SourceNotFoundError (also a
+            ``FileNotFoundError``) when it does not exist.
     """
     if views is None:
         options = _options(maps, driver_link, interpreter, ld_library_path, system)
@@ -103,7 +105,8 @@ def closure_budget(path: PathLike, *, forbid: Sequence[str] = DEFAULT_FORBIDDEN_
         A :class:`BudgetReport`: the violations (empty when the budget holds) and the bytes.
 
     Raises:
-        OutputError: ``path`` does not exist or cannot be read.
+        SourceError: ``path`` cannot be read; SourceNotFoundError (also a
+            ``FileNotFoundError``) when it does not exist.
     """
     return check_budget(path, forbid=forbid, max_bytes=max_bytes, store_dir=store_dir)
 

@@ -20,7 +20,7 @@ from cudasplit._elf.read import (
 )
 from cudasplit._release.pruneplan import FilePlan, PrunePlan, prune_plan
 from cudasplit._release.sbom import sbom_json, sbom_of
-from cudasplit._run import resolve_jobs
+from cudasplit._run import ProgressCallback, resolve_jobs
 from cudasplit.errors import ElfError, OptionsTypeError
 
 PathLike = str | os.PathLike[str]
@@ -72,7 +72,8 @@ def exported_symbols(path: PathLike) -> tuple[ExportedSymbol, ...]:
 
 @checked(jobs=0)
 def gpu_prune_plan(source: PathLike, gpu_archs: str | Sequence[str], *,
-                   jobs: int | None = None) -> PrunePlan:
+                   jobs: int | None = None, progress: ProgressCallback | None = None
+                   ) -> PrunePlan:
     """A report-only plan: for each library of ``source``, the GPU code the GPUs in
     ``gpu_archs`` would use and the bytes the rest takes (nothing is ever changed).
 
@@ -82,15 +83,19 @@ def gpu_prune_plan(source: PathLike, gpu_archs: str | Sequence[str], *,
             ``cudaCapabilities``), ``"sm_90a"``, or a list of them.
         jobs: at most this many decoder threads for a tarball; ``None`` or 0: every
             available CPU.
+        progress: called with a :class:`Progress` as the work goes: a tarball's members and
+            the tar bytes read so far (every few MiB, within a large member too), or a
+            directory's files (``unit`` ``"file"``).
 
     Returns:
         A :class:`PrunePlan` (``text_lines()``, ``as_dict()``).
 
     Raises:
         OptionsError: ``gpu_archs`` names no compute capability.
-        SourceError: the source cannot be read.
+        SourceError: the source cannot be read; SourceNotFoundError (also a
+            ``FileNotFoundError``) when it does not exist.
     """
-    return prune_plan(source, gpu_archs, jobs=resolve_jobs(jobs))
+    return prune_plan(source, gpu_archs, jobs=resolve_jobs(jobs), progress=progress)
 
 
 @checked(jobs=0)

@@ -49,7 +49,8 @@ def _from_variables(env: Mapping[str, str]) -> dict[str, Path]:
     names = env.get("outputs", "").split()
     if not names:
         raise NixEnvironmentError(
-            "$outputs is not set: --nix must run inside a Nix builder "
+            "$outputs is not set: a split into a Nix build's outputs (split_nix) must run "
+            "inside a Nix builder "
             "(or set NIX_ATTRS_JSON_FILE with structured attrs)")
     result: dict[str, Path] = {}
     for name in names:

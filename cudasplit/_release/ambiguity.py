@@ -25,7 +25,7 @@ from pathlib import Path
 from cudasplit._elf.plan import is_driver_name, split_search_path
 from cudasplit._elf.read import ElfInfo, read_elf_info
 from cudasplit._release.ldd import LddOptions
-from cudasplit.errors import ElfError, SourceError
+from cudasplit.errors import ElfError, SourceNotFoundError
 
 __all__ = ["Ambiguity", "ambiguities_in", "ambiguities_of"]
 
@@ -87,7 +87,7 @@ def ambiguities_in(root: str | os.PathLike[str], options: LddOptions | None = No
     """Every ELF file below ``root`` (or ``root`` itself), in path order."""
     base = Path(root)
     if not base.exists():
-        raise SourceError("no such file or directory", source=str(base))
+        raise SourceNotFoundError("no such file or directory", source=str(base))
     paths = [base] if base.is_file() else sorted(_files(base))
     return [a for p in paths for a in ambiguities_of(p, options)]
 

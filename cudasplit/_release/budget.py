@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from cudasplit._model import OUTPUT_NAMES
-from cudasplit.errors import OutputError, SourceError
+from cudasplit.errors import SourceError, SourceNotFoundError
 
 __all__ = ["DEFAULT_FORBIDDEN", "BudgetReport", "BudgetViolation", "Link", "check_budget",
            "output_words"]
@@ -172,14 +172,14 @@ def check_budget(root: str | os.PathLike[str], *, forbid: Sequence[str] = DEFAUL
 
 def _start(root: str, store_dir: str) -> str:
     if not os.path.lexists(root):
-        raise SourceError("no such file or directory", source=root)
+        raise SourceNotFoundError("no such file or directory", source=root)
     store = store_dir.rstrip("/") + "/"
     absolute = os.path.abspath(root)
     if absolute.startswith(store):
         # /nix/store/<hash>-name/bin/x: the closure is the whole store path's.
         return store + absolute[len(store):].split("/", 1)[0]
     if not os.path.isdir(absolute):
-        raise OutputError(f"{absolute}: not a store path or a directory")
+        raise SourceError("not a store path or a directory", source=absolute)
     return absolute
 
 
@@ -232,7 +232,7 @@ def _file_names(full: str, store: str, pattern: re.Pattern[bytes]) -> set[str]:
             with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
                 return _names(data, store, pattern)
     except OSError as exc:
-        raise OutputError(f"{full}: cannot read ({exc.strerror or exc})") from exc
+        raise SourceError(f"cannot read ({exc.strerror or exc})", source=full) from exc
 
 
 def _names(data: bytes | mmap.mmap, store: str, pattern: re.Pattern[bytes]) -> set[str]:

@@ -28,7 +28,7 @@ from typing import Any
 
 from cudasplit._model import OUTPUT_NAMES
 from cudasplit._release.graph import Graph
-from cudasplit._release.snapshot import Snapshot, snapshot
+from cudasplit._release.snapshot import UNNAMED, Snapshot, snapshot
 from cudasplit._release.sonames import ElfNames
 from cudasplit._report import arch_order, plural
 from cudasplit._rulebook import renamed_pairs
@@ -64,6 +64,7 @@ class ReleaseDiff:
         new: NEW as given.
         changes: every change, in the order printed.
         sizes: package -> output -> (old bytes, new bytes).
+        notes: what to keep in mind reading it (a tarball compared with a split directory).
 
     Raises:
         Nothing: a value.
@@ -73,6 +74,7 @@ class ReleaseDiff:
     new: str
     changes: tuple[Change, ...]
     sizes: dict[str, dict[str, tuple[int, int]]]  # package -> output -> (old bytes, new bytes)
+    notes: tuple[str, ...] = ()
 
     def of(self, what: str) -> tuple[Change, ...]:
         return tuple(c for c in self.changes if c.what == what)
@@ -81,7 +83,8 @@ class ReleaseDiff:
         return {"schema": DIFF_SCHEMA, "old": self.old, "new": self.new,
                 "sizes": {p: {o: {"old": a, "new": b} for o, (a, b) in outs.items()}
                           for p, outs in self.sizes.items()},
-                "changes": [asdict(c) for c in self.changes]}
+                "changes": [asdict(c) for c in self.changes],
+                **({"notes": list(self.notes)} if self.notes else {})}
 
     def to_json(self) -> str:
         return json.dumps(self.as_dict(), indent=2) + "\n"
@@ -97,6 +100,7 @@ class ReleaseDiff:
 
 
 def diff_snapshots(old: Snapshot, new: Snapshot) -> ReleaseDiff:
+    old, new = _named_alike(old, new)
     changes: list[Change] = []
     changes += _package_changes(old, new)
     changes += _platform_changes(old, new)
@@ -106,7 +110,30 @@ def diff_snapshots(old: Snapshot, new: Snapshot) -> ReleaseDiff:
     changes += _symbol_changes(old, new)
     sizes = _sizes(old, new)
     changes += _output_changes(sizes)
-    return ReleaseDiff(old.label, new.label, tuple(sorted(set(changes))), sizes)
+    return ReleaseDiff(old.label, new.label, tuple(sorted(set(changes))), sizes,
+                       _notes(old, new))
+
+
+def _notes(old: Snapshot, new: Snapshot) -> tuple[str, ...]:
+    kinds = {old.kind, new.kind}
+    if "split" in kinds and kinds & {"archive", "manifest"}:
+        return ("one side is a split directory (the files as written), the other an archive "
+                "(its members as a split would place them): the links a split makes (lib64 "
+                "-> lib, pkg-config aliases, stub links), the .pc files it rewrites and the "
+                "ELF files it patches differ by design; compare two archives or two splits "
+                "for what a release changed",)
+    return ()
+
+
+def _named_alike(old: Snapshot, new: Snapshot) -> tuple[Snapshot, Snapshot]:
+    """A split directory whose name does not say its package (``split -o out``) compared with
+    one package (a tarball, another split): the same package, whatever the names. Without
+    this, every member "moved" from ``cuda_cudart`` to ``split``."""
+    if list(old.versions) == [UNNAMED] and len(new.versions) == 1:
+        return old.renamed(UNNAMED, next(iter(new.versions))), new
+    if list(new.versions) == [UNNAMED] and len(old.versions) == 1:
+        return old, new.renamed(UNNAMED, next(iter(old.versions)))
+    return old, new
 
 
 def _package_changes(old: Snapshot, new: Snapshot) -> list[Change]:
@@ -121,8 +148,10 @@ def _package_changes(old: Snapshot, new: Snapshot) -> list[Change]:
               for p in old.versions if p not in new.versions and p not in gone]
     found += [Change("package-added", p, new=new.versions[p])
               for p in new.versions if p not in old.versions and p not in came]
+    # A side that does not know a version (a split directory named by hand) changed none.
     found += [Change("version", p, old=old.versions[p], new=new.versions[p])
-              for p in old.versions if p in new.versions and old.versions[p] != new.versions[p]]
+              for p in old.versions if p in new.versions and old.versions[p] != new.versions[p]
+              and old.versions[p] and new.versions[p]]
     return found
 
 

@@ -49,7 +49,7 @@ from cudasplit._elf.plan import (
     split_search_path,
 )
 from cudasplit._elf.read import ElfInfo, read_elf_info, scan_dlopen
-from cudasplit.errors import ElfError, SourceError
+from cudasplit.errors import ElfError, SourceNotFoundError
 
 __all__ = ["LddOptions", "LoadView", "Resolution", "view", "view_tree"]
 
@@ -147,7 +147,7 @@ def view_tree(root: str | os.PathLike[str], options: LddOptions | None = None
     """Every ELF file below ``root`` (or ``root`` itself), in path order."""
     base = Path(root)
     if not base.exists():
-        raise SourceError("no such file or directory", source=str(base))
+        raise SourceNotFoundError("no such file or directory", source=str(base))
     paths = [base] if base.is_file() else sorted(_files(base))
     views = (view(p, options) for p in paths)
     return [v for v in views if v is not None]

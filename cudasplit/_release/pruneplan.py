@@ -36,10 +36,19 @@ from typing import Any
 from cudasplit._elf.read import AR_MAGIC, FatbinEntry, arch_key, fatbin_entries
 from cudasplit._model import MemberType
 from cudasplit._report import plural
+from cudasplit._run import ProgressCallback, Tally
 from cudasplit._source import open_source
-from cudasplit.errors import OptionsError
+from cudasplit.errors import (
+    CudasplitError,
+    OptionsError,
+    SourceNotFoundError,
+    source_os_error,
+)
 
-__all__ = ["FilePlan", "PrunePlan", "parse_capabilities", "prune_plan", "runs_on"]
+__all__ = ["PRUNE_SCHEMA", "FilePlan", "PrunePlan", "parse_capabilities", "prune_plan",
+           "runs_on"]
+
+PRUNE_SCHEMA = 1  # the "schema" of as_dict (cudasplit/schemas/gpu-plan.json)
 
 _CAPABILITY = re.compile(r"^(?:sm_|compute_)?(\d+)(?:\.(\d+))?[af]?$")
 
@@ -154,7 +163,8 @@ class PrunePlan:
         return sum(f.saved for f in self.files)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "targets": list(self.targets),
+        """JSON data (described by ``cudasplit/schemas/gpu-plan.json``)."""
+        return {"schema": PRUNE_SCHEMA, "source": self.source, "targets": list(self.targets),
                 "saved_bytes": self.saved, "files": [f.as_dict() for f in self.files],
                 "problems": list(self.problems)}
 
@@ -167,10 +177,27 @@ class PrunePlan:
                          f"{plural(plan.saved, 'byte')}")
             lines.append(f"  keep: {_short(plan.kept) or '-'}")
             lines.append(f"  drop: {_short(plan.dropped) or '-'}")
+            lines += _both_lines(plan, self.targets)
             lines += [f"  no code for {t} in {plural(n, 'container')} (kernels built for "
                       "other GPUs only)" for t, n in plan.uncovered.items()]
         lines.append(f"saved in all: {plural(self.saved, 'byte')}")
         return lines + [f"problem: {p}" for p in self.problems]
+
+
+def _both_lines(plan: FilePlan, targets: Sequence[str]) -> list[str]:
+    """Why one architecture can be under both keep and drop: the choice is made per container
+    (``--gpu-archs 8.9`` keeps ``sm_80`` where a container has no ``sm_86``, drops it where it
+    has), so the file-wide lists overlap; say so with the counts, instead of leaving the two
+    lists to contradict each other."""
+    lines = []
+    for key in sorted(plan.kept.keys() & plan.dropped.keys(),
+                      key=lambda k: (k[0], arch_key(k[1]))):
+        kind, arch = key
+        gpus = "each listed GPU has" if len(targets) > 1 else "that GPU has"
+        lines.append(f"  both: {kind} {arch}, {plan.kept[key]:,} kept and "
+                     f"{plan.dropped[key]:,} dropped (chosen per container: kept where it is "
+                     f"the best code for {' or '.join(targets)}, dropped where {gpus} better)")
+    return lines
 
 
 def _short(table: dict[tuple[str, str], int]) -> str:
@@ -224,26 +251,42 @@ def _containers(entries: Iterable[tuple[str, FatbinEntry]]) -> Iterator[list[Fat
 
 
 def prune_plan(source: str | os.PathLike[str], gpu_archs: str | Sequence[str], *,
-               jobs: int = 1) -> PrunePlan:
+               jobs: int = 1, progress: ProgressCallback | None = None) -> PrunePlan:
     """What each library of ``source`` (a tarball, an unpacked tree or a split directory, or
-    one file) would keep for the GPUs ``gpu_archs`` names, and the bytes it would save.
+    one file) would keep for the GPUs ``gpu_archs`` names, and the bytes it would save;
+    ``progress`` hears of the bytes read (a tarball) or of every file (a directory).
 
     Raises:
         OptionsError: ``gpu_archs`` names no compute capability.
-        SourceError: the source cannot be read.
+        SourceError: the source cannot be read (SourceNotFoundError: it does not exist).
     """
     targets = parse_capabilities(gpu_archs)
     plan = PrunePlan(str(source), tuple(f"{a}.{b}" for a, b in targets))
     root = Path(source)
-    files = _tree(root) if root.is_dir() else _file(root) if _readable(root) else None
-    if files is None:
-        _stream(root, targets, plan, jobs)
-        return plan
+    try:
+        if not root.exists():
+            raise SourceNotFoundError("no such file or directory", source=str(root))
+        if root.is_dir():
+            _plan_files(_tree(root), targets, plan, Tally(str(root), progress, unit="file"))
+        elif _readable(root):
+            _plan_files(_file(root), targets, plan, Tally(str(root), progress, unit="file"))
+        else:
+            _stream(root, targets, plan, jobs, Tally(str(root), progress))
+    except CudasplitError:
+        raise  # SourceNotFoundError is an OSError too: not to be wrapped again
+    except OSError as exc:  # a file that vanished or cannot be read, while walking
+        raise source_os_error(exc, str(getattr(exc, "filename", None) or root)) from exc
+    return plan
+
+
+def _plan_files(files: list[tuple[str, Path]], targets: tuple[tuple[int, int], ...],
+                plan: PrunePlan, tally: Tally) -> None:
     for rel, full in files:
         found = plan_file(rel, full, targets, plan.problems)
         if found is not None:
             plan.files.append(found)
-    return plan
+        tally.add(rel, full.stat().st_size)
+    tally.done()
 
 
 def _readable(path: Path) -> bool:
@@ -269,18 +312,27 @@ def _tree(root: Path) -> list[tuple[str, Path]]:
 
 
 def _stream(source: Path, targets: tuple[tuple[int, int], ...], plan: PrunePlan,
-            jobs: int) -> None:
-    """A tarball: each ELF or static archive member spooled to one reused temporary file."""
+            jobs: int, tally: Tally) -> None:
+    """A tarball: each ELF or static archive member spooled to one reused temporary file.
+    The status line moves with the tar bytes read (every few MiB, within a large member too)
+    and with every member."""
+    opened = open_source(source, jobs=jobs)
+    current = [""]
+    meter = getattr(opened, "meter", None)
+    if tally.progress is not None and callable(meter):
+        meter(lambda total: tally.reach(current[0], total))
     with tempfile.NamedTemporaryFile(prefix="cudasplit-prune-") as spool:
-        for member, stream in open_source(source, jobs=jobs).members():
+        for member, stream in opened.members():
+            current[0] = member.path
             head = member.head[:8] if member.head else b""
-            if member.type is not MemberType.FILE or stream is None or not (
+            if member.type is MemberType.FILE and stream is not None and (
                     head[:4] == b"\x7fELF" or head == AR_MAGIC):
-                continue
-            spool.seek(0)
-            spool.truncate()
-            shutil.copyfileobj(stream, spool, 1 << 20)
-            spool.flush()
-            found = plan_file(member.path, spool.name, targets, plan.problems)
-            if found is not None:
-                plan.files.append(found)
+                spool.seek(0)
+                spool.truncate()
+                shutil.copyfileobj(stream, spool, 1 << 20)
+                spool.flush()
+                found = plan_file(member.path, spool.name, targets, plan.problems)
+                if found is not None:
+                    plan.files.append(found)
+            tally.add(member.path)
+    tally.done()

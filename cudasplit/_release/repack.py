@@ -176,11 +176,12 @@ def repack_to_dir(source: PathLike | Source, output_dir: PathLike,
 def _repack_conda(source: PathLike | Source, channel: Path, opts: SplitOptions,
                   pack: RepackOptions, threads: int) -> RepackResult:
     if opts.profile == DEFAULT_PROFILE:
-        raise OptionsError("--format conda packs a profile's conda packages: pass --profile "
-                           "conda-forge (the default profile's outputs are Nix outputs)")
+        raise OptionsError("the conda format (fmt conda) packs a profile's conda packages: "
+                           "give one (profile conda-forge); the default profile's outputs are "
+                           "Nix outputs")
     if pack.prefix is not None:
-        raise OptionsError("--prefix does not apply to --format conda (conda installs the "
-                           "packages into its own prefix)")
+        raise OptionsError("an unpack prefix (prefix) does not apply to the conda format "
+                           "(fmt conda): conda installs the packages into its own prefix")
     from cudasplit.sinks import CondaChannelSink  # loads on first use (PEP 562)
 
     refuse_overlap([channel], [source])

@@ -75,9 +75,11 @@ class PackageLinks:
 
 
 def scan_elf_source(path: str | os.PathLike[str], *, jobs: int = 1,
-                    on_bytes: Callable[[int], None] | None = None) -> tuple[ElfNames, ...]:
+                    on_bytes: Callable[[int], None] | None = None,
+                    on_member: Callable[[str], None] | None = None) -> tuple[ElfNames, ...]:
     """Every ELF member of a tarball or unpacked redistributable, read in one pass
-    (``on_bytes``: the tar bytes read so far, every few MiB)."""
+    (``on_bytes``: the tar bytes read so far, every few MiB; ``on_member``: each member's path
+    as it comes)."""
     facts: list[ElfNames] = []
     source = open_source(path, jobs=jobs)
     meter = getattr(source, "meter", None)
@@ -85,6 +87,8 @@ def scan_elf_source(path: str | os.PathLike[str], *, jobs: int = 1,
         meter(on_bytes)
     with tempfile.NamedTemporaryFile(prefix="cudasplit-soname-") as spool:
         for member, stream in source.members():
+            if on_member is not None:
+                on_member(member.path)
             if member.type is not MemberType.FILE or stream is None:
                 continue
             if kind_from_head(member.head) is None:

@@ -150,8 +150,8 @@ def profile_variables(table: Mapping[str, Any] | None, filename: str,
         raise RulesError(f"{where}: must be a table of platforms")
     known = ", ".join(sorted(platforms))
     if platform is None:
-        raise RulesError(f"{filename}: this profile needs the platform (the archive names "
-                         f"none; pass --platform, one of {known})")
+        raise RulesError(f"{filename}: this profile needs the platform, and the archive "
+                         f"names none: give it (platform), one of {known}")
     values = platforms.get(platform)
     if not isinstance(values, dict):
         raise RulesError(f"{filename}: this profile has no platform {platform!r} "

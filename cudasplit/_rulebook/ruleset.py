@@ -84,13 +84,22 @@ class RuleSet:
             return Decision(base, first.ref, first)
         return Decision(base, RuleRef("<builtin>", "unclaimed"), None)
 
-    def explain(self, path: str, kind: Kind) -> list[tuple[Rule, bool]]:
-        """Each rule tried, in order, with whether it matched; stops at the first match."""
+    def explain(self, path: str, kind: Kind,
+                allowed: frozenset[str] | None = None) -> list[tuple[Rule, bool]]:
+        """Each rule tried, in order, with whether it matched, up to the one that decides as
+        :meth:`classify` decides: a match whose output (and fallback) the package does not
+        have (``allowed``) passes the member on, so the list goes on past it."""
         tried: list[tuple[Rule, bool]] = []
+        first = True
         for rule in self.rules:
             hit = rule.matches(path, kind)
             tried.append((rule, hit))
-            if hit:
+            if not hit:
+                continue
+            if rule.action == "drop" and first:
+                break
+            first = False
+            if (_present(rule.output, allowed) or _present(rule.fallback, allowed)) is not None:
                 break
         return tried
 

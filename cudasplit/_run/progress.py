@@ -26,9 +26,11 @@ __all__ = ["STEP", "ByteGrid", "ItemMeter", "MeteredStream", "Progress", "Progre
 class Progress:
     """Handed to a progress callback (the API itself never prints): ``SplitOptions.progress``
     as members stream (within large ones and while skipping data too); ``progress=`` of
-    :func:`verify_manifest`, :func:`manifest_features`, :func:`nixify_manifest`,
-    :func:`diff_releases` (bytes as each tarball is read or hashed) and :func:`closure_of`
-    (per file).
+    :func:`verify_manifest`, :func:`manifest_features`, :func:`nixify_manifest` (bytes as
+    each tarball is read or hashed), :func:`gpu_prune_plan` (a tarball's members and bytes, a
+    directory's files), :func:`diff_releases` (one series per tarball and pass, ``source``
+    naming both: ``x.tar.xz (pass 2 of 2: ELF names)``; a split directory's files) and
+    :func:`closure_of` (per file).
 
     Attributes:
         source: the source being read (or the manifest, or the outputs being scanned).

@@ -56,7 +56,7 @@ from cudasplit._source.tarheaders import (
 )
 from cudasplit._source.topdir import PLATFORMS, package_from_filename, parse_top_dir
 from cudasplit._source.zip import zip_members
-from cudasplit.errors import LimitExceededError, OutputError, SourceError
+from cudasplit.errors import LimitExceededError, OutputError, SourceError, SourceNotFoundError
 
 __all__ = [
     "BLOCK",
@@ -123,7 +123,9 @@ def open_source(path: str | os.PathLike[str], *, package: PackageId | None = Non
         A :class:`Source` for :func:`split` and friends.
 
     Raises:
-        SourceError: no such file, or not a format cudasplit reads.
+        SourceError: not a format cudasplit reads (a zip, a text file, an empty file: said
+            here, before anything is read); SourceNotFoundError (also a
+            ``FileNotFoundError``): no such file.
     """
     if os.fspath(path) == STDIN:
         source = _stdin_source(package, jobs, limits, strip_components)
@@ -134,8 +136,9 @@ def open_source(path: str | os.PathLike[str], *, package: PackageId | None = Non
         return DirectorySource(p, package=package, strip_components=strip_components,
                                limits=limits)
     if not p.exists():
-        raise SourceError("no such file or directory", source=str(p))
+        raise SourceNotFoundError("no such file or directory", source=str(p))
     _refuse_zip(p)
+    _refuse_unknown(p)
     return TarSource(p, package=package, jobs=jobs, limits=limits,
                      strip_components=strip_components, memory_limit=memory_limit)
 
@@ -154,6 +157,18 @@ def _refuse_zip(path: Path) -> None:
                           source=str(path))
 
 
+def _refuse_unknown(path: Path, name: str | None = None) -> None:
+    """A file whose first bytes are no compression cudasplit reads and no tar header (a text
+    file, a manifest given by mistake) is refused here, where it is opened, not when the
+    first member is asked for."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(512)
+    except OSError:
+        return  # the codec layer reports unreadable files with their reason
+    detect_codec(head, source=name or str(path))
+
+
 def _spool_stdin(spool: IO[bytes], cap: int) -> None:
     """Copy standard input to ``spool`` (closed again on any failure), at most ``cap`` bytes."""
     copied = 0
@@ -161,8 +176,8 @@ def _spool_stdin(spool: IO[bytes], cap: int) -> None:
         while chunk := sys.stdin.buffer.read(1 << 20):
             copied += len(chunk)
             if copied > cap:
-                raise LimitExceededError(f"standard input is larger than {cap} bytes (raise it "
-                                         "with --max-size)", source="<stdin>")
+                raise LimitExceededError(f"standard input is larger than {cap} bytes (raise "
+                                         "max_total_bytes)", source="<stdin>")
             spool.write(chunk)
         spool.flush()
     except BaseException:
@@ -188,6 +203,7 @@ def _stdin_source(package: PackageId | None, jobs: int, limits: Limits | None,
     source.description = "<stdin>"
     source.keep_alive = spool  # the /proc path reopens this file while the source lives
     _refuse_zip(source.path)
+    _refuse_unknown(source.path, "<stdin>")
     return source
 
 

@@ -137,7 +137,7 @@ def _find_top(path: Path, package: PackageId | None, strip_components: int | Non
     if package is not None:
         return path
     raise SourceError(f"directory name {path.name!r} is not <pname>-<platform>-<version>-archive "
-                      "(an unpacked redistributable); name the package with --package PNAME",
+                      "(an unpacked redistributable); name the package (package PNAME)",
                       source=str(path))
 
 
@@ -145,7 +145,7 @@ def _descend(path: Path, levels: int) -> Path:
     for _ in range(levels):
         children = _children(path)
         if len(children) != 1 or not children[0].is_dir() or children[0].is_symlink():
-            raise SourceError(f"--strip-components: {path} does not hold exactly one "
+            raise SourceError(f"strip_components: {path} does not hold exactly one "
                               "directory", source=str(path))
         path = children[0]
     return path

@@ -72,7 +72,7 @@ class Guard:
         if self.members > self.limits.max_members:
             raise LimitExceededError(
                 f"more than {self.limits.max_members} members "
-                "(member count guard; raise it with --max-members)",
+                "(member count guard; raise max_members)",
                 source=self.source, member=short_name(name))
 
     def charge(self, size: int, name: str) -> None:
@@ -81,12 +81,12 @@ class Guard:
         if self.expanded > limits.max_total_bytes:
             raise LimitExceededError(
                 f"archive expands to more than {limits.max_total_bytes} bytes "
-                "(decompression bomb guard; raise it with --max-size)",
+                "(decompression bomb guard; raise max_total_bytes)",
                 source=self.source, member=short_name(name))
         if self.expanded > RATIO_GRACE:
             ratio = self.expanded / max(self._compressed_size(), 1)
             if ratio > limits.max_ratio:
                 raise LimitExceededError(
                     f"archive expands {ratio:.0f} times its size, more than {limits.max_ratio:g} "
-                    "(decompression bomb guard; raise it with --max-ratio)",
+                    "(decompression bomb guard; raise max_ratio)",
                     source=self.source, member=short_name(name))

@@ -55,9 +55,8 @@ def package_from_filename(path: Path) -> PackageId:
     return parse_top_dir(name) or PackageId(name)
 
 
-TOP_DIR_HELP = ("name the package with --package PNAME and say how many leading directories "
-                "to drop with --strip-components N (0: the members are not under a top "
-                "directory)")
+TOP_DIR_HELP = ("name the package (package PNAME) and say how many leading directories to "
+                "drop (strip_components N; 0: the members are not under a top directory)")
 
 
 @dataclass
@@ -99,7 +98,7 @@ def decide_top_dir(first: str, *, strip_components: int | None, override: Packag
     """
     if strip_components is not None:
         if override is None:
-            raise SourceError(f"--strip-components needs --package: {TOP_DIR_HELP}",
+            raise SourceError(f"strip_components needs the package named: {TOP_DIR_HELP}",
                               source=source)
         return None, strip_components, None
     first_component = first.split("/", 1)[0]

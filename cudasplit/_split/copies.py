@@ -38,8 +38,8 @@ def plan_copies(package: PackageSettings, where: Where, roots: Mapping[str, str]
         root = package_root(roots, entry.package, "out")
         if root is None or not Path(root).is_dir():
             warnings.append(Problem("package-root-missing", None, f"{entry.package} is copied "
-                                    f"into {entry.subdir}/: pass --package-root "
-                                    f"{entry.package}=DIR"))
+                                    f"into {entry.subdir}/: give its root (package_roots "
+                                    f"{entry.package}=DIR)"))
             continue
         entries.extend(_tree(Path(root), entry.subdir, output_of, entry.package))
     return entries, warnings

@@ -78,8 +78,9 @@ def _package_appends(settings: PatchSettings, package: PackageSettings
             entries.append(settings.package_roots[match[1]] + (match[2] or ""))
         else:
             warnings.append(Problem("package-root-missing", None,
-                                    f"package rules want {entry!r} in every RUNPATH; pass "
-                                    f"--package-root {match[1]}=DIR to add it"))
+                                    f"package rules want {entry!r} in every RUNPATH; give "
+                                    f"the root of {match[1]} (package_roots {match[1]}=DIR) "
+                                    "to add it"))
     return tuple(entries), tuple(warnings)
 
 

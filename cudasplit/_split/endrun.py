@@ -90,8 +90,8 @@ class EndOfRun:
             raise unresolved_error(dict(done.unresolved), state.writer.assemble())
         for path, names in done.unresolved:
             state.writer.warn("needed-unresolved", path,
-                              f"DT_NEEDED {', '.join(names)} resolve nowhere (pass "
-                              "--library-path DIR or --ignore-missing NAME-GLOB)")
+                              f"DT_NEEDED {', '.join(names)} resolve nowhere (add their "
+                              "directory to library_paths, or accept them in ignore_missing)")
 
     def _copy_packages(self) -> None:
         """Package ``copy_packages``: planned in dry runs too (same warnings and counts)."""
@@ -182,7 +182,7 @@ class EndOfRun:
         if problems:
             first = problems[0]
             raise ProblemsFound(
-                f"{state.description}: /usr/ references under --check-fhs-refs; first: "
+                f"{state.description}: /usr/ references under check_fhs_refs; first: "
                 f"{first.message.split(':')[0]}:{first.path}", state.writer.assemble())
 
     def _check(self) -> None:
@@ -198,8 +198,8 @@ class EndOfRun:
         failing = strict_failures(report)
         if state.options.strict and failing:
             raise ProblemsFound(
-                f"{state.description}: {plural(len(failing), 'problem')} under "
-                f"--strict; first: {failing[0]}", report)
+                f"{state.description}: {plural(len(failing), 'problem')} (strict); "
+                f"first: {failing[0]}", report)
         self._check_glibc(report)
 
     def _check_glibc(self, report: Report) -> None:

@@ -209,5 +209,5 @@ def glibc_ceiling_problems(report: Report, ceiling: str) -> list[Problem]:
                 found.append(Problem(
                     "glibc-too-new", member.path,
                     f"needs GLIBC_{version} (symbol {symbol} from {need.get('library')}), "
-                    f"newer than --max-glibc {ceiling}"))
+                    f"newer than max_glibc {ceiling}"))
     return found

@@ -121,9 +121,9 @@ class LibMajor:
         dirs = " and ".join(f"lib/{m}/" for m in majors)
         return (self.unlifted[majors[0]],
                 f"{dirs} kept as they are: the CUDA major is unknown (no _cudaNN archive "
-                f"suffix, --cuda-version or --cuda-major); Nixpkgs lifts lib/<cudaMajor>/ "
-                f"into lib/ and drops the others (D9): pass --cuda-major "
-                f"{'|'.join(majors)}")
+                f"suffix, cuda_version or cuda_major); Nixpkgs lifts lib/<cudaMajor>/ "
+                f"into lib/ and drops the others (D9): give it (cuda_major "
+                f"{'|'.join(majors)})")
 
     def late(self) -> list[str]:
         """``lib/`` members placed before a ``lib/<major>/`` arrived (reported once)."""

@@ -345,4 +345,4 @@ def check_package_known(options: SplitOptions) -> None:
     near = difflib.get_close_matches(package.name, known, n=3)
     hint = f" (did you mean {', '.join(near)}?)" if near else ""
     raise OptionsError(f"unknown package {package.name!r}: no rules/packages/{package.name}.toml"
-                       f"{hint}; add --default-rules to split it with the default rules")
+                       f"{hint}; split it with the default rules (default_rules)")

@@ -284,7 +284,7 @@ def _refuse_escape(member: Member, options: SplitOptions, description: str) -> N
     assert member.link is not None
     if not options.skip_unsafe_members and escapes(member.path, member.link):
         raise UnsafeMemberError(f"symlink target {member.link!r} leaves the package root "
-                                "(--skip-unsafe-members skips such members)",
+                                "(skip_unsafe_members skips such members)",
                                 source=description, member=member.path)
 
 

@@ -60,13 +60,13 @@ def prepare(package: PackageId, options: SplitOptions, layout: LayoutSpec,
     gated = cuda_gated_keys(ruleset.package)
     if where.cuda_version is None and gated:
         warnings.append(Problem("cuda-version-unknown", None, (
-            f"the archive's name carries no CUDA version and --cuda-version was not given: "
+            f"the archive's name carries no CUDA version and none was given (cuda_version): "
             f"the package table's {', '.join(gated)} entries gated on it were applied as for "
-            "any CUDA release; pass --cuda-version X.Y")))
+            "any CUDA release; give it (cuda_version X.Y)")))
     if options.python_version is None and any(d.needs_python() for d in ruleset.package.drops):
         warnings.append(Problem("python-version-unknown", None, "the package table keeps only "
-                                "the build Python's files here; pass --python-version X.Y "
-                                "(kept all)"))
+                                "the build Python's files here; give it (python_version X.Y); "
+                                "all were kept"))
     # D9: lib/<cudaMajor>/ replaces lib/ whenever the CUDA major is known.
     cuda_major = (options.cuda_major or package.cuda_variant
                   or (where.cuda_version or "").split(".")[0] or None)
@@ -142,7 +142,7 @@ def _rules_file_problems(package: PackageId, options: SplitOptions,
     reason = no_rules_reason(package.name, base)
     text = (f"no rules/packages/{package.name}.toml: split by the default profile alone "
             + (f"(rules/no-rules.toml: {reason})" if reason else
-               "(pass --default-rules if that is meant, or --rules FILE)"))
+               "(default_rules if that is meant, or a rule file in rules_files)"))
     if options.nix_build:
         raise RulesError(f"{description or package.name}: {text}")
     return (Problem("no-package-rules", None, text),)
@@ -156,7 +156,8 @@ def _check_roots_exist(options: SplitOptions, description: str) -> None:
         return
     for key, root in options.package_roots:
         if not Path(root).is_dir():
-            raise OptionsError(f"{description}: --package-root {key}={root}: no such directory")
+            raise OptionsError(f"{description}: package_roots {key}={root}: no such "
+                               "directory")
 
 
 def no_rules_reason(pname: str, rules_dir: Path | None = None) -> str | None:

@@ -83,10 +83,10 @@ def check_target_roots(roots: Mapping[str, str], target_platform: str) -> None:
         for path, machine in machine_of_tree(Path(root)):
             if machine != want:
                 raise OptionsError(
-                    f"--package-root {key}={root}: {path.relative_to(root)} is "
+                    f"package_roots {key}={root}: {path.relative_to(root)} is "
                     f"{_name(machine)}, but the target platform {target_platform} needs "
-                    f"{_name(want)} (pass the {target_platform} cuda_cudart, or "
-                    "--target-platform for the root's platform)")
+                    f"{_name(want)} (give the {target_platform} cuda_cudart, or the root's "
+                    "platform as target_platform)")
 
 
 def check_copied_machines(files: Iterable[tuple[str, Path]], build_platform: str | None,
@@ -101,8 +101,8 @@ def check_copied_machines(files: Iterable[tuple[str, Path]], build_platform: str
             continue
         if want is not None and machine != want:
             raise OptionsError(
-                f"--package-root {package}: {path} (copied to {dest}) is {_name(machine)}, but "
-                f"this compiler runs on {build_platform} ({_name(want)}); pass the "
+                f"package_roots {package}: {path} (copied to {dest}) is {_name(machine)}, "
+                f"but this compiler runs on {build_platform} ({_name(want)}); give the "
                 f"{build_platform} {package}")
         found.append((dest, path, machine))
     return found
@@ -112,7 +112,8 @@ def platform_warnings(options_platform: str | None, package: PackageId) -> list[
     """``--platform`` that contradicts the archive's own name (``...-linux-sbsa-...``)."""
     if options_platform and package.platform and options_platform != package.platform:
         return [Problem("platform-mismatch", None,
-                        f"--platform {options_platform} contradicts the archive's platform "
+                        f"the platform given (platform {options_platform}) contradicts the "
+                        f"archive's platform "
                         f"{package.platform} (its name); the package table's gates use "
                         f"{options_platform}")]
     return []

@@ -10,6 +10,7 @@ import click
 
 from .. import (
     CudasplitError,
+    Explanation,
     Report,
     check_rule_file,
     explain,
@@ -18,12 +19,12 @@ from .. import (
     ruleset_for,
     ruleset_toml,
 )
-from ._optgroups import COMMON, PATCH, jobs_option, split_options
+from ._optgroups import COMMON, PATCH, GroupedCommand, jobs_option, split_options
 from ._terminal import fail, plural, status_line
 from ._text import data, say
 
 
-@click.command("inspect")
+@click.command("inspect", cls=GroupedCommand)
 @click.argument("source", type=click.Path(exists=False))
 @COMMON
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report.")
@@ -82,12 +83,12 @@ def gpu_cell(gpu: list[dict[str, Any]] | None) -> str:
     return " ".join(f"{kind}:{','.join(archs)}" for kind, archs in kinds.items()) or "-"
 
 
-@click.command("explain")
+@click.command("explain", cls=GroupedCommand)
 @click.argument("source", type=click.Path(exists=False))
 @click.argument("path")
 @COMMON
 @PATCH
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
 @jobs_option("decoder threads")
 def explain_command(source: str, path: str, as_json: bool, jobs: int | None,
                     **kw: Any) -> None:
@@ -108,12 +109,18 @@ def explain_command(source: str, path: str, as_json: bool, jobs: int | None,
     say(f"{result.path} ({result.kind})")
     if result.rename:
         say(f"  renamed by {result.rename} -> {result.dest}")
+    produced = set(result.outputs) if result.outputs is not None else None
     for trial in result.tried:
         mark = "MATCH" if trial.matched else "pass "
+        passed_on = (trial.matched and produced is not None and trial.output is not None
+                     and trial.output not in produced and trial is not result.tried[-1])
         say(f"  {mark} {trial.rule:40} {', '.join(trial.globs)}"
-                   + (f" kind={','.join(trial.kinds)}" if trial.kinds else ""))
+            + (f" kind={','.join(trial.kinds)}" if trial.kinds else "")
+            + (f"  ({trial.output}: not an output here, passed on)" if passed_on else ""))
+    for line in outputs_lines(result):
+        say(f"  {line}")
     say(f"  => output: {result.output or '(not placed)'}"
-               + (f"  ({result.note})" if result.note else ""))
+        + (f"  ({result.note})" if result.note else ""))
     for key, value in (result.elf or {}).items():
         if key in ("gpu", "glibc"):
             continue
@@ -121,6 +128,32 @@ def explain_command(source: str, path: str, as_json: bool, jobs: int | None,
             say(f"  => {key}: {_readable(value)}")
     for line in inside_lines(result.elf or {}):
         say(f"  => {line}")
+
+
+def outputs_lines(result: Explanation) -> list[str]:
+    """Where the deciding rule names an output this split does not produce (cuda_cudart's
+    package table declares only ``out``, so the ``stubs`` rule's member goes to ``out``): which
+    outputs there are, who chose them, and why the member goes where it goes."""
+    matched = [t for t in result.tried if t.matched]
+    if result.outputs is None or result.output is None or not matched or \
+            matched[-1].output == result.output:
+        return []
+    rule = matched[-1]
+    source = result.outputs_from
+    chooser = ("--outputs" if source == "outputs" else
+               f"the package table, {_rules_file(source)}" if source else "the profile")
+    why = ("the rule's fallback" if rule.fallback == result.output else
+           "include's fallback" if rule.output == "include" and result.output == "dev" else
+           "where a member goes that no rule places in an output produced here")
+    others = "" if source == "outputs" else "; --outputs chooses others"
+    return [f"outputs here: {', '.join(result.outputs)} (chosen by {chooser}{others}): "
+            f"{rule.output} is not one, so {result.output}, {why}"]
+
+
+def _rules_file(path: str) -> str:
+    """``/…/rules/packages/cuda_cudart.toml`` -> ``rules/packages/cuda_cudart.toml``."""
+    parts = path.replace("\\", "/").split("/")
+    return "/".join(parts[-3:]) if parts[-3:-1] == ["rules", "packages"] else path
 
 
 def inside_lines(facts: dict[str, Any]) -> list[str]:

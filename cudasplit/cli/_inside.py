@@ -9,7 +9,7 @@ import click
 
 from .. import CudasplitError, gpu_prune_plan, sbom
 from ._optgroups import jobs_option
-from ._terminal import fail
+from ._terminal import fail, status_line
 from ._text import data, say
 
 
@@ -30,7 +30,8 @@ def gpu_plan_command(source: str, gpu_archs: str, as_json: bool, jobs: int | Non
     compile for it.
     """
     try:
-        plan = gpu_prune_plan(source, gpu_archs, jobs=jobs)
+        with status_line() as status:
+            plan = gpu_prune_plan(source, gpu_archs, jobs=jobs, progress=status)
     except CudasplitError as exc:
         fail(exc)
     if as_json:

@@ -164,7 +164,7 @@ COMMON = OptionGroup("common", [
                  "conda-forge (one output per conda package, all in one prefix)."),
     click.option("--rules", "rules_files", multiple=True, type=click.Path(dir_okay=False),
                  help="Extra rule file; takes precedence over the shipped rules (repeatable)."),
-    click.option("--package", help="Override the package identity (name, or "
+    click.option("--package", metavar="NAME", help="Override the package identity (name, or "
                  "<pname>-<platform>-<version>); must have rules/packages/<NAME>.toml "
                  "unless --default-rules."),
     click.option("--default-rules", is_flag=True, help="Allow a --package that cudasplit "
@@ -174,7 +174,8 @@ COMMON = OptionGroup("common", [
     click.option("--strip-components", type=click.IntRange(min=0), metavar="N",
                  help="Drop N leading directories of every member (for archives without "
                  "an NVIDIA <pname>-<platform>-<version>-archive top dir; needs --package)."),
-    click.option("--outputs", help="Comma-separated outputs to produce; the others fall back "
+    click.option("--outputs", metavar="LIST", help="Comma-separated outputs to produce; the "
+                 "others fall back "
                  "(include -> dev -> out, others -> out)."),
     click.option("--max-size", metavar="SIZE", help="Refuse an archive whose members expand "
                  "beyond SIZE (bytes, or K/M/G/T; default 64G): decompression bomb guard."),
@@ -249,7 +250,7 @@ def _target_platform(word: str | None) -> str | None:
 
 PATCH = OptionGroup("patch", [
     click.option("--no-patch", is_flag=True, help="Do not rewrite RUNPATHs."),
-    click.option("--driver-link", default=DEFAULT_DRIVER_LINK, show_default=True,
+    click.option("--driver-link", default=DEFAULT_DRIVER_LINK, show_default=True, metavar="DIR",
                  help="Driver link directory; <DIR>/lib is added to every RUNPATH."),
     click.option("--no-driver-link", is_flag=True, help="Do not add the driver link."),
     click.option("--cuda-compat", metavar="DIR", help="cuda_compat's libcuda directory; "
@@ -297,3 +298,57 @@ def jobs_option(what: str, *, beside: bool = True) -> Decorator:
     return click.option("-j", "--jobs", type=click.IntRange(min=0), default=None, metavar="N",
                         help=f"At most N workers at once: {what}. "
                         f"{BESIDE if beside else ''}{JOBS_HELP}")
+
+
+# Where each option of the commands that split (split, repack, inspect, explain) is listed
+# in their --help: under one heading, 48 options were a wall (issue 43). By parameter name; an
+# option named in none (a command's own --json) is listed under "Other options".
+SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Source and rules", (
+        "profile", "rules_files", "package", "default_rules", "strip_components", "cuda_major",
+        "cuda_version", "split_platform", "python_version", "glibc_version",
+        "skip_unsafe_members")),
+    ("Outputs", (
+        "output_dir", "outputs", "overwrite", "dry_run", "no_fsync", "prefix", "fmt", "level",
+        "threads")),
+    ("RUNPATH and ELF edits", (
+        "no_patch", "driver_link", "no_driver_link", "cuda_compat", "library_path",
+        "append_runpath", "package_root", "target_platform", "keep_runpath", "tag",
+        "rpath_alias", "patcher", "interpreter", "ignore_missing")),
+    ("Nix", ("nix", "nix_support", "cuda_component_hook", "consumer_guards")),
+    ("Limits and resources", ("max_size", "max_ratio", "max_members", "jobs", "memory_limit")),
+    ("Report and checks", (
+        "report_file", "report_relative", "strict", "check_fhs_refs", "max_glibc", "no_inside",
+        "closure", "as_json", "quiet", "verbose")),
+)
+
+
+class GroupedCommand(click.Command):
+    """A command whose ``--help`` lists its options under the headings of :data:`SECTIONS`
+    (source and rules, outputs, RUNPATH, Nix, limits, report), in that order; the generated
+    references (``scripts/gen_reference.py``, ``scripts/gen_manpage.py``) use the same
+    sections through :meth:`option_sections`."""
+
+    def option_sections(self, ctx: click.Context) -> list[tuple[str, list[click.Parameter]]]:
+        """``(heading, options)`` in the order of :data:`SECTIONS`, each heading's options in
+        the command's own order; options of no section last, as "Other options"; ``--help``
+        closes the last heading."""
+        options: list[click.Parameter] = [p for p in self.get_params(ctx)
+                                          if isinstance(p, click.Option)]
+        placed = {name: title for title, names in SECTIONS for name in names}
+        help_option = self.get_help_option(ctx)
+        if help_option is not None:
+            placed[str(help_option.name)] = SECTIONS[-1][0]
+        sections: list[tuple[str, list[click.Parameter]]] = []
+        for title in [t for t, _ in SECTIONS] + ["Other options"]:
+            mine = [p for p in options if placed.get(str(p.name), "Other options") == title]
+            if mine:
+                sections.append((title, mine))
+        return sections
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        for title, params in self.option_sections(ctx):
+            rows = [row for p in params if (row := p.get_help_record(ctx)) is not None]
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)

@@ -13,7 +13,7 @@ import click
 
 from .. import CudasplitError
 from ._optgroups import jobs_option
-from ._terminal import EXIT_OK, fail, note, status_line, warn
+from ._terminal import EXIT_OK, closure_warnings, fail, note, status_line, warn
 from ._text import data, say
 
 EXIT_FOUND = 1  # closure --strict found warnings; diff found a change
@@ -73,7 +73,9 @@ def closure_command(split_dir: str, roots: tuple[str, ...], as_json: bool, fmt: 
     else:
         for line in report.text_lines():
             say(line)
+        closure_warnings(report)
     sys.exit(EXIT_FOUND if strict and report.warnings else EXIT_OK)
+
 
 
 def _consumer_budget(path: str, forbid: tuple[str, ...], max_bytes: int | None,
@@ -242,4 +244,6 @@ def diff_command(old: str, new: str, tarball_dir: str | None, old_tarballs: str 
     else:
         for line in result.text_lines(members=members):
             say(line)
+    for text in result.notes:
+        note(text)
     sys.exit(EXIT_FOUND if result.changes else EXIT_OK)

@@ -15,15 +15,15 @@ from .. import (
     Report,
     repack_to_dir,
 )
-from ._optgroups import COMMON, PATCH, jobs_option, split_options
+from ._optgroups import COMMON, PATCH, GroupedCommand, jobs_option, split_options
 from ._split import ReportTarget
 from ._terminal import fail, print_issues, setup_logging, status_line
 from ._text import flag_named, say
 
 
-@click.command("repack")
+@click.command("repack", cls=GroupedCommand)
 @click.argument("source", type=click.Path(exists=False))
-@click.option("-o", "--output-dir", required=True, type=click.Path(file_okay=False),
+@click.option("-o", "--output-dir", required=True, type=click.Path(file_okay=False), metavar="DIR",
               help="Write DIR/<pname>-<platform>-<version>-<output>.tar.zst per output "
               "(--format conda: DIR is a channel, DIR/<subdir>/<package>.conda).")
 @click.option("--prefix", metavar="DIR", help="Where the outputs will be unpacked (output "

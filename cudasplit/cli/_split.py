@@ -20,18 +20,20 @@ import click
 # The split itself (and the report types) load when the command runs, not for --help: the
 # library opens the source and starts decoding before it imports the rest of the pipeline.
 from .. import CudasplitError, OptionsError, OutputError, ProblemsFound
-from ._optgroups import COMMON, PATCH, jobs_option, size_option, split_options
+from ._optgroups import COMMON, PATCH, GroupedCommand, jobs_option, size_option, split_options
 from ._terminal import (
     ProgressLine,
+    closure_warnings,
     dropped_line,
     err,
+    error_text,
     fail,
     note,
     print_issues,
     setup_logging,
     status_line,
 )
-from ._text import data, message, say
+from ._text import data, flag_named, message, say
 
 if TYPE_CHECKING:
     from .. import Report, SplitOptions
@@ -115,9 +117,9 @@ class ReportTarget:
             raise OutputError(f"{self.target}: cannot write the report ({exc.strerror})") from exc
 
 
-@click.command("split")
+@click.command("split", cls=GroupedCommand)
 @click.argument("sources", nargs=-1, required=True, type=click.Path(exists=False))
-@click.option("-o", "--output-dir", type=click.Path(file_okay=False),
+@click.option("-o", "--output-dir", type=click.Path(file_okay=False), metavar="DIR",
               help="Write DIR/<output>/... (staged, moved into place at the end).")
 @click.option("--nix", is_flag=True, help="Take the outputs from the Nix builder environment.")
 @click.option("--nix-support", is_flag=True, help="Write nix-support/include-in-cudatoolkit-root "
@@ -221,7 +223,7 @@ def _print_summary(report: Report, *, to_stderr: bool = False) -> None:
     if dropped:
         lines.append(dropped_line(dropped))
     for line in lines:
-        say(line, err=to_stderr)
+        say(flag_named(line, leading=False), err=to_stderr)
 
 
 def _is_batch_quietly(sources: Sequence[str], nix: bool) -> bool:
@@ -241,10 +243,11 @@ def _is_batch(source: str, nix: bool, quiet: bool) -> bool:
     from .. import directory_kind
 
     kind = directory_kind(path)
-    if not quiet:
-        what = ("a directory of tarballs: splitting each into its own directory (batch)"
-                if kind == "batch" else "an unpacked redistributable tree")
-        note(f"{source}: {what}")
+    # Said only where it changes what is written: a tree is split as every source is (one
+    # package into DIR/<output>/), and a note on every such split was noise.
+    if kind == "batch" and not quiet:
+        note(f"{source}: a directory of tarballs: splitting each into its own directory "
+             "(batch)")
     return kind == "batch"
 
 
@@ -257,7 +260,7 @@ def _run_batch(sources: Sequence[str], output_dir: str, options: SplitOptions,
     failed = [r for r in results if r.error is not None]
     for result in results:
         if result.error is not None:
-            err(message("error", str(result.error)))
+            err(message("error", error_text(result.error)))
         elif not quiet and result.report is not None:
             say(f"{result.source} -> {result.output_dir}", err=writer.to_stdout)
             _print_summary(result.report, to_stderr=writer.to_stdout)
@@ -302,4 +305,5 @@ def _print_closure(output_dir: str | None, nix: bool) -> int:
         fail(exc)
     for line in report.text_lines():
         say(line)
+    closure_warnings(report)  # even under -q: they are what --closure --strict fails on
     return len(report.warnings)

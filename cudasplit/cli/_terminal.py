@@ -25,7 +25,7 @@ import click
 from ._text import flag_named, message, shown
 
 if TYPE_CHECKING:  # annotations only: `cudasplit --version` loads none of them
-    from .. import CudasplitError, Problem, Progress, Report
+    from .. import ClosureReport, CudasplitError, Problem, Progress, Report
 
 # The exit codes the README documents; a CudasplitError brings its own (exit_code, 2 or 1).
 EXIT_OK, EXIT_PROBLEMS, EXIT_INTERRUPTED = 0, 1, 130
@@ -135,13 +135,18 @@ def note(text: str) -> None:
 
 
 def fail(exc: CudasplitError) -> NoReturn:
-    """``cudasplit: error: MESSAGE`` on stderr, then exit with the error's code. An option's
-    value names the option as typed (``--jobs``), not the API's parameter."""
-    from .. import OptionsError  # an error is being reported: the package is loaded anyway
-
-    text = flag_named(str(exc)) if isinstance(exc, OptionsError) else str(exc)
-    err(message("error", text))
+    """``cudasplit: error: MESSAGE`` on stderr, then exit with the error's code."""
+    err(message("error", error_text(exc)))
     sys.exit(exc.exit_code)
+
+
+def error_text(exc: CudasplitError) -> str:
+    """An error's message naming the options as typed (``--jobs``, ``--max-size``), not the
+    API's parameters (``jobs``, ``max_total_bytes``): see :func:`flag_named`; the first word
+    too where the error is about an option's value."""
+    from .. import OptionsError, RunpathPolicyError  # an error is being reported: loaded
+
+    return flag_named(str(exc), leading=isinstance(exc, OptionsError | RunpathPolicyError))
 
 
 class ClearingHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -163,7 +168,7 @@ class MessageFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         kind = self._KINDS.get(record.levelno, "error" if record.levelno > logging.ERROR
                                else "debug")
-        text = message(kind, record.getMessage())
+        text = message(kind, flag_named(record.getMessage(), leading=False))
         if record.exc_info:  # -v: the traceback, lines kept, each made safe
             text += "\n" + "\n".join(shown(line) for line in
                                       self.formatException(record.exc_info).splitlines())
@@ -185,7 +190,7 @@ def setup_logging(quiet: bool, verbose: bool) -> None:
 def issue_line(kind: str, source: str, issue: Problem) -> str:
     """``cudasplit: warning: ARCHIVE: member 'lib/x': message [code]`` (one line)."""
     where = f"{source}: member {issue.path!r}" if issue.path else source
-    return message(kind, f"{where}: {issue.message}", issue.code)
+    return message(kind, f"{where}: {flag_named(issue.message, leading=False)}", issue.code)
 
 
 def print_issues(report: Report, *, warnings: bool = True) -> None:
@@ -195,6 +200,14 @@ def print_issues(report: Report, *, warnings: bool = True) -> None:
         err(issue_line("problem", report.source, problem))
     for warning in report.warnings if warnings else ():
         err(issue_line("warning", report.source, warning))
+
+
+def closure_warnings(report: ClosureReport) -> None:
+    """Each closure warning in the one message form, ``cudasplit: warning: ...
+    [closure-reach]`` on standard error (a bare ``warning:`` among the table's lines on
+    standard output read like one of them)."""
+    for item in report.warnings:
+        warn(str(item), "closure-reach")
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:

@@ -19,6 +19,8 @@ MESSAGE [code]``, ``cudasplit: problem: ... [code]`` (what ``--strict`` fails on
 
 from __future__ import annotations
 
+import re
+
 import click
 
 __all__ = ["FIELD_FLAGS", "data", "flag_named", "message", "say", "shown"]
@@ -61,9 +63,11 @@ def message(kind: str, text: str, code: str | None = None) -> str:
     return shown(f"cudasplit: {kind}: {text}" + (f" [{code}]" if code else ""))
 
 
-# SplitOptions' (and RepackOptions') fields and the options that set them, for messages: the
-# library names its parameter (``jobs must be ...``); a person typed ``--jobs``.
+# The library's parameters and the options that set them. The library names its parameter
+# (``jobs must be ...``, ``raise max_total_bytes``, ``give its root (package_roots x=DIR)``);
+# a person typed ``--jobs``: :func:`flag_named` turns one into the other in what is printed.
 FIELD_FLAGS = {
+    # SplitOptions
     "jobs": "--jobs", "memory_limit": "--memory-limit", "max_total_bytes": "--max-size",
     "max_ratio": "--max-ratio", "max_members": "--max-members",
     "strip_components": "--strip-components", "cuda_major": "--cuda-major",
@@ -71,15 +75,45 @@ FIELD_FLAGS = {
     "python_version": "--python-version", "glibc_version": "--glibc-version",
     "cuda_component_hook": "--cuda-component-hook", "target_platform": "--target-platform",
     "outputs": "--outputs", "rules_files": "--rules", "package": "--package",
-    "patcher": "--patcher",
+    "patcher": "--patcher", "max_glibc": "--max-glibc", "profile": "--profile",
+    "package_roots": "--package-root", "default_rules": "--default-rules",
+    "skip_unsafe_members": "--skip-unsafe-members", "check_fhs_refs": "--check-fhs-refs",
+    "strict": "--strict", "overwrite": "--overwrite", "nix_markers": "--nix-support",
+    "consumer_guards": "--consumer-guards", "split_nix": "--nix",
+    # RunpathPolicy (runpath_policy's words)
+    "driver_link": "--driver-link", "cuda_compat": "--cuda-compat",
+    "library_paths": "--library-path", "append": "--append-runpath",
+    "keep_absolute": "--keep-runpath", "tag": "--tag", "interpreters": "--interpreter",
+    "ignore_missing": "--ignore-missing",
     # RepackOptions
     "level": "--level", "threads": "--threads", "prefix": "--prefix", "fmt": "--format",
+    # gpu_prune_plan
+    "gpu_archs": "--gpu-archs",
 }
+# Names that are also something else in a message: ``cuda_compat`` is a package too. They are
+# turned into the option only where rules 1 and 3 below find them.
+_AMBIGUOUS = frozenset({"cuda_compat"})
+_NAMES = "|".join(sorted(FIELD_FLAGS, key=len, reverse=True))
+_IN_PARENS = re.compile(rf"\(({_NAMES})(?=[ ):;,])")
+# Not inside a path, a template variable (``@target_platform@``) or a quoted key.
+_SNAKE = re.compile(r"(?<![\w./@$'\"-])(" + "|".join(
+    sorted((n for n in FIELD_FLAGS if "_" in n and n not in _AMBIGUOUS), key=len,
+           reverse=True)) + r")(?![\w/@'\"-])")
 
 
-def flag_named(message: str) -> str:
-    """``jobs must be ...`` -> ``--jobs must be ...``: an option error names the flag."""
-    field, sep, rest = message.partition(" ")
-    field = field.split("[", 1)[0]
-    flag = FIELD_FLAGS.get(field)
-    return f"{flag} {rest}" if flag and sep else message
+def flag_named(message: str, *, leading: bool = True) -> str:
+    """A library message as a person at the command line reads it, naming the options typed
+    instead of the parameters: (1) a parameter opening parentheses, ``(package PNAME)`` ->
+    ``(--package PNAME)``; (2) a parameter with an underscore anywhere, ``raise
+    max_total_bytes`` -> ``raise --max-size`` (nothing else is spelt like that); (3) with
+    ``leading`` (an option's error), the first word: ``jobs must be ...`` -> ``--jobs must be
+    ...``, ``append: ...`` -> ``--append-runpath: ...``."""
+    text = _IN_PARENS.sub(lambda m: "(" + FIELD_FLAGS[m[1]], message)
+    text = _SNAKE.sub(lambda m: FIELD_FLAGS[m[1]], text)
+    if leading:
+        first, sep, rest = text.partition(" ")
+        bare = first.split("[", 1)[0]  # "interpreters[0]" names the option too
+        flag = FIELD_FLAGS.get(bare.rstrip(":"))
+        if flag and sep:
+            return f"{flag}{':' if first.endswith(':') else ''} {rest}"
+    return text

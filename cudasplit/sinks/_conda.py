@@ -120,7 +120,8 @@ class CondaChannelSink(StagedSink):
         super().start(package, layout)
         if not package.version:
             raise OutputError(f"{package.name}: conda packages need the archive's version "
-                              "(the top directory names none; pass --package NAME-PLATFORM-VER)")
+                              "(the top directory names none; name it as "
+                              "NAME-PLATFORM-VERSION: package)")
         platform = self._platform or package.platform
         run = RunValues(package.version, self._release(package))
         problem = run.problem()
@@ -145,8 +146,8 @@ class CondaChannelSink(StagedSink):
             return self._cuda_version
         if package.name.startswith("cuda_") and package.version:
             return ".".join(package.version.split(".")[:2])
-        raise OutputError(f"{package.name}: its conda metadata pins the CUDA release: pass "
-                          "--cuda-version X.Y")
+        raise OutputError(f"{package.name}: its conda metadata pins the CUDA release: give "
+                          "it (cuda_version X.Y)")
 
     def finish(self) -> None:
         """Pack every output to a temp file, then rename them all into the channel."""
@@ -200,8 +201,8 @@ class CondaChannelSink(StagedSink):
             shutil.rmtree(work, ignore_errors=True)
         if os.path.lexists(final) and not self._overwrite and not self._same(temp, final):
             temp.unlink()
-            raise OutputError(f"{final}: a different package of that name exists (use "
-                              "--overwrite to replace it)")
+            raise OutputError(f"{final}: a different package of that name exists "
+                              "(overwrite replaces it)")
         return temp, final
 
     def _meta(self, output: CondaOutput, root: Path | None) -> CondaMeta:

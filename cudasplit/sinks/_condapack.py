@@ -149,7 +149,7 @@ def _builder() -> Any:
     try:
         from conda_package_streaming.create import conda_builder
     except ImportError as exc:
-        raise OptionsError("--format conda needs conda-package-streaming "
+        raise OptionsError("the conda format (fmt conda) needs conda-package-streaming "
                            "(pip install 'cudasplit[conda]')") from exc
     return conda_builder
 

@@ -19,10 +19,24 @@ _VIRTUAL = Path("/cudasplit-memory")
 
 
 class MemorySink(StagedSink):
-    """``layout`` defaults to ``/cudasplit-memory/<output>`` (nothing is ever written there).
+    """Every output of a split in memory, as dicts keyed by ``(output, path)``: the files as a
+    split writes them (ELF files patched, ``.pc`` files rewritten), read back from a staging
+    directory when the split finishes (so a member may be larger than memory while it is
+    split). ``layout`` defaults to ``/cudasplit-memory/<output>`` (nothing is ever written
+    there; RUNPATHs and ``.pc`` files name those roots).
 
     Args:
         layout: the declared roots (default ``/cudasplit-memory/<output>``).
+
+    Attributes:
+        files: ``(output, path)`` -> the file's bytes, path relative to the output's root
+            (``("lib", "lib/libcudart.so.12.9.79")``); set by :meth:`finish`.
+        modes: ``(output, path)`` -> the file's permission bits (``0o755``).
+        symlinks: ``(output, path)`` -> the link's target as written (``libcudart.so.12``).
+        hardlinks: ``(output, path)`` -> ``(output, path)`` of the file it is a hard link to
+            (both names are in ``files`` too, with the same bytes).
+        finished: ``True`` once :meth:`finish` has read the outputs (a successful split).
+        aborted: ``True`` when the split failed; the other attributes are then incomplete.
 
     Raises:
         Nothing.

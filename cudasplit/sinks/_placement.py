@@ -83,10 +83,10 @@ def check_roots(final: Mapping[str, Path], created: Collection[str], *, staged: 
     for name, root in final.items():
         if not staged and name not in created and _non_empty(root):
             raise OutputError(f"{root}: output directory for {name!r} already contains files "
-                              "(use --overwrite to replace it)")
+                              "(overwrite replaces it)")
         if staged and _non_empty(root):
             raise OutputError(f"{root}: output directory for {name!r} already exists "
-                              "(use --overwrite to replace it)")
+                              "(overwrite replaces it)")
 
 
 @contextlib.contextmanager

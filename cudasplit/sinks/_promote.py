@@ -90,6 +90,6 @@ def _remove_previous(previous: Path, staging: Path) -> None:
         os.rename(previous, leftover)
     except OSError:
         leftover = previous
-    log.warning("%s: could not remove all of the previous outputs replaced by --overwrite; "
-                "remove it by hand", leftover)
+    log.warning("%s: could not remove all of the previous outputs this run replaced "
+                "(overwrite); remove it by hand", leftover)
 

@@ -93,8 +93,8 @@ def _keep_previous(staging: Path) -> None:
         os.rename(previous, kept)
     except OSError:
         return
-    log.warning("%s: outputs that a killed --overwrite run had moved aside; check them and "
-                "remove it by hand", kept)
+    log.warning("%s: outputs that a killed run had moved aside to replace them (overwrite); "
+                "check them and remove it by hand", kept)
 
 
 def _owner_gone(staging: Path) -> bool:

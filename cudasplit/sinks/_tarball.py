@@ -107,7 +107,8 @@ class TarballSink(StagedSink):
         if fmt not in FORMATS:
             raise OutputError(f"unknown archive format {fmt!r} (known: {', '.join(FORMATS)})")
         if prefix is not None and not prefix.startswith("/"):
-            raise OutputError(f"--prefix must be an absolute path: {prefix!r}")
+            raise OutputError(f"the unpack prefix must be an absolute path (prefix), not "
+                              f"{prefix!r}")
         super().__init__(LayoutSpec.unpacked_at(prefix), staging_parent)
         self._directory = Path(os.path.abspath(directory))
         self._package = package
@@ -200,7 +201,7 @@ class TarballSink(StagedSink):
 
     def _check_absent(self, final: Path) -> None:
         if not self._overwrite and os.path.lexists(final):
-            raise OutputError(f"{final}: archive already exists (use --overwrite to replace it)")
+            raise OutputError(f"{final}: archive already exists (overwrite replaces it)")
 
     def _temp_file(self, final: Path) -> Path:
         # Not mkstemp: its 0o600 would survive the rename. O_CREAT with 0o666 applies the

@@ -52,3 +52,33 @@ def test_manifest_package_of_an_unknown_name(tmp_path: Path) -> None:
     assert loaded.package("cuda_cudart").version == "1.0"
     with pytest.raises(NotFoundError, match="no package 'libcublas'"):
         loaded.package("libcublas")
+
+
+@pytest.mark.parametrize(("name", "more"), [
+    ("ambiguous_runpaths", ()), ("closure_budget", ()), ("dlopen_audit", ()), ("ldd", ()),
+    ("gpu_prune_plan", ("8.0",))])
+def test_readers_of_a_missing_path_raise_what_they_document(tmp_path: Path, name: str,
+                                                            more: tuple[str, ...]) -> None:
+    """Issue 43: the guards documented OutputError and raised SourceError; gpu_prune_plan
+    raised a bare FileNotFoundError. Each reads its path: SourceNotFoundError, as documented."""
+    import inspect as pyinspect
+
+    function = getattr(cudasplit, name)
+    with pytest.raises(SourceNotFoundError) as missing:
+        function(tmp_path / "nowhere", *more)
+    assert isinstance(missing.value, FileNotFoundError)
+    assert str(missing.value) == f"{tmp_path / 'nowhere'}: no such file or directory"
+    raises = (pyinspect.getdoc(function) or "").split("Raises:")[1]
+    assert "SourceError" in raises and "OutputError" not in raises
+
+
+def test_open_source_of_what_is_no_archive_says_so_at_once(tmp_path: Path) -> None:
+    """Issue 43: a text file opened as a TarSource, and the error came only when read."""
+    text = tmp_path / "notes.txt"
+    text.write_text("not an archive\n")
+    with pytest.raises(SourceError, match="not a tar archive"):
+        cudasplit.open_source(text)
+    empty = tmp_path / "empty.tar.xz"
+    empty.write_bytes(b"")
+    with pytest.raises(SourceError, match="empty file"):
+        cudasplit.open_source(empty)

@@ -123,7 +123,8 @@ def test_stale_staging_of_a_killed_overwrite_keeps_the_old_outputs(tmp_path: Pat
     assert not dead.exists()
     kept = out / ".cudasplit-previous-killed"
     assert (kept / "include" / "old.h").read_text() == "the user's old output"
-    assert f"{kept}: outputs that a killed --overwrite run had moved aside" in stderr
+    assert f"{kept}: outputs that a killed run had moved aside to replace them (--overwrite)" \
+        in stderr
 
 
 def test_staging_records_its_owner(tmp_path: Path, archive: Path,
@@ -317,8 +318,11 @@ def test_a_downloads_dir_is_a_batch_by_content_and_says_so(tmp_path: Path) -> No
     tree = tmp_path / "tree"
     (tree / TOP / "lib").mkdir(parents=True)
     (tree / TOP / "lib" / "libx.so").write_bytes(b"x")
-    code, _, stderr = invoke("split", str(tree), "-o", str(tmp_path / "o2"), "--no-patch")
-    assert code == 0 and "an unpacked redistributable tree" in stderr
+    code, _, stderr = invoke("split", str(tree), "-o", str(tmp_path / "o2"), "--no-patch",
+                             "--default-rules")
+    # A tree is split like any single source: no note on every directory split (issue 43).
+    assert code == 0 and stderr == "", stderr
+    assert (tmp_path / "o2" / "lib" / "lib" / "libx.so").is_file()
 
 
 # -- what reaches the terminal ---------------------------------------------------------------
@@ -347,8 +351,9 @@ def test_warnings_reach_stderr_naming_archive_and_member(tmp_path: Path,
     lines = stderr.splitlines()
     unresolved = [line for line in lines if "[needed-unresolved]" in line]
     assert unresolved == [f"cudasplit: warning: {elf_archive}: member 'lib/libdemo.so.1': "
-                          "DT_NEEDED libmissing.so.3 resolve nowhere (pass --library-path DIR "
-                          "or --ignore-missing NAME-GLOB) [needed-unresolved]"]
+                          "DT_NEEDED libmissing.so.3 resolve nowhere (add their directory to "
+                          "--library-path, or accept them in --ignore-missing) "
+                          "[needed-unresolved]"]
     assert any(line.startswith(f"cudasplit: warning: {elf_archive}: package rules want")
                and line.endswith("[package-root-missing]") for line in lines)
 

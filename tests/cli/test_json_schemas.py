@@ -20,7 +20,8 @@ from tests.unit.release.test_manifest import artifact_entry, write_manifest
 jsonschema = pytest.importorskip("jsonschema")
 referencing = pytest.importorskip("referencing")
 
-NAMES = ("report", "batch", "closure", "diff", "verify", "explain", "ldd", "budget", "toolkit")
+NAMES = ("report", "batch", "closure", "diff", "verify", "explain", "ldd", "budget", "toolkit",
+         "gpu-plan")
 
 
 def _schemas() -> dict[str, dict[str, Any]]:
@@ -82,6 +83,12 @@ def test_every_reference_resolves_to_a_shipped_schema() -> None:
         assert resolver.lookup(ref).contents in schemas.values()
 
 
+def test_every_shipped_schema_is_checked_here() -> None:
+    folder = resources.files("cudasplit") / "schemas"
+    assert sorted(p.name for p in folder.iterdir() if p.name.endswith(".json")) == sorted(
+        f"{name}.json" for name in NAMES)
+
+
 def test_every_schema_is_valid_and_shipped() -> None:
     for schema in _schemas().values():
         jsonschema.Draft202012Validator.check_schema(schema)
@@ -140,3 +147,9 @@ def test_toolkit_view(archives: tuple[Path, Path, Path], tmp_path: Path) -> None
     _old, _new, out = archives
     _check("toolkit", _run("toolkit", str(out), "-o", str(tmp_path / "prefix"), "--dry-run",
                            "--json"))
+
+
+def test_gpu_plan(archives: tuple[Path, Path, Path]) -> None:
+    old, _, out = archives
+    _check("gpu-plan", _run("gpu-plan", str(old), "--gpu-archs", "8.0;9.0", "--json"))
+    _check("gpu-plan", _run("gpu-plan", str(out), "--gpu-archs", "9.0", "--json"))

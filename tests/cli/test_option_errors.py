@@ -65,6 +65,19 @@ FLAG_CASES = [
     (["nixify", "{manifest}", "--tarballs", "{root}", "-o", "{out}", "-j", "-1"], "--jobs"),
     (["diff", "{manifest}", "{manifest}", "-j", "-1"], "--jobs"),
     (["diff", "{manifest}", "{manifest}", "--platform", "linux-x86-64"], "--platform"),
+    # Issue 43: the RUNPATH policy's and the other options' errors named the API's fields.
+    (["split", "{archive}", "-o", "{out}", "--driver-link", "rel"], "--driver-link"),
+    (["split", "{archive}", "-o", "{out}", "--cuda-compat", "rel"], "--cuda-compat"),
+    (["split", "{archive}", "-o", "{out}", "--append-runpath", "a:b"], "--append-runpath"),
+    (["split", "{archive}", "-o", "{out}", "--interpreter", "rel"], "--interpreter"),
+    (["split", "{archive}", "-o", "{out}", "--max-glibc", "abc"], "--max-glibc"),
+    (["split", "{archive}", "-o", "{out}", "--profile", "nope"], "--profile"),
+    (["explain", "{archive}", "lib/libx.so.1", "--driver-link", "rel"], "--driver-link"),
+    (["repack", "{archive}", "-o", "{out}", "--max-glibc", "2"], "--max-glibc"),
+    (["split", "{archive}", "-o", "{out}", "--package", "nosuch"], "--default-rules"),
+    (["split", "{archive}", "-o", "{out}", "--max-size", "10"], "--max-size"),
+    (["split", "{archive}", "-o", "{out}", "--max-members", "1"], "--max-members"),
+    (["gpu-plan", "{archive}", "--gpu-archs", "hopper"], "--gpu-archs"),
 ]
 
 
@@ -86,3 +99,93 @@ def test_option_errors_name_the_flag(tmp_path: Path, args: list[str], flag: str)
     assert f" {field} " not in result.stderr and not result.stderr.startswith(
         f"cudasplit: error: {field}"), result.stderr
     assert not (tmp_path / "out").exists()
+
+
+# -- the library names its parameters, the command line its options (issue 43) --------------
+
+
+def test_library_errors_name_parameters_not_options(tmp_path: Path) -> None:
+    from cudasplit import LimitExceededError, OptionsError, PackageId, SplitOptions, split_to_dir
+    from tests.support.tarutil import TOP, write_archive
+
+    archive = write_archive(tmp_path / f"{TOP}.tar.xz", [("file", "lib/libx.so.1", b"x" * 64)])
+    with pytest.raises(LimitExceededError) as bomb:
+        split_to_dir(archive, tmp_path / "o", SplitOptions(max_total_bytes=10))
+    assert "raise max_total_bytes" in str(bomb.value) and "--" not in str(bomb.value)
+    with pytest.raises(OptionsError) as unknown:
+        split_to_dir(archive, tmp_path / "o", SplitOptions(package=PackageId("nosuch")))
+    assert "(default_rules)" in str(unknown.value) and "--" not in str(unknown.value)
+
+
+def _flags() -> set[str]:
+    """Every option of every command, as typed (``--package-root``)."""
+    import importlib
+
+    import click
+
+    from cudasplit.cli._main import COMMANDS
+
+    found: set[str] = set()
+
+    def walk(command: click.Command) -> None:
+        for param in command.params:
+            found.update(o for o in getattr(param, "opts", ()) if o.startswith("--"))
+        for sub in getattr(command, "commands", {}).values():
+            walk(sub)
+
+    for module, attr in COMMANDS.values():
+        walk(getattr(importlib.import_module(f"cudasplit.cli.{module}"), attr))
+    return found
+
+
+# Library text that may name an option: what it writes runs the command line itself.
+CALLS_THE_CLI = {
+    "cudasplit/_release/nixify/render.py": "a comment of a generated expression whose build "
+                                           "runs cudasplit through its setup hook",
+    "cudasplit/_release/nixify/toolkit.py": "a generated expression that runs cudasplit toolkit",
+}
+
+
+def test_the_library_names_no_command_line_option() -> None:
+    """Messages, problems and log records of the library name its parameters
+    (``max_total_bytes``), never the options (``--max-size``): an API user has no option, and
+    the command line turns the one into the other (cli/_text.flag_named)."""
+    import ast
+    import re
+
+    flags = _flags()
+    pattern = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+    found = []
+    for path in sorted((REPO / "cudasplit").rglob("*.py")):
+        rel = str(path.relative_to(REPO))
+        if rel.startswith("cudasplit/cli/") or rel in CALLS_THE_CLI:
+            continue
+        tree = ast.parse(path.read_text())
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef)
+                      and node.body and isinstance(node.body[0], ast.Expr)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and id(node) not in docstrings:
+                named = sorted(set(pattern.findall(node.value)) & flags)
+                if named:
+                    found.append(f"{rel}:{node.lineno}: {named}")
+    assert found == []
+
+
+def test_flag_named_turns_parameters_into_options() -> None:
+    from cudasplit.cli._text import FIELD_FLAGS, flag_named
+
+    assert flag_named("jobs must be 0 or more") == "--jobs must be 0 or more"
+    assert flag_named("append: 'x' is bad") == "--append-runpath: 'x' is bad"
+    assert flag_named("give its root (package_roots x=DIR)", leading=False) == \
+        "give its root (--package-root x=DIR)"
+    assert flag_named("raise max_total_bytes", leading=False) == "raise --max-size"
+    assert flag_named("name the package (package PNAME)", leading=False) == \
+        "name the package (--package PNAME)"
+    # Words that only look like parameters stay: a package, a path, prose.
+    for text in ("cuda_compat's libcuda", "lib/max_ratio.h", "the package table",
+                 "platform linux-sbsa", "@target_platform@", "'cuda_version' must be"):
+        assert flag_named(text, leading=False) == text
+    assert flag_named(flag_named("raise max_total_bytes")) == "raise --max-size"  # once only
+    assert set(FIELD_FLAGS.values()) <= _flags()

@@ -116,12 +116,36 @@ def test_nixify_moves_by_bytes_through_both_passes(big_release: dict[str, Path])
 
 
 def test_diff_moves_by_bytes_through_both_passes(big_release: dict[str, Path]) -> None:
+    """Each pass over a tarball is its own series, named in ``source``: members counted as
+    members, bytes never past the tarball's (one series adding both passes showed "0
+    members", then "1 member", and twice the archive's bytes)."""
     seen: list[Progress] = []
     archive = big_release["archive"]
     assert diff_releases(archive, archive, progress=seen.append).changes == ()
-    old = [p for p in seen if not p.done]
-    assert any(0 < p.bytes < BIG for p in old)  # within the first pass over the member
-    assert max(p.bytes for p in seen) >= 2 * BIG  # and on through the second
+    ends = [i for i, p in enumerate(seen) if p.done]
+    assert len(ends) == 2 and ends[1] == len(seen) - 1  # the end of each side
+    series: dict[str, list[Progress]] = {}
+    for update in seen[:ends[0] + 1]:  # the old side; the new side reads the same tarball
+        series.setdefault(update.source, []).append(update)
+    assert list(series) == [f"{archive} (pass 1 of 2: placing members)",
+                            f"{archive} (pass 2 of 2: ELF names)"]
+    tar_bytes = BIG + 10 * 1024  # the member, headers and padding: less than this
+    for updates in series.values():
+        assert any(0 < p.bytes < BIG and p.current == "lib/libbig.so.1" for p in updates)
+        assert all(p.bytes < tar_bytes for p in updates)
+        assert [(p.members, p.bytes) for p in updates] == sorted(
+            (p.members, p.bytes) for p in updates)
+    assert max(p.members for p in series[f"{archive} (pass 1 of 2: placing members)"]) == 2
+
+
+def test_diff_of_a_manifest_says_which_tarball(big_release: dict[str, Path]) -> None:
+    seen: list[Progress] = []
+    manifest = big_release["manifest"]
+    diff_releases(manifest, manifest, tarball_dir=big_release["tarballs"], progress=seen.append)
+    assert {p.source.split(", ", 1)[1] for p in seen} == {
+        f"tarball {n} of 2 (pass {k} of 2: {what})" for n in (1, 2)
+        for k, what in ((1, "placing members"), (2, "ELF names"))}
+    assert sum(p.done for p in seen) == 2  # the end of each side
 
 
 def test_repack_moves_by_bytes_while_it_compresses(big_release: dict[str, Path],
@@ -201,6 +225,7 @@ def _commands(w: dict[str, Path]) -> dict[str, list[str]]:
         "diff": ["diff", str(w["archive"]), str(w["archive"])],
         "nixify": ["nixify", str(w["manifest"]), "--tarballs", str(w["tarballs"]),
                    "-o", str(w["root"] / "nix")],
+        "gpu-plan": ["gpu-plan", str(w["archive"]), "--gpu-archs", "8.0"],
     }
 
 
@@ -226,7 +251,7 @@ def _stderr_on_a_pty(args: list[str]) -> tuple[int, bytes]:
 
 
 COMMANDS = ["split", "inspect", "explain", "repack", "closure", "verify", "features", "nixify",
-            "diff"]
+            "diff", "gpu-plan"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -44,9 +44,10 @@ def test_repack_writes_a_channel(tarball: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (("repack", "{src}", "--format", "conda", "-o", "{out}"), "pass --profile conda-forge"),
+    (("repack", "{src}", "--format", "conda", "-o", "{out}"), "give one (--profile conda-forge)"),
     (("repack", "{src}", "--profile", "conda-forge", "--format", "conda", "--prefix", "/opt/x",
-      "-o", "{out}"), "--prefix does not apply to --format conda"),
+      "-o", "{out}"), "an unpack prefix (--prefix) does not apply to the conda format "
+      "(--format conda)"),
     (("split", "{src}", "--profile", "debian", "-o", "{out}"), "profile must be one of"),
     (("split", "{src}", "--profile", "conda-forge", "--outputs", "lib", "-o", "{out}"),
      "unknown output(s) 'lib' for this package in profile conda-forge"),

@@ -89,7 +89,7 @@ def test_a_package_root_that_does_not_exist_fails_a_nix_build(tmp_path: Path) ->
     env = {"outputs": "out", "out": str(tmp_path / "out")}
     options = SplitOptions(package_roots=(("cuda_cudart", str(tmp_path / "nowhere")),),
                            patch=False)
-    with pytest.raises(OptionsError, match=r"--package-root cuda_cudart=.*nowhere: no such"):
+    with pytest.raises(OptionsError, match=r"package_roots cuda_cudart=.*nowhere: no such"):
         split_nix(_nvcc_tree(tmp_path), env, options)
     assert not (tmp_path / "out").exists()
 

@@ -94,7 +94,8 @@ class RunpathPolicy:
         for arch, loader in self.interpreters:
             if not arch or not loader.startswith("/") or "\0" in loader:
                 raise RunpathPolicyError(
-                    f"interpreter must be ARCH=/absolute/path, not {arch!r}={loader!r}")
+                    f"interpreters must name absolute paths ([ARCH=]/absolute/path), not "
+                    f"{loader!r} (for {arch or 'no architecture'})")
             if arch not in INTERPRETER_ARCHES:
                 raise RunpathPolicyError(f"interpreter arch {arch!r} is unknown (known: "
                                          f"{', '.join(INTERPRETER_ARCHES)})")
@@ -127,8 +128,9 @@ def _require_not_stub(path: str, stub_dirs: Iterable[str], what: str) -> None:
 def _require_append_entry(entry: str, stub_dirs: Iterable[str]) -> None:
     if is_origin_relative(entry):
         if ":" in entry:
-            raise RunpathPolicyError(f"append entry cannot contain ':': {entry!r}")
+            raise RunpathPolicyError(f"append cannot contain ':' (search path separator): "
+                                     f"{entry!r}")
     else:
-        require_absolute(entry, "append entry")
-    _require_not_stub(entry, stub_dirs, "append entry")
+        require_absolute(entry, "append")
+    _require_not_stub(entry, stub_dirs, "append")
 

@@ -139,13 +139,13 @@ def unresolved_error(missing: Mapping[str, Sequence[str]], report: object = None
     """One message for every file and name: ``path (a, b); path2 (c)`` plus the way out."""
     files = "; ".join(f"{path} ({', '.join(names)})" for path, names in missing.items())
     names = sorted({n for found in missing.values() for n in found})
-    example = " ".join(f"--ignore-missing '{n}'" for n in names[:3])
+    example = ", ".join(repr(n) for n in names[:3])
     return UnresolvedLibrariesError(
         f"{plural(len(names), 'library name')} needed by {plural(len(missing), 'file')} "
         f"{'resolves' if len(names) == 1 else 'resolve'} nowhere "
-        f"(package outputs, --library-path, Nix build inputs): {files}. Add a directory "
-        f"holding them with --library-path DIR (in Nix: a buildInputs entry), or accept them "
-        f"with --ignore-missing NAME-GLOB (e.g. {example})", report)
+        f"(package outputs, library_paths, Nix build inputs): {files}. Add a directory "
+        f"holding them to library_paths (in Nix: a buildInputs entry), or accept them by "
+        f"name or glob in ignore_missing (e.g. {example})", report)
 
 
 def loader_arch(path: str) -> str:

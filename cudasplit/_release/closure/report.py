@@ -140,15 +140,20 @@ class ClosureReport:
         return closure_graph(self).render(fmt)
 
     def text_lines(self) -> list[str]:
+        """One line per output (files, bytes, closure bytes, what it references), the name
+        column as wide as the longest name (conda packages' names are long). The warnings
+        are not among them: each is ``str()`` of an item of :attr:`warnings`, printed by
+        the command line as a warning."""
         lines = []
+        width = max((len(name) for name in self.sizes), default=0)
         for name, size in sorted(self.sizes.items(), key=_output_order):
             refs = sorted(self.referenced(name), key=_order_key)
-            lines.append(f"{name:8} {size.files:6} files {size.bytes:>14,} bytes  "
-                         f"closure {self.closure_bytes(name):>14,}  -> "
+            lines.append(f"{name:{max(width, 8)}} {plural(size.files, 'file'):>12} "
+                         f"{size.bytes:>14,} bytes  closure {self.closure_bytes(name):>14,}  -> "
                          + (", ".join(f"{t} ({_vias(self.references, name, t)})" for t in refs)
                             or "nothing"))
-            lines.extend(f"{'':8} also {path}" for path in self.external.get(name, ()))
-        lines.extend(f"warning: {w}" for w in self.warnings)
+            lines.extend(f"{'':{max(width, 8)}} also {path}"
+                         for path in self.external.get(name, ()))
         return lines
 
 

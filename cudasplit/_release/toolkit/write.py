@@ -40,7 +40,7 @@ def write_view(dest: Path, entries: Mapping[str, Path | None], written: Sequence
     paths that get :data:`NVCC_PROFILE`; ``host``: ``targets/<dir>`` of include and lib64."""
     clean_leftovers(dest)
     if (dest.exists() or dest.is_symlink()) and not overwrite:
-        raise ToolkitError(f"{dest}: exists (pass overwrite=True / --overwrite)")
+        raise ToolkitError(f"{dest}: exists (overwrite replaces it)")
     staging = dest.with_name(f".{dest.name}.cudasplit-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     try:
@@ -143,8 +143,8 @@ def clean_leftovers(dest: Path) -> None:
         if match[1] and not (dest.exists() or dest.is_symlink()):
             with contextlib.suppress(OSError):
                 os.rename(path, dest)
-                log.warning("%s: put back the toolkit prefix a killed --overwrite had set "
-                            "aside", dest)
+                log.warning("%s: put back the toolkit prefix that a killed run had set "
+                            "aside to replace it (overwrite)", dest)
                 continue
         if path.is_dir() and not path.is_symlink():
             remove_dir(path)

@@ -139,7 +139,7 @@ def _pc_extras(ctx: RewriteContext, name: str, text: str
             cflags.append(f"-I{root}/include")
         else:
             warnings.append(Problem("package-root-missing", name, f"Cflags wants {pname}'s "
-                                    f"include dir: pass --package-root {pname}=DIR"))
+                                    f"include dir: give its root (package_roots {pname}=DIR)"))
     extras = PcExtras(requires=requires, replace=tuple(pair for e in edits for pair in e.replace),
                       drop_cudaroot=any(e.drop_cudaroot for e in edits), cflags=" ".join(cflags))
     return extras, tuple(warnings)
@@ -170,8 +170,8 @@ def rewrite_profile(ctx: RewriteContext, path: str, output: str, dest: str,
         for pname in pnames:
             root = package_root(given, pname, out)
             if root is None or not Path(root).is_dir():
-                what = (f"no --package-root for {pname}" if root is None else
-                        f"the --package-root of {pname} ({root}) does not exist")
+                what = (f"no root for {pname} (package_roots)" if root is None else
+                        f"the root of {pname} ({root}, package_roots) does not exist")
                 warnings.append(Problem("package-root-missing", path, f"nvcc.profile: {what}; "
                                         f"its {out} directory is not searched"))
                 continue
@@ -206,8 +206,8 @@ def rewrite_text_edits(ctx: RewriteContext, path: str, output: str, dest: str,
     problems = [Problem("text-edit-unmatched", path, f"{old!r} not found (the package "
                         "table's text_edits; Nixpkgs' --replace-fail fails here)")
                 for old in done.unmatched]
-    problems += [Problem("package-root-missing", path, f"a text edit names @{name}@: pass "
-                         f"--package-root {name.split('.')[0]}=DIR; edit left undone")
+    problems += [Problem("package-root-missing", path, f"a text edit names @{name}@: give "
+                         f"its root (package_roots {name.split('.')[0]}=DIR); edit left undone")
                  for name in done.missing]
     problems += [Problem("text-edit-leftover", path, f"{text!r} is still there after the "
                          "package table's text_edits (an unexpected use; Nixpkgs fails here)")

@@ -203,7 +203,7 @@ def test_unresolved_names_fail_with_one_message(tmp_path: Path,
     message = str(caught.value)
     assert "\n" not in message
     for part in ("bin/a (libmissing-one.so.1, libmissing-two.so.2)", "bin/b (libmissing-two.so.2)",
-                 "--ignore-missing", "--library-path"):
+                 "ignore_missing", "library_paths"):  # the API's names (the CLI: the options)
         assert part in message
     assert not (tmp_path / "out").exists()  # failed before the outputs were renamed into place
     with pytest.raises(UnresolvedLibrariesError):  # --strict implies it

@@ -72,8 +72,8 @@ def _split_warnings(tmp_path: Path, policy: RunpathPolicy) -> list[str]:
 @needs_host
 def test_plain_split_warns_only_for_what_the_host_loader_lacks(tmp_path: Path) -> None:
     assert _split_warnings(tmp_path, RunpathPolicy()) == [
-        "DT_NEEDED libnowhere.so.7 resolve nowhere (pass --library-path DIR or "
-        "--ignore-missing NAME-GLOB)"]
+        "DT_NEEDED libnowhere.so.7 resolve nowhere (add their directory to library_paths, "
+        "or accept them in ignore_missing)"]  # the library names its parameters
 
 
 @needs_host

@@ -83,8 +83,9 @@ def test_static_link_in_lib_is_flagged(default_split: Path, tmp_path: Path,
     assert ("lib", "static", "lib") in flagged     # and lib itself holds a .a name
     result = CliRunner().invoke(main, ["closure", str(tmp_path / "split"), "--strict"])
     assert result.exit_code == 1
-    assert "warning: lib reaches static (static:lib/libdemo_static.a) via lib -> static" \
-        in result.stdout
+    assert "cudasplit: warning: lib reaches static (static:lib/libdemo_static.a) via lib -> " \
+        "static [closure-reach]" in result.stderr.splitlines()
+    assert "warning" not in result.stdout
 
 
 def test_each_kind_of_reference(tmp_path: Path) -> None:
@@ -148,6 +149,7 @@ def test_split_closure_option(redist_tree: Path, tmp_path: Path) -> None:
     lines = result.stdout.splitlines()
     assert any(line.startswith("bin ") and line.endswith("-> lib (runpath)") for line in lines)
     assert not any(line.startswith("warning:") for line in lines)
+    assert "[closure-reach]" not in result.stderr
     batch = CliRunner().invoke(main, ["split", str(redist_tree), str(redist_tree), "-o",
                                       str(tmp_path / "b"), "--closure"])
     assert batch.exit_code == 2 and "--closure takes exactly one source" in batch.output
@@ -162,3 +164,17 @@ def test_not_a_split_directory(default_split: Path, tmp_path: Path) -> None:
     assert "cuda_demo-linux-x86_64-12.9.79 is not an output name" in result.output
     ok = CliRunner().invoke(main, ["closure", str(batch / "cuda_demo-linux-x86_64-12.9.79")])
     assert ok.exit_code == 0, ok.output
+
+
+def test_closure_columns_fit_long_names_and_count_one_file(tmp_path: Path) -> None:
+    """``1 file``, not ``1 files``; a conda package's long name does not push the columns
+    out of line (issue 43)."""
+    for name, files in (("out", 1), ("lib", 2)):
+        for n in range(files):
+            (tmp_path / name).mkdir(exist_ok=True)
+            (tmp_path / name / f"f{n}").write_text("x")
+    roots = {"out": str(tmp_path / "out"), "cuda-cudart-dev_linux-64": str(tmp_path / "lib")}
+    lines = closure_of_roots(roots).text_lines()
+    assert [line.split()[0] for line in lines] == ["out", "cuda-cudart-dev_linux-64"]
+    assert "      1 file " in lines[0] and "2 files" in lines[1]
+    assert len({line.index(" bytes") for line in lines}) == 1  # one column, whatever the name

@@ -125,6 +125,28 @@ def test_split_directories(redist_tree: Path, tmp_path: Path) -> None:
     assert {"include", "static", "stubs"} <= removed
 
 
+def test_a_tarball_against_its_own_split(redist_tarballs: dict[str, Path],
+                                         tmp_path: Path) -> None:
+    """One package either way: no package "moved" to ``split``, no version lost; unpatched
+    outputs the same size (a symlink counts 0 bytes on both sides); a note says why what a
+    split makes (links, rewritten .pc files, patched ELF files) still differs."""
+    archive = redist_tarballs["xz"]
+    split_to_dir(archive, tmp_path / "out", SplitOptions(patch=False))
+    result = CliRunner().invoke(main, ["diff", str(archive), str(tmp_path / "out"), "--json"])
+    data = json.loads(result.stdout)
+    whats = {c["what"] for c in data["changes"]}
+    assert not whats & {"package-added", "package-removed", "package-moved", "version",
+                        "output-added", "output-removed", "member-removed", "member-moved"}
+    assert set(data["sizes"]) == {"cuda_demo"}
+    assert data["notes"] and "one side is a split directory" in data["notes"][0]
+    assert "cudasplit: note: one side is a split directory" in result.stderr
+    same = {o for o, sizes in data["sizes"]["cuda_demo"].items()
+            if sizes["old"] == sizes["new"]}
+    assert {"include", "static"} <= same, data["sizes"]
+    both = CliRunner().invoke(main, ["diff", str(archive), str(archive), "--json"])
+    assert "notes" not in json.loads(both.stdout)
+
+
 def test_relocation_and_needed_changes_in_memory() -> None:
     old, new = Snapshot("old", {"p": "1"}), Snapshot("new", {"p": "2", "q": "1"})
     old.add("p", "include/cub/a.h", "include", 10)

@@ -14,6 +14,8 @@ from click.testing import CliRunner
 from cudasplit import (
     OptionsError,
     ProblemsFound,
+    Progress,
+    SourceNotFoundError,
     SplitOptions,
     diff_releases,
     gpu_prune_plan,
@@ -127,6 +129,75 @@ def test_prune_plan_keeps_what_each_gpu_uses(tmp_path: Path) -> None:
     assert file.uncovered == {"8.6": 1}            # the sm_90a-only container
     assert file.saved == sum(64 + 64 for _ in range(3))
     assert "saves" in "\n".join(plan.text_lines())
+
+
+def test_an_architecture_kept_and_dropped_is_explained(tmp_path: Path) -> None:
+    """``--gpu-archs 8.9``: a container with sm_86 drops its sm_80, one without keeps it; the
+    file's keep and drop lists both name sm_80, and the text says why with the counts."""
+    with_86 = container(Entry("sass", 80), Entry("sass", 86))
+    without = container(Entry("sass", 80), Entry("sass", 90))
+    path = tmp_path / "libk.so"
+    path.write_bytes(fatbin_object(with_86, without, without))
+    plan = gpu_prune_plan(path, "8.9")
+    (file,) = plan.files
+    assert file.kept == {("sass", "sm_86"): 1, ("sass", "sm_80"): 2}
+    assert file.dropped == {("sass", "sm_80"): 1, ("sass", "sm_90"): 2}
+    text = plan.text_lines()
+    both = [line for line in text if line.startswith("  both:")]
+    assert both == ["  both: sass sm_80, 2 kept and 1 dropped (chosen per container: kept where "
+                    "it is the best code for 8.9, dropped where that GPU has better)"]
+
+
+def test_prune_plan_json_has_its_schema(tmp_path: Path) -> None:
+    from importlib import resources
+
+    path = tmp_path / "libk.so"
+    path.write_bytes(fatbin_object(container(Entry("sass", 80), Entry("ptx", 80),
+                                             Entry("ltoir", 90))))
+    result = CliRunner().invoke(main, ["gpu-plan", str(path), "--gpu-archs", "8.0", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["schema"] == 1
+    schema = json.loads((resources.files("cudasplit") / "schemas" / "gpu-plan.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(data)
+    (file,) = data["files"]
+    assert file["kept"] == [{"kind": "sass", "arch": "sm_80", "entries": 1}]
+    assert file["dropped"] == [{"kind": "ltoir", "arch": "sm_90", "entries": 1},
+                               {"kind": "ptx", "arch": "sm_80", "entries": 1}]
+
+
+def test_prune_plan_of_a_missing_source_is_a_cudasplit_error(tmp_path: Path) -> None:
+    with pytest.raises(SourceNotFoundError, match="no such file"):
+        gpu_prune_plan(tmp_path / "nonexistent", "8.0")
+    with pytest.raises(FileNotFoundError):  # also what an OSError caller expects
+        gpu_prune_plan(tmp_path / "nonexistent", "8.0")
+
+
+def test_prune_plan_reports_progress(tmp_path: Path) -> None:
+    """A tarball: members and the tar bytes read; a directory: its files."""
+    import os
+
+    from cudasplit._run import STEP
+
+    big = fatbin_object(container(Entry("sass", 80, payload=b"\x7fELF" + os.urandom(STEP))))
+    source = write_archive(tmp_path / f"{TOP12}.tar.zst", [
+        ("file", "lib/libbig.so", big), ("file", "include/x.h", b"x")], codec="zst", top=TOP12)
+    seen: list[Progress] = []
+    plan = gpu_prune_plan(source, "8.0", progress=seen.append)
+    assert [f.path for f in plan.files] == ["lib/libbig.so"]
+    assert seen[-1].done and seen[-1].members == 2
+    within = [p for p in seen if p.members == 0 and p.bytes > 0]  # inside the large member
+    assert within and within[0].current == "lib/libbig.so"
+    assert [(p.members, p.bytes) for p in seen] == sorted((p.members, p.bytes) for p in seen)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for name in ("liba.so", "libb.so"):
+        (tree / name).write_bytes(fatbin_object(OLD_FAT))
+    seen.clear()
+    plan = gpu_prune_plan(tree, "8.0", progress=seen.append)
+    assert len(plan.files) == 2
+    assert [(p.members, p.unit) for p in seen] == [(1, "file"), (2, "file"), (2, "file")]
+    assert seen[-1].done
 
 
 def test_sbom_is_valid_reproducible_and_complete(tmp_path: Path, lib: Path) -> None:

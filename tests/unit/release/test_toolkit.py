@@ -238,7 +238,7 @@ def test_copied_pieces_must_run_on_the_build_machine(tmp_path: Path) -> None:
     assert copies["nvvm/bin/cicc"].package == "libnvvm"
     assert copies["nvvm/libdevice/libdevice.10.bc"].machine is None
     assert report.as_dict()["copies"][0]["source"].startswith(str(nvvm))
-    assert "copied 2 files of libnvvm (--package-root), ELF: x86-64" in report.summary_lines()
+    assert "copied 2 files of libnvvm (package_roots), ELF: x86-64" in report.summary_lines()
 
 
 def test_platform_contradicting_the_archive_warns_and_fails_strict(tmp_path: Path) -> None:

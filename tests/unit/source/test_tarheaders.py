@@ -186,7 +186,7 @@ def test_directory_source_counts_members(tmp_path: Path) -> None:
     for i in range(20):
         (top / "share" / f"e{i}").write_bytes(b"")
     assert len(list(open_source(top, limits=Limits(max_members=21)).members())) == 21
-    with pytest.raises(LimitExceededError, match="--max-members"):
+    with pytest.raises(LimitExceededError, match="raise max_members"):
         list(open_source(top, limits=Limits(max_members=20)).members())
 
 

@@ -23,7 +23,7 @@ def _tree(tmp_path: Path) -> Path:
 def test_both_majors_kept_with_a_warning(tmp_path: Path) -> None:
     report = split_to_dir(_tree(tmp_path), tmp_path / "split", SplitOptions(patch=False))
     [warned] = [w for w in report.warnings if w.code == "cuda-major-unknown"]
-    assert "lib/12/ and lib/13/" in warned.message and "--cuda-major 12|13" in warned.message
+    assert "lib/12/ and lib/13/" in warned.message and "(cuda_major 12|13)" in warned.message
     assert (tmp_path / "split/lib/lib/12/libcutensor.so.2.3.1").is_file()
     assert (tmp_path / "split/lib/lib/13/libcutensor.so.2.3.1").is_file()
 
