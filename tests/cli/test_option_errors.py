@@ -143,6 +143,8 @@ CALLS_THE_CLI = {
     "cudasplit/_release/nixify/render.py": "a comment of a generated expression whose build "
                                            "runs cudasplit through its setup hook",
     "cudasplit/_release/nixify/toolkit.py": "a generated expression that runs cudasplit toolkit",
+    "cudasplit/_launch.py": "the program's entry point reads the split command line (its "
+                            "table of options that take a value) before the CLI loads",
 }
 
 
