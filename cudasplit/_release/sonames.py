@@ -32,7 +32,8 @@ from cudasplit._model import MemberType
 from cudasplit._source import open_source
 from cudasplit.errors import ElfError
 
-__all__ = ["ElfNames", "PackageLinks", "provider_index", "scan_elf_dir", "scan_elf_source"]
+__all__ = ["ElfNames", "PackageLinks", "elf_names", "provider_index", "scan_elf_dir",
+           "scan_elf_source"]
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -101,6 +102,12 @@ def _read_spooled(path: str, stream: BinaryIO, spool: IO[bytes]) -> ElfNames | N
     shutil.copyfileobj(stream, spool, 1 << 20)
     spool.flush()
     return _facts(path, spool.name)
+
+
+def elf_names(path: str, file: str) -> ElfNames | None:
+    """The names of the ELF file ``file`` (a spooled copy of member ``path``); None when it
+    has no dynamic section or cannot be read (the split reports a damaged one)."""
+    return _facts(path, file)
 
 
 def _facts(path: str, file: str) -> ElfNames | None:
