@@ -730,8 +730,8 @@ def sbom_of(sources: Sequence[str | os.PathLike[str]], *, manifest: str | None =
         Path(source), package=package, strip_components=strip_components,
         licence=licence or DEFAULT_LICENCE, jobs=jobs, sha1=sha1, tally=tally)]
     tally.done()
-    packages = _linked(read)
-    return SbomContent(name or _subject(packages), None, packages)
+    described = _linked(read)
+    return SbomContent(name or _subject(described), None, described)
 
 
 def _subject(packages: Sequence[SbomPackage]) -> str:
