@@ -78,7 +78,7 @@ DEFAULT_LICENCE = "NVIDIA proprietary (see the package's LICENSE file)"
 SUPPLIER = "NVIDIA Corporation"
 SUPPLIER_URL = "https://www.nvidia.com"
 # A split's report of a whole libcublas is a few MB; anything far larger is not one.
-MAX_REPORT_BYTES = 64 << 20
+MAX_REPORT_BYTES = 16 << 20
 MAX_COMPONENT_BYTES = 4096   # nix-support/cuda-component is one short line
 MAX_EPOCH = 253402300799     # SOURCE_DATE_EPOCH up to 9999-12-31
 _VARIANT = re.compile(r"[0-9]{1,3}(?:\.[0-9]{1,3})?")
@@ -459,12 +459,16 @@ def _check_agrees(found: PackageId, artifact: Artifact, version: str, where: str
 # -- a split directory ------------------------------------------------------------------------
 
 def is_split_dir(path: Path) -> bool:
-    """``DIR/<output>/...`` or a batch's ``DIR/<package>/<output>/...``; an unpacked
-    redistributable (``*-archive``, or a directory holding only one) is not one, although
-    its ``bin``, ``include`` and ``lib`` have the names of outputs."""
+    """``DIR/<output>/...`` or a batch's ``DIR/<package>/<output>/...``. An unpacked
+    redistributable is not one, although its ``bin``, ``include`` and ``lib`` have the names
+    of outputs: it is named ``*-archive`` (or holds only such a directory), or it has files
+    at its top (NVIDIA's ``LICENSE``), where a split has only its outputs (and its report)."""
     if parse_top_dir(path.name) is not None:
         return False
-    subdirs = [p for p in path.iterdir() if p.is_dir() and not p.is_symlink()]
+    entries = list(path.iterdir())
+    if any(not p.is_dir() and p.suffix != ".json" for p in entries):
+        return False
+    subdirs = [p for p in entries if p.is_dir() and not p.is_symlink()]
     if len(subdirs) == 1 and parse_top_dir(subdirs[0].name) is not None:
         return False
     if subdirs and all(p.name in OUTPUT_NAMES for p in subdirs):

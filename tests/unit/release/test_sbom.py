@@ -357,7 +357,13 @@ def test_a_renamed_tree_names_an_option_sbom_has(release: dict[str, Path],
     result = CliRunner().invoke(main, ["sbom", str(tree), "--package",
                                        f"cuda_demob-linux-x86_64-{VERSION}"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["components"][0]["version"] == VERSION
+    (component,) = json.loads(result.output)["components"]
+    assert component["version"] == VERSION
+    # Read as the tree it is (NVIDIA's bytes, placed by the split's rules), not as a split
+    # whose bin/, include/ and lib/ would be outputs.
+    assert _props(component)["cudasplit:files"] == ["archive"]
+    lib = next(f for f in component["components"] if f["name"].endswith("libdemob.so.1"))
+    assert _props(lib)["cudasplit:member"] == ["lib/libdemob.so.1"]
 
 
 def test_identity_that_cannot_be_a_ref_is_refused(tmp_path: Path) -> None:
