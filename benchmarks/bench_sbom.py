@@ -16,7 +16,9 @@ cache, medians:
 * ``sbom cdx``: :func:`cudasplit.sbom` (CycloneDX: the check, one read hashing every member
   and reading every ELF member's names, the document written);
 * ``sbom both``: :func:`cudasplit.sbom_documents` (CycloneDX and SPDX from one read, SHA-1
-  besides SHA-256).
+  besides SHA-256);
+* ``read``, ``write cdx``, ``write spdx``: where ``sbom both`` goes (the read, then each
+  writer: ``cyclonedx-python-lib`` and ``spdx-tools`` building and serialising their models).
 
 Prints a markdown table with the ratios to ``floor``. ``--validate`` also times the two
 libraries' validators on the documents once (they are not run by ``cudasplit sbom``).
@@ -39,6 +41,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import cudasplit  # noqa: E402
+from cudasplit._release.sbom import sbom_of  # noqa: E402
+from cudasplit._release.sbomcdx import cyclonedx_json  # noqa: E402
+from cudasplit._release.sbomspdx import spdx_json  # noqa: E402
 from tests.support.releases import release  # noqa: E402
 
 CACHE = ROOT / ".bench-cache" / "sbom"
@@ -87,21 +92,39 @@ def main() -> int:
         "sbom both": lambda: cudasplit.sbom_documents([tarballs], manifest=manifest),
     }
     times: dict[str, list[float]] = {name: [] for name in runs}
+    for name in ("read", "write cdx", "write spdx"):
+        times[name] = []
     for _ in range(args.repeat):
         for name, run in runs.items():
             start = time.perf_counter()
             run()
             times[name].append(time.perf_counter() - start)
+        phases(manifest, tarballs, times)
     med = {name: statistics.median(t) for name, t in times.items()}
     med["floor"] = med["verify"] + med["inspect"]
-    print(f"{len(paths)} tarballs ({args.codec}), {size / 1e6:,.0f} MB, "
+    files = sum(len(p.files) for p in sbom_of([tarballs], manifest=str(manifest)).packages)
+    print(f"{len(paths)} tarballs ({args.codec}), {size / 1e6:,.0f} MB, {files:,} files, "
           f"median of {args.repeat} interleaved rounds\n")
     print("| run | seconds | / floor |\n|---|---:|---:|")
-    for name in ("verify", "inspect", "floor", "sbom cdx", "sbom both"):
+    for name in ("verify", "inspect", "floor", "sbom cdx", "sbom both", "read", "write cdx",
+                 "write spdx"):
         print(f"| {name} | {med[name]:.2f} | {med[name] / med['floor']:.2f} |")
     if args.validate:
         validate(manifest, tarballs)
     return 0
+
+
+def phases(manifest: Path, tarballs: Path, times: dict[str, list[float]]) -> None:
+    """Where ``sbom both`` goes: the read (check, hashes, names), then each writer."""
+    start = time.perf_counter()
+    content = sbom_of([tarballs], manifest=str(manifest), sha1=True)
+    read = time.perf_counter()
+    cyclonedx_json(content)
+    cdx = time.perf_counter()
+    spdx_json(content)
+    times["read"].append(read - start)
+    times["write cdx"].append(cdx - read)
+    times["write spdx"].append(time.perf_counter() - cdx)
 
 
 def validate(manifest: Path, tarballs: Path) -> None:
