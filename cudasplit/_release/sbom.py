@@ -509,7 +509,8 @@ def _read_split(root: Path, package: PackageId | None, licence: str, sha1: bool,
                 tuple(g.as_dict() for g in inside.gpu) if inside else (),
                 tuple({"prefix": n.prefix, "version": n.version, "library": n.library,
                        "symbol": n.symbol} for n in inside.floors) if inside else ()))
-        names += [replace(n, path=f"{output.name}/{n.path}") for n in scan_elf_dir(output)]
+        names += [replace(n, path=f"{output.name}/{n.path}")
+                  for n in scan_elf_dir(output, exports=False)]
     meter.finish()
     return result, tuple(sorted(names))
 
