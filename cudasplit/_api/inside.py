@@ -23,7 +23,7 @@ from cudasplit._elf.read import (
     read_inside,
 )
 from cudasplit._release.pruneplan import FilePlan, PrunePlan, prune_plan
-from cudasplit._release.sbom import DEFAULT_BASE_URL, sbom_of
+from cudasplit._release.sbom import DEFAULT_BASE_URL, sbom_of, source_date
 from cudasplit._release.sbomcdx import cyclonedx_json
 from cudasplit._release.sbomspdx import spdx_json
 from cudasplit._run import Progress, ProgressCallback, resolve_jobs
@@ -198,6 +198,7 @@ def sbom_documents(sources: Sequence[PathLike], *, manifest: PathLike | None = N
                            "<pname>-<platform>-<version>)")
     if base_url is not None and not _URL.fullmatch(base_url):
         raise OptionsError(f"base_url {base_url[:80]!r} is not a URL (https://...)")
+    source_date()   # a bad SOURCE_DATE_EPOCH is an error before the read, not after it
     heard: list[Progress] = []
 
     def hear(update: Progress) -> None:

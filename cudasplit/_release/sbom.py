@@ -19,9 +19,10 @@ This module reads; :mod:`cudasplit._release.sbomcdx` writes the facts as Cyclone
 
 Every package is known by name, version, platform and CUDA variant, each checked against the
 manifest schema's patterns (they become refs, purls and SPDX ids), so one package for two
-platforms is two components with two refs. The dependency edges are the providers of each
-package's ``DT_NEEDED`` and ``dlopen`` names among the packages of the same platform
-(:func:`cudasplit._release.sonames.dependencies`, as ``nixify`` computes ``buildInputs``).
+platforms is two components with two refs. The dependency edges are ``nixify``'s
+``buildInputs`` among the packages of the same platform: the providers of each package's
+``DT_NEEDED`` and ``dlopen`` names (:func:`cudasplit._release.sonames.dependencies`) and the
+packages its package table names (:func:`cudasplit._release.nixify.table_needs`).
 """
 
 from __future__ import annotations
@@ -70,7 +71,8 @@ from cudasplit._split.pipeline import split as _split
 from cudasplit.errors import ManifestError, OptionsError, SourceError
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_LICENCE", "SUPPLIER", "SUPPLIER_URL", "Archive",
-           "SbomContent", "SbomFile", "SbomPackage", "sbom_of", "source_date", "tool_version"]
+           "SbomContent", "SbomFile", "SbomPackage", "is_split_dir", "read_report_identity",
+           "sbom_of", "source_date", "split_identity", "tool_version"]
 
 log = logging.getLogger("cudasplit")
 
