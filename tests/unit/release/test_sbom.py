@@ -275,6 +275,15 @@ def test_option_errors_exit_2(release: dict[str, Path], args: list[str]) -> None
     assert "Traceback" not in result.output
 
 
+def test_an_output_inside_an_input_is_refused(release: dict[str, Path]) -> None:
+    for out in (release["tarballs"] / "sbom.cdx.json", release["manifest"]):
+        result = CliRunner().invoke(main, ["sbom", "--manifest", str(release["manifest"]),
+                                           str(release["tarballs"]), "-o", str(out)])
+        assert result.exit_code == 2 and "is or is inside the input" in result.output
+    assert not (release["tarballs"] / "sbom.cdx.json").exists()
+    assert json.loads(release["manifest"].read_text())["release_label"] == "13.0.2"
+
+
 def test_api_misuse_raises_cudasplit_errors(release: dict[str, Path]) -> None:
     tarball = next(release["tarballs"].glob("cuda_demob-linux-x86_64*"))
     with pytest.raises(OptionsError, match="at least one"):
