@@ -102,13 +102,17 @@ def spdx_json(content: SbomContent) -> str:
                                        spdx_id("Package", other),
                                        comment=", ".join(package.resolves.get(other, ())))
                           for other in package.depends]
-    licences = sorted({(p.licence, p.licence_url) for p in content.packages},
-                      key=lambda pair: (pair[0], pair[1] or ""))
+    # One definition per licence name (its id is made from the name), with the URL of
+    # every package's copy of it.
+    urls: dict[str, set[str]] = {}
+    for package in content.packages:
+        urls.setdefault(package.licence, set()).update(
+            [package.licence_url] if package.licence_url else [])
     extracted = [ExtractedLicensingInfo(
         license_id=licence_ref(name), license_name=name,
         extracted_text=(f"NVIDIA's licence {name!r}: the LICENSE file of each package "
-                        "that names it" + (f", also at {url}" if url else "")),
-        cross_references=[url] if url else []) for name, url in licences]
+                        "that names it" + (" (see also)" if urls[name] else "")),
+        cross_references=sorted(urls[name])) for name in sorted(urls)]
     document = Document(info, packages=packages, files=files, relationships=relationships,
                         extracted_licensing_info=extracted)
     data = DocumentConverter().convert(document)

@@ -168,7 +168,10 @@ def test_a_release_in_both_formats_valid_checked_and_linked(release: dict[str, P
     depends = [(packages[r.spdx_element_id].name, packages[r.related_spdx_element_id].name)
                for r in spdx.relationships if r.relationship_type is RelationshipType.DEPENDS_ON]
     assert sorted(depends) == [("cuda_demoa", "cuda_demob")] * 2
+    (licence,) = spdx.extracted_licensing_info   # one licence, defined once
+    assert licence.license_name == "CUDA Toolkit" and len(licence.cross_references) == 2
     for package in spdx.packages:
+        assert str(package.license_concluded) == licence.license_id
         assert package.supplier.name == "NVIDIA Corporation"
         assert package.download_location.startswith("https://")
         assert package.external_references[0].locator.startswith("pkg:generic/nvidia/")
