@@ -80,7 +80,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "ClosureReport", "ClosureWarning", "OutputSize", "Reference", "measure_outputs"),
     "cudasplit._api.inside": (
         "ExportedSymbol", "FilePlan", "GpuCode", "Inside", "PrunePlan", "VersionNeed",
-        "exported_symbols", "gpu_prune_plan", "inside_of", "sbom"),
+        "exported_symbols", "gpu_prune_plan", "inside_of", "sbom", "sbom_documents"),
     "cudasplit._globs": ("Glob",),
     "cudasplit._release.ldd": ("Resolution",),
 }
@@ -119,6 +119,7 @@ if TYPE_CHECKING:
         gpu_prune_plan,
         inside_of,
         sbom,
+        sbom_documents,
     )
     from cudasplit._api.options import package_id, platform_name, runpath_policy
     from cudasplit._api.release import (
@@ -392,6 +393,7 @@ __all__ = [
     "ruleset_toml",
     "runpath_policy",
     "sbom",
+    "sbom_documents",
     "select_artifacts",
     "split",
     "split_many",

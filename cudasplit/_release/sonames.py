@@ -32,7 +32,8 @@ from cudasplit._model import MemberType
 from cudasplit._source import open_source
 from cudasplit.errors import ElfError
 
-__all__ = ["ElfNames", "PackageLinks", "provider_index", "scan_elf_dir", "scan_elf_source"]
+__all__ = ["ElfNames", "PackageLinks", "elf_names", "provider_index", "scan_elf_dir",
+           "scan_elf_source"]
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -107,7 +108,14 @@ def _read_spooled(path: str, stream: BinaryIO, spool: IO[bytes]) -> ElfNames | N
     return _facts(path, spool.name)
 
 
-def _facts(path: str, file: str) -> ElfNames | None:
+def elf_names(path: str, file: str) -> ElfNames | None:
+    """The SONAME, ``DT_NEEDED`` and ``dlopen`` names of the ELF file ``file`` (a spooled
+    copy of member ``path``), without its exports (the SBOM's edges need none); None when it
+    has no dynamic section or cannot be read (the split reports a damaged one)."""
+    return _facts(path, file, exports=False)
+
+
+def _facts(path: str, file: str, *, exports: bool = True) -> ElfNames | None:
     try:
         info = read_elf_info(file)
     except ElfError:
@@ -115,7 +123,8 @@ def _facts(path: str, file: str) -> ElfNames | None:
         return None
     if info is None or not info.has_dynamic:
         return None
-    return ElfNames(path, info.soname, info.needed, _dlopen_names(file, info), _exports(file))
+    return ElfNames(path, info.soname, info.needed, _dlopen_names(file, info),
+                    _exports(file) if exports else ())
 
 
 def _exports(file: str) -> tuple[str, ...]:
@@ -157,14 +166,16 @@ def _dlopen_names(file: str, info: ElfInfo) -> tuple[str, ...]:
         return ()  # headers that lie: no dlopen facts, the DT_NEEDED ones stand
 
 
-def scan_elf_dir(root: str | os.PathLike[str]) -> tuple[ElfNames, ...]:
-    """Every ELF file under ``root`` (an output of a split directory), symlinks not followed."""
+def scan_elf_dir(root: str | os.PathLike[str], *, exports: bool = True
+                 ) -> tuple[ElfNames, ...]:
+    """Every ELF file under ``root`` (an output of a split directory), symlinks not followed;
+    ``exports``: also each file's exported symbols."""
     facts = []
     for rel, full in _files(Path(root)):
         with open(full, "rb") as fh:
             if fh.read(4) != ELF_MAGIC:
                 continue
-        found = _facts(rel, str(full))
+        found = _facts(rel, str(full), exports=exports)
         if found is not None:
             facts.append(found)
     return tuple(sorted(facts))

@@ -10,6 +10,7 @@ no status line there at all.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import shutil
@@ -46,6 +47,8 @@ class ProgressLine:
         self._starts: dict[str, float] = {}
         self._lock = threading.Lock()
         self._width = 0
+        self._heard: Progress | None = None   # the last update and when: for beat()
+        self._heard_at = 0.0
 
     @classmethod
     def for_terminal(cls, quiet: bool, env: Mapping[str, str] | None = None,
@@ -58,6 +61,18 @@ class ProgressLine:
 
     def __call__(self, progress: Progress) -> None:
         now = time.monotonic()
+        self._heard, self._heard_at = progress, now
+        self._draw(progress, now)
+
+    def beat(self) -> None:
+        """Draw the last update again with the seconds since it came: a phase that calls
+        nothing for a while (writing a document) still moves the line."""
+        heard, now = self._heard, time.monotonic()
+        if heard is not None:
+            waited = f"{heard.current} ({now - self._heard_at:.0f} s)".lstrip()
+            self._draw(dataclasses.replace(heard, current=waited, done=False), now)
+
+    def _draw(self, progress: Progress, now: float) -> None:
         if not progress.done and now - self._last < self.MIN_INTERVAL:
             return
         self._last = now
@@ -98,6 +113,29 @@ def status_line(unit: str = "member", quiet: bool = False) -> Iterator[ProgressL
     finally:
         if line is not None:
             line.clear()
+
+
+@contextlib.contextmanager
+def beating(line: ProgressLine | None, every: float = 0.5) -> Iterator[None]:
+    """While the block runs, redraw ``line`` every ``every`` seconds (:meth:`ProgressLine.beat`)
+    from a thread of its own: a command whose library calls stay silent for seconds (``sbom``
+    writing its documents) still moves at least once a second."""
+    if line is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def run() -> None:
+        while not stop.wait(every):
+            line.beat()
+
+    thread = threading.Thread(target=run, name="cudasplit-status", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def wants_status_line(env: Mapping[str, str] | None = None) -> bool:

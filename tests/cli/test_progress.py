@@ -10,6 +10,7 @@ import pty
 import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -226,6 +227,8 @@ def _commands(w: dict[str, Path]) -> dict[str, list[str]]:
         "nixify": ["nixify", str(w["manifest"]), "--tarballs", str(w["tarballs"]),
                    "-o", str(w["root"] / "nix")],
         "gpu-plan": ["gpu-plan", str(w["archive"]), "--gpu-archs", "8.0"],
+        "sbom": ["sbom", "--manifest", str(w["manifest"]), str(w["tarballs"]),
+                 "-o", str(w["root"] / "sbom.cdx.json")],
     }
 
 
@@ -251,7 +254,7 @@ def _stderr_on_a_pty(args: list[str]) -> tuple[int, bytes]:
 
 
 COMMANDS = ["split", "inspect", "explain", "repack", "closure", "verify", "features", "nixify",
-            "diff", "gpu-plan"]
+            "diff", "gpu-plan", "sbom"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -268,3 +271,19 @@ def test_status_line_on_a_terminal_only(command: str, workspace: dict[str, Path]
                             env={**_env(), "NIX_BUILD_TOP": "/build"}, capture_output=True,
                             timeout=60)
     assert b"MB/s" not in in_nix.stderr
+
+
+def test_a_silent_phase_still_moves_the_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """``sbom`` writes its documents in library calls that report nothing for seconds: the
+    line is drawn again on a clock meanwhile, with the seconds since the last update."""
+    from cudasplit.cli._terminal import ProgressLine, beating
+
+    line = ProgressLine("package")
+    line(Progress("redistrib.json", 3, 50_000_000, "writing cyclonedx"))
+    with beating(line, every=0.05):
+        time.sleep(0.5)
+    drawn = capsys.readouterr().err.split("\r")
+    beats = [d for d in drawn if "writing cyclonedx (" in d]
+    assert len(beats) >= 3, drawn
+    assert all("3 packages, 50 MB" in d for d in beats)
+    line.clear()

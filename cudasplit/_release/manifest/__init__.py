@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from cudasplit._release.manifest.parse import (
     MAX_MANIFEST_BYTES,
+    PLATFORM_WORD,
     PNAME,
+    VERSION_WORD,
     Artifact,
     Manifest,
     Package,
@@ -34,13 +36,21 @@ from cudasplit._release.manifest.select import (
     resolve_platforms,
     select_artifacts,
 )
-from cudasplit._release.manifest.verify import VerifyReport, VerifyResult, VerifyStatus, verify
+from cudasplit._release.manifest.verify import (
+    VerifyReport,
+    VerifyResult,
+    VerifyStatus,
+    sha256_file,
+    verify,
+)
 
 __all__ = [
     "JETSON_CAPABILITIES",
     "JETSON_SBSA_THRESHOLD",
     "MAX_MANIFEST_BYTES",
+    "PLATFORM_WORD",
     "PNAME",
+    "VERSION_WORD",
     "Artifact",
     "Manifest",
     "Package",
@@ -54,5 +64,6 @@ __all__ = [
     "resolve_platform_word",
     "resolve_platforms",
     "select_artifacts",
+    "sha256_file",
     "verify",
 ]

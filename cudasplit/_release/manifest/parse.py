@@ -20,8 +20,8 @@ from typing import Any
 from cudasplit._argcheck import checked
 from cudasplit.errors import ManifestError, NotFoundError
 
-__all__ = ["PNAME", "VARIANT_KEY", "Artifact", "Manifest", "Package", "load_manifest",
-           "parse_manifest"]
+__all__ = ["PLATFORM_WORD", "PNAME", "VARIANT_KEY", "VERSION_WORD", "Artifact", "Manifest",
+           "Package", "load_manifest", "parse_manifest"]
 
 # Package keys that are not platforms; anything else holding an object is a platform.
 _META_KEYS = frozenset({"name", "license", "license_path", "version", "cuda_variant"})
@@ -35,8 +35,8 @@ VARIANT_KEY = re.compile(r"^cuda([0-9]+(?:\.[0-9]+)?)$")
 # Versions compare by their dotted numbers. Free text (names, licenses) may hold anything
 # printable. A size fits 63 bits.
 PNAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,127}")
-_PLATFORM = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
-_VERSION = re.compile(r"[0-9][0-9A-Za-z._+-]{0,63}")
+PLATFORM_WORD = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+VERSION_WORD = re.compile(r"[0-9][0-9A-Za-z._+-]{0,63}")
 _PRODUCT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
 _VARIANT = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _SHA256 = re.compile(r"[0-9a-fA-F]{64}")
@@ -185,7 +185,7 @@ def parse_manifest(data: Any, *, source: str = "<manifest>") -> Manifest:
     if not isinstance(data, dict):
         raise ManifestError(f"{source}: the top level must be a JSON object")
     meta = {"release_date": _text(data, "release_date", source),
-            "release_label": _word(data, "release_label", source, _VERSION, "a version"),
+            "release_label": _word(data, "release_label", source, VERSION_WORD, "a version"),
             "release_product": _word(data, "release_product", source, _PRODUCT,
                                      "a name of letters, digits, '_' and '-'")}
     packages = tuple(
@@ -245,7 +245,7 @@ def _parse_package(pname: str, value: Any, source: str) -> Package:
     where = f"{source}: package {pname!r}"
     if not isinstance(value, dict):
         raise ManifestError(f"{where}: must be a JSON object")
-    version = _word(value, "version", where, _VERSION, "a version such as '12.9.79'",
+    version = _word(value, "version", where, VERSION_WORD, "a version such as '12.9.79'",
                     required=True)
     assert version is not None
     variants = value.get("cuda_variant", [])
@@ -260,7 +260,7 @@ def _parse_package(pname: str, value: Any, source: str) -> Package:
     for key, entry in value.items():
         if key in _META_KEYS:
             continue
-        if not _PLATFORM.fullmatch(key):
+        if not PLATFORM_WORD.fullmatch(key):
             raise ManifestError(f"{where}: platform {_shown(key)} is not a platform name "
                                 "(such as 'linux-x86_64')")
         if not isinstance(entry, dict):
