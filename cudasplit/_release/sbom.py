@@ -188,7 +188,7 @@ class SbomContent:
 def _checked_identity(ident: PackageId, where: str) -> tuple[str, str, str, str | None]:
     """(name, version, platform, variant), each of the manifest schema's shape: they become
     refs, purls and SPDX ids. A missing or odd one is an error that says how to name it."""
-    how = "name the package with --package <pname>-<platform>-<version>"
+    how = "name the package (package <pname>-<platform>-<version>)"
     if not ident.version or not ident.platform:
         missing = " and ".join(w for w, v in (("version", ident.version),
                                                 ("platform", ident.platform)) if not v)
@@ -535,8 +535,8 @@ def split_identity(root: Path, package: PackageId | None
         return component, {}
     raise SourceError("cannot tell which package this split directory holds (no report of "
                       "the split beside or in its outputs, no nix-support/cuda-component, "
-                      "not named <pname>-<platform>-<version>); name it with --package "
-                      "<pname>-<platform>-<version>", source=str(root))
+                      "not named <pname>-<platform>-<version>); name it (package "
+                      "<pname>-<platform>-<version>)", source=str(root))
 
 
 def _from_report(root: Path) -> tuple[PackageId, dict[tuple[str, str], str]] | None:
@@ -552,7 +552,7 @@ def _from_report(root: Path) -> tuple[PackageId, dict[tuple[str, str], str]] | N
     if len(idents) > 1:
         raise SourceError(f"reports of different packages: {found[0][2].name} and "
                           f"{next(f[2].name for f in found if f[0] != found[0][0])}; name it "
-                          "with --package <pname>-<platform>-<version>", source=str(root))
+                          "(package <pname>-<platform>-<version>)", source=str(root))
     return (found[0][0], found[0][1]) if found else None
 
 
