@@ -20,7 +20,7 @@ from collections.abc import Callable
 __all__ = ["MAX_PROBLEMS", "STOP_EVERY", "Problems", "Stop", "Stopped", "checkpoint",
            "hand_back"]
 
-MAX_PROBLEMS = 16        # problem lines kept per file; the rest are counted
+MAX_PROBLEMS = 8         # problem lines kept per file; the rest are counted
 STOP_EVERY = 1024        # loop steps between two calls of ``stop()``
 
 Stop = Callable[[], bool]
