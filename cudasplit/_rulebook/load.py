@@ -14,7 +14,6 @@ classification, so rules match the normalised path. Every decision names the rul
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from importlib import resources
@@ -48,6 +47,7 @@ from cudasplit._rulebook.ruleset import (
     RuleRef,
     RuleSet,
 )
+from cudasplit._rulebook.tomlread import read_toml
 from cudasplit.errors import RulesError
 
 __all__ = [
@@ -148,16 +148,9 @@ def _edits_from(base: Path, sources: Iterable[TextEditsFrom]) -> Iterable[TextEd
 
 
 def read_rule_file(path: Path) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except OSError as exc:
-        raise RulesError(f"{path}: cannot read rule file ({exc.strerror})") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise RulesError(f"{path}: invalid TOML ({exc})") from exc
-    except UnicodeDecodeError as exc:  # tomllib decodes before parsing
-        raise RulesError(f"{path}: not UTF-8 (byte {exc.object[exc.start]:#04x} at offset "
-                         f"{exc.start}); TOML files must be UTF-8") from exc
+    """The TOML of one rule file, read within the bounds of
+    :mod:`cudasplit._rulebook.tomlread` (:class:`RulesError` naming the file)."""
+    return read_toml(path)
 
 
 def build_ruleset(documents: Iterable[tuple[str, Mapping[str, Any]]],

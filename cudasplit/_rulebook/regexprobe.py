@@ -144,18 +144,18 @@ def structure_hazard(pattern: str) -> str | None:
 def _engine(part: str) -> Any:
     """``re._parser``, ``re._compiler`` or ``re._constants``: the engine's own parser, so what
     it runs is what is checked (private modules, stable since Python 3.11)."""
-    return importlib.import_module(f"re.{part}")
+    return importlib.import_module(f"re._{part}")
 
 
 def _parse(pattern: str) -> Any:
-    return _engine("_parser").parse(pattern)
+    return _engine("parser").parse(pattern)
 
 
 class _Structure:
     """The nested-quantifier rule over one parsed pattern (sets of sample characters)."""
 
     def __init__(self, state: Any) -> None:
-        c = _engine("_constants")
+        c = _engine("constants")
         self.c, self.state = c, state
         self.repeats = (c.MAX_REPEAT, c.MIN_REPEAT)
         self.sets: dict[int, frozenset[str]] = {}   # by the node's text
@@ -234,7 +234,7 @@ class _Structure:
         return bool(self._width([item])[0] >= 1)
 
     def _width(self, items: list[Any]) -> tuple[int, int]:
-        low, high = _engine("_parser").SubPattern(self.state, list(items)).getwidth()
+        low, high = _engine("parser").SubPattern(self.state, list(items)).getwidth()
         return int(low), int(high)
 
     def _chars(self, items: list[Any]) -> frozenset[str]:
@@ -262,7 +262,7 @@ class _Structure:
         key = hash((str(op), repr(av)))
         known = self.sets.get(key)
         if known is None:
-            node = _engine("_compiler").compile(_engine("_parser").SubPattern(self.state,
+            node = _engine("compiler").compile(_engine("parser").SubPattern(self.state,
                                                                               [(op, av)]))
             known = self.sets[key] = frozenset(ch for ch in _ALPHABET if node.fullmatch(ch))
         return known
