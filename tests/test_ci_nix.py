@@ -119,7 +119,7 @@ def test_a_killed_debootstrap_is_retried_and_leaves_nothing_mounted(
         world: dict[str, str], tmp_path: Path) -> None:
     (Path(world["STATE"]) / "mode").write_text("kill-first")
     done = _run(world)
-    out, err = done.communicate(timeout=120)
+    _out, err = done.communicate(timeout=120)
     assert done.returncode == 0, err
     assert "trying once more" in err
     cache = Path(world["CUDASPLIT_NIX_CACHE"])
