@@ -21,7 +21,7 @@ from cudasplit._elf.read import (
 from cudasplit._release.pruneplan import FilePlan, PrunePlan, prune_plan
 from cudasplit._release.sbom import sbom_json, sbom_of
 from cudasplit._run import resolve_jobs
-from cudasplit.errors import ElfError, OptionsTypeError
+from cudasplit.errors import ElfError, OptionsError, OptionsTypeError
 
 PathLike = str | os.PathLike[str]
 
@@ -115,12 +115,15 @@ def sbom(sources: Sequence[PathLike], *, manifest: PathLike | None = None,
         The JSON text, validated against the CycloneDX 1.6 schema.
 
     Raises:
+        OptionsError: ``sources`` is empty.
         SourceError: a source or tarball cannot be read.
         ManifestError: the manifest cannot be read.
         CudasplitError: ``cyclonedx-python-lib`` is not installed.
     """
     if isinstance(sources, (str, os.PathLike)):
         raise OptionsTypeError("sources must be a list of paths, not one path")
+    if not sources:
+        raise OptionsError("sources must name at least one tarball, tree or split directory")
     packages = sbom_of(list(sources), manifest=None if manifest is None else os.fspath(manifest),
                        platform=platform, licence=licence, jobs=resolve_jobs(jobs))
     label = name or os.path.basename(os.fspath(manifest if manifest is not None

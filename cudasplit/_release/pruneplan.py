@@ -37,11 +37,11 @@ from cudasplit._elf.read import AR_MAGIC, FatbinEntry, arch_key, fatbin_entries
 from cudasplit._model import MemberType
 from cudasplit._report import plural
 from cudasplit._source import open_source
-from cudasplit.errors import OptionsError
+from cudasplit.errors import OptionsError, SourceError
 
 __all__ = ["FilePlan", "PrunePlan", "parse_capabilities", "prune_plan", "runs_on"]
 
-_CAPABILITY = re.compile(r"^(?:sm_|compute_)?(\d+)(?:\.(\d+))?[af]?$")
+_CAPABILITY = re.compile(r"^(?:sm_|compute_)?([0-9]{1,4})(?:\.([0-9]{1,4}))?[af]?$")
 
 
 def parse_capabilities(text: str | Sequence[str]) -> tuple[tuple[int, int], ...]:
@@ -235,7 +235,11 @@ def prune_plan(source: str | os.PathLike[str], gpu_archs: str | Sequence[str], *
     targets = parse_capabilities(gpu_archs)
     plan = PrunePlan(str(source), tuple(f"{a}.{b}" for a, b in targets))
     root = Path(source)
-    files = _tree(root) if root.is_dir() else _file(root) if _readable(root) else None
+    try:
+        files = _tree(root) if root.is_dir() else _file(root) if _readable(root) else None
+    except OSError as exc:
+        raise SourceError(f"cannot read ({exc.strerror or exc})",
+                          source=exc.filename or str(root)) from exc
     if files is None:
         _stream(root, targets, plan, jobs)
         return plan
@@ -263,7 +267,7 @@ def _tree(root: Path) -> list[tuple[str, Path]]:
         dirs.sort()
         for name in sorted(names):
             full = Path(dirpath) / name
-            if full.is_file() and not full.is_symlink() and _readable(full):
+            if not full.is_symlink() and full.is_file() and _readable(full):
                 found.append((str(full.relative_to(root)), full))
     return found
 

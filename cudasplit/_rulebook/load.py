@@ -14,6 +14,7 @@ classification, so rules match the normalised path. Every decision names the rul
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from importlib import resources
@@ -62,6 +63,8 @@ __all__ = [
     "load_ruleset",
     "read_rule_file",
 ]
+
+_PACKAGE_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}")
 
 RULE_KEYS = frozenset(
     {"name", "match", "kind", "output", "action", "patch", "keep_runpath", "runpath_append",
@@ -115,9 +118,12 @@ def load_ruleset(
         RulesError: a file cannot be read, is not TOML, or breaks a rule (the message
             names ``file:rule``); an unknown profile, or a platform the profile lacks.
     """
-    base = profile_dir(rules_dir or default_rules_dir(), profile)
+    base = profile_dir(Path(rules_dir) if rules_dir is not None else default_rules_dir(),
+                       profile)
     files: list[Path] = [Path(f) for f in extra_files]
-    if package_name:
+    # A package's file is looked up by a name that can be a file name (a top directory's
+    # pname always is): "../x" or a 5,000-byte word has none, and is never a path.
+    if package_name and _PACKAGE_FILE.fullmatch(package_name):
         pkg_file = base / "packages" / f"{package_name}.toml"
         if pkg_file.is_file():
             files.append(pkg_file)
