@@ -9,7 +9,9 @@ overlap or length) and that a reader of the old kind turned into minutes or giga
 * :func:`glibc_digits` — a version need ``GLIBC_`` followed by thousands of digits;
 * :func:`damaged_archive` — an archive of N objects whose ELF headers are all damaged;
 * :func:`loader_strings` — a loadable file whose interpreter, dynamic array and dynamic
-  strings are long, unterminated or shared by every entry.
+  strings are long, unterminated or shared by every entry;
+* :func:`notes`, :func:`version_chain` — loadable files with many notes, or a long (or
+  cyclic) version need chain (:func:`loadable` writes them).
 
 :func:`elf_file` is the general writer behind them: an ELF64 little-endian x86-64 file with the
 given sections (a section may reuse another's bytes: ``same_as``) and, optionally, program
@@ -19,6 +21,7 @@ headers over the whole file.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tests.support.fatbins import Entry, container
@@ -190,3 +193,61 @@ def loader_strings(*, interp: int = 0, dynamic: int = 0, needed: int = 0,
     header = struct.pack("<4sBBBBB7sHHIQQQIHHHHHH", b"\x7fELF", 2, 1, 1, 0, 0, b"\0" * 7,
                          ET_DYN, 62, 1, 0, 64, 0, 0, 64, 56, phnum, 64, 0, 0)
     return header + phdrs + body
+
+
+def loadable(parts: dict[str, bytes], dynamic: Callable[[dict[str, int]], list[tuple[int, int]]],
+             *, dynamic_slots: int = 64, note: str | None = None) -> bytes:
+    """A loadable ELF64 (one PT_LOAD mapping the file at address 0, so an address is its file
+    offset): a dynamic array of ``dynamic_slots`` entries (``dynamic(offsets)`` fills them,
+    the rest DT_NULL), then ``parts`` (8-aligned; ``offsets`` maps each name to where it
+    lies); ``note`` names the part a PT_NOTE covers."""
+    phnum = 3 if note else 2
+    first = 64 + 56 * phnum
+    dyn_size = 16 * dynamic_slots
+    offsets: dict[str, int] = {}
+    body = bytearray()
+    at = first + dyn_size
+    for name, data in parts.items():
+        pad = -at % 8
+        body += b"\0" * pad
+        at += pad
+        offsets[name] = at
+        body += data
+        at += len(data)
+    entries = dynamic(offsets)[:dynamic_slots - 1]
+    dyn = b"".join(struct.pack("<qQ", t, v) for t, v in entries)
+    dyn += b"\0" * (dyn_size - len(dyn))
+    end = first + dyn_size + len(body)
+    phdrs = _phdr(1, 0, end) + _phdr(2, first, dyn_size)
+    if note:
+        phdrs += _phdr(4, offsets[note], len(parts[note]))
+    header = struct.pack("<4sBBBBB7sHHIQQQIHHHHHH", b"\x7fELF", 2, 1, 1, 0, 0, b"\0" * 7,
+                         ET_DYN, 62, 1, 0, 64, 0, 0, 64, 56, phnum, 64, 0, 0)
+    return header + phdrs + dyn + bytes(body)
+
+
+def notes(count: int, *, namesz: int = 0, descsz: int = 0) -> bytes:
+    """A loadable file whose PT_NOTE holds ``count`` notes that are not a build-id, each
+    claiming ``namesz`` and ``descsz`` (they may claim more than there is)."""
+    one = struct.pack("<III", namesz, descsz, 1) + b"\0" * 4
+    strings = b"\0libc.so.6\0"
+    return loadable({"strings": strings, "notes": one * count},
+                    lambda at: [(5, at["strings"]), (10, len(strings))], note="notes")
+
+
+def version_chain(records: int, *, aux: int = 1, back: bool = False) -> bytes:
+    """A loadable file whose DT_VERNEED chain holds ``records`` records of ``aux`` aux records
+    each (the count says so), all naming one library; ``back``: the last record's next
+    offset wraps to the first (a cycle, in 32 bits)."""
+    strings = b"\0libc.so.6\0GLIBC_2.17\0"
+    chain = bytearray()
+    size = 16 + 16 * aux
+    for i in range(records):
+        last = i == records - 1
+        nxt = ((-(size * i)) % (1 << 32)) if (last and back) else (0 if last else size)
+        chain += struct.pack("<HHIII", 1, aux, 1, 16, nxt)
+        for j in range(aux):
+            chain += struct.pack("<IHHII", 0, 0, 2 + j, 11, 0 if j == aux - 1 else 16)
+    return loadable({"strings": strings, "chain": bytes(chain)},
+                    lambda at: [(5, at["strings"]), (10, len(strings)),
+                                (0x6FFFFFFE, at["chain"]), (0x6FFFFFFF, records)])
