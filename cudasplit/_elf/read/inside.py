@@ -150,7 +150,8 @@ def _region_entries(region: Region, problems: list[str], stop: Stop | None,
             if table.problem:
                 # ``libx_static.a(o1.o)``: the archive named by its file name, which stays in
                 # the message when a caller drops the directory it was read from.
-                problems.append(f"{os.path.basename(member.name)}: {table.problem}")
+                short = os.path.basename(region.name) + member.name[len(region.name):]
+                problems.append(f"{short}: {table.problem}")
             for entry in _elf_entries(member, table, problems, stop):
                 yield member.name, entry
 
