@@ -24,7 +24,6 @@ from tests.support.builders import (
     write_tarball,
 )
 
-
 # Property tests have no wall-clock deadline: a loaded machine (a CPU hog on every core, or
 # five test runs on two) made an example take 364 ms against Hypothesis' default 200 ms, and
 # the suite failed for the load, not for the code. Loaded here, before any test module builds

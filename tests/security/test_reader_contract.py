@@ -34,16 +34,18 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cudasplit._elf.read import (
+    MAX_PROBLEMS,
     PT_NOTE,
+    Region,
+    Stopped,
     dyn_names,
     has_build_id,
     open_raw,
     read_elf_info,
     read_exports,
     read_inside,
+    read_sections,
 )
-from cudasplit._elf.read.bounds import MAX_PROBLEMS, Stopped
-from cudasplit._elf.read.sections import read_sections
 from cudasplit.errors import CudasplitError, ElfError, ManifestError, RulesError
 from tests.support import hostile_elf as h
 from tests.support.budget import Spent, spend
@@ -163,7 +165,7 @@ def tar_streams(draw: st.DrawFn) -> bytes:
 @example(_tar_block(b"././@PaxHeader", b"x", 1 << 20) + b"\0" * 512)   # a cap, not a read
 @example(b"".join(_tar_block(b"top/x", b"0", 0) for _ in range(3000)) + b"\0" * 1024)
 def test_tar_headers(data: bytes) -> None:
-    from cudasplit._source.tarheaders import TarFormatError, TarReader
+    from cudasplit._source import TarFormatError, TarReader
 
     charged = [0]
 
@@ -233,8 +235,6 @@ def section_tables(draw: st.DrawFn) -> bytes:
 @example(h.elf_file([h.Sec(".nv_fatbin", b"\0" * 4096)]
                     + [h.Sec(".nv_fatbin", same_as=".nv_fatbin")] * 3000))
 def test_sections(data: bytes) -> None:
-    from cudasplit._elf.read.sections import Region
-
     def walk(path: str) -> int:
         with open(path, "rb") as fh:
             region = Region(fh.fileno(), 0, len(data), path)
