@@ -302,7 +302,9 @@ def test_setup_hook_reads_build_cores_as_digits_only(tmp_path: Path, cores: str,
                                                      jobs: list[str]) -> None:
     """``[[ "$NIX_BUILD_CORES" -gt 0 ]]`` evaluated the value as arithmetic: ``a[$(cmd)]``
     ran cmd. Nix sets the variable; this is hardening."""
-    script = (f"set -euo pipefail\nrunHook() {{ :; }}\ncudasplitCommand='printf %s\\n'\n"
+    # set -e without -u, as a builder may run it: under -u bash stops at the unbound name
+    # "a" before it expands the subscript, and the old hook's hole did not show.
+    script = (f"set -e -o pipefail\nrunHook() {{ :; }}\ncudasplitCommand='printf %s\\n'\n"
               f"source {HOOK}\ncudasplitInstallPhase\n")
     done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True,
                           cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "src": "/src.tar.xz",
