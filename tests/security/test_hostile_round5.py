@@ -342,3 +342,13 @@ def test_a_rule_file_of_one_long_dotted_key(tmp_path: Path) -> None:
     ran = _cli("rules", "check", str(rules))
     _bounded(ran, exit_codes=(2,))
     assert "more than 128 dots" in ran.stderr
+
+
+def test_a_rule_file_gate_of_5000_digits(tmp_path: Path) -> None:
+    """A dlopen gate ``since = "111..."`` (5,000 digits): int() raised from ``rules check``."""
+    rules = tmp_path / "gate.toml"
+    rules.write_text('[package]\ndlopen = [{ package = "cuda_nvrtc", since = "'
+                     + "1" * 5000 + '" }]\n')
+    ran = _cli("rules", "check", str(rules))
+    _bounded(ran, exit_codes=(2,))
+    assert "must be versions" in ran.stderr

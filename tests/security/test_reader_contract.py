@@ -428,6 +428,7 @@ def rule_texts(draw: st.DrawFn) -> str:
 @given(rule_texts())
 @example("a" + ".a" * 100_000 + " = 1\n")          # the OOM killer before
 @example("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
+@example('[package]\ndlopen = [{ package = "x", since = "' + "1" * 5000 + '" }]\n')
 def test_rule_files(text: str) -> None:
     import cudasplit
 
