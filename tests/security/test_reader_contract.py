@@ -20,9 +20,11 @@ unless ``CUDASPLIT_FUZZ_RANDOM`` is set); the whole file takes about 20 s on 2 c
 
 from __future__ import annotations
 
+import atexit
 import io
 import json
 import os
+import shutil
 import struct
 import tempfile
 from collections.abc import Callable, Iterator
@@ -95,6 +97,7 @@ def _file(data: bytes) -> str:
 
 
 _TMP = tempfile.mkdtemp(prefix="cudasplit-contract-")
+atexit.register(shutil.rmtree, _TMP, ignore_errors=True)
 
 
 def _write_tmp(data: bytes, suffix: str) -> str:
@@ -396,7 +399,11 @@ def test_manifests(data: bytes) -> None:
     import cudasplit
 
     # json builds about 28 bytes of objects per byte of "[[],[],...]": the 4 MiB cap bounds it
-    spent = spend(lambda: cudasplit.load_manifest(_write_tmp(data, ".json")), (ManifestError,))
+    path = _write_tmp(data, ".json")
+    try:
+        spent = spend(lambda: cudasplit.load_manifest(path), (ManifestError,))
+    finally:
+        os.unlink(path)
     spent.within(cpu=CPU, memory=8 * MiB + 40 * len(data), what="manifests")
 
 
@@ -433,8 +440,11 @@ def test_rule_files(text: str) -> None:
     import cudasplit
 
     path = _write_tmp(text.encode(), ".toml")
-    spend(lambda: cudasplit.check_rule_file(path), (RulesError,)).within(
-        cpu=CPU, memory=memory_bound(len(text)), what="rule files")
+    try:
+        spent = spend(lambda: cudasplit.check_rule_file(path), (RulesError,))
+    finally:
+        os.unlink(path)
+    spent.within(cpu=CPU, memory=memory_bound(len(text)), what="rule files")
 
 
 # -- the stop check --------------------------------------------------------------------------------
