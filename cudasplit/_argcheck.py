@@ -11,11 +11,14 @@ them, so a signature and its check cannot drift apart.
 
 What an annotation accepts: ``str``, ``bool``, ``int`` (never a ``bool``), ``float`` (an
 ``int`` too); a path (``Path``, ``os.PathLike``, the ``PathLike`` aliases) is a ``str`` or an
-``os.PathLike`` giving one, not empty, without NUL; ``Sequence``/``Collection``/``Iterable``/
-``tuple``/``list`` of X a collection (never a bare ``str`` or ``bytes``) whose items are X;
-``Mapping``/``dict`` a mapping; ``Callable`` anything callable; a class its instances; a
-``Protocol`` (``Sink``, ``Source``) anything with its methods and attributes; ``None`` where
-the annotation allows it. A name the annotation uses that cannot be resolved (an import under
+``os.PathLike`` giving one, not empty, with no component over 255 bytes and at most 4,095
+bytes in all (what the kernel refuses as ``ENAMETOOLONG``); ``Sequence``/``Collection``/
+``Iterable``/``tuple``/``list`` of X a collection (never a bare ``str`` or ``bytes``) whose
+items are X; ``Mapping``/``dict`` a mapping; ``Callable`` anything callable; a class its
+instances; a ``Protocol`` (``Sink``, ``Source``) anything with its methods and attributes;
+``None`` where the annotation allows it. No text anywhere in an argument (a path, a word, an
+item of a list, a key or value of a mapping) may hold a NUL: no name, path or word of this
+API can. A name the annotation uses that cannot be resolved (an import under
 ``TYPE_CHECKING`` only) accepts anything.
 """
 
@@ -126,8 +129,68 @@ def check_value(name: str, value: object, hint: Any) -> None:
         text = os.fspath(value)
         if isinstance(text, str) and not text:
             raise OptionsError(f"{name} must not be empty ('' is not a file or directory)")
-        if isinstance(text, str) and "\0" in text:
-            raise OptionsError(f"{name} must not contain a NUL character: {text!r}")
+    _check_text(name, value, hint)
+
+
+MAX_PATH_BYTES = 4095      # PATH_MAX less its NUL
+MAX_NAME_BYTES = 255       # NAME_MAX: one component
+
+
+def _check_text(name: str, value: object, hint: Any, depth: int = 0) -> None:
+    """OptionsError for a NUL in any text of ``value`` (items, keys and values included) or
+    a path too long for the kernel (``hint`` says whether ``value`` is one)."""
+    if depth > 8:
+        return
+    if isinstance(value, os.PathLike) and not isinstance(value, str):
+        try:
+            value = os.fspath(value)
+        except TypeError:
+            return
+    if isinstance(value, str):
+        if "\0" in value:
+            raise OptionsError(f"{name} must not contain a NUL character: {_shown(value)}")
+        if _may_be_path(hint):
+            _check_path_length(name, value)
+        return
+    if isinstance(value, Mapping):
+        key_hint, item_hint = (*typing.get_args(hint), Any, Any)[:2]
+        for key, item in value.items():
+            _check_text(name, key, key_hint, depth + 1)
+            _check_text(name, item, item_hint, depth + 1)
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        item_hint = _item_hint(hint)
+        for index, item in enumerate(value):
+            _check_text(f"{name}[{index}]", item, item_hint, depth + 1)
+
+
+def _may_be_path(hint: Any) -> bool:
+    """A path, or a union one of whose members is (``PathLike | Source``)."""
+    if _is_path_hint(hint):
+        return True
+    return typing.get_origin(hint) in (typing.Union, types.UnionType) and any(
+        _is_path_hint(a) or a is os.PathLike or typing.get_origin(a) is os.PathLike
+        for a in typing.get_args(hint))
+
+
+def _item_hint(hint: Any) -> Any:
+    """What the items of a collection annotated ``hint`` are (``Any`` when not said)."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        inner = [_item_hint(a) for a in typing.get_args(hint) if a is not type(None)]
+        paths = [a for a in inner if _may_be_path(a)]
+        return paths[0] if paths else Any
+    args = [a for a in typing.get_args(hint) if a is not Ellipsis]
+    return args[0] if len(args) == 1 else Any
+
+
+def _check_path_length(name: str, text: str) -> None:
+    raw = os.fsencode(text)
+    if len(raw) > MAX_PATH_BYTES:
+        raise OptionsError(f"{name} is {len(raw)} bytes long, more than a path may be "
+                           f"({MAX_PATH_BYTES})")
+    longest = max(raw.split(b"/"), key=len)
+    if len(longest) > MAX_NAME_BYTES:
+        raise OptionsError(f"{name} has a component of {len(longest)} bytes, more than a file "
+                           f"name may be ({MAX_NAME_BYTES}): {_shown(text)}")
 
 
 def _shown(value: object) -> str:

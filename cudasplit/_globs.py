@@ -70,7 +70,10 @@ def compile_glob(pattern: str) -> Glob:
         raise GlobError(f"invalid glob {pattern!r}: empty path component")
     if not anchored and parts != ["**"]:
         parts = ["**", *parts]  # the last component at any depth
-    return Glob(pattern, re.compile(_translate_components(parts, pattern), re.DOTALL))
+    try:
+        return Glob(pattern, re.compile(_translate_components(parts, pattern), re.DOTALL))
+    except re.error as exc:  # a class the checks below let through; never a bare re.error
+        raise GlobError(f"invalid glob {pattern!r}: {exc.msg}") from exc
 
 
 def _translate_components(parts: list[str], pattern: str) -> str:
@@ -127,7 +130,7 @@ def _pieces(part: str, pattern: str) -> list[str]:
             end = part.find("]", i + 2 if part[i + 1 : i + 2] in ("!", "]") else i + 1)
             if end == -1:
                 raise GlobError(f"invalid glob {pattern!r}: unterminated '['")
-            pieces[-1].append(_char_class(part[i + 1 : end]))
+            pieces[-1].append(_char_class(part[i + 1 : end], pattern))
             i = end
         else:
             pieces[-1].append(re.escape(c))
@@ -135,11 +138,16 @@ def _pieces(part: str, pattern: str) -> list[str]:
     return ["".join(piece) for piece in pieces]
 
 
-def _char_class(inner: str) -> str:
+def _char_class(inner: str, pattern: str) -> str:
     """``[...]`` of a glob as a regex class of one character, never ``/`` (``[!x]`` would
-    otherwise cross a component)."""
+    otherwise cross a component). A range must not run backwards (``[z-a]``)."""
     negated = inner.startswith("!")
     inner = inner[1:] if negated else inner
+    for at in range(1, len(inner) - 1):
+        if inner[at] == "-" and inner[at - 1] > inner[at + 1] and (at < 2 or
+                                                                    inner[at - 2] != "-"):
+            raise GlobError(f"invalid glob {pattern!r}: the range "
+                            f"{inner[at - 1]}-{inner[at + 1]} runs backwards")
     inner = inner.replace("\\", "\\\\").replace("[", "\\[")
     if inner.startswith("^"):
         inner = "\\" + inner

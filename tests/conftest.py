@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.support.builders import (
     COMPRESSIONS,
@@ -22,6 +23,14 @@ from tests.support.builders import (
     tree_from_reference,
     write_tarball,
 )
+
+# Property tests have no wall-clock deadline: a loaded machine (a CPU hog on every core, or
+# five test runs on two) made an example take 364 ms against Hypothesis' default 200 ms, and
+# the suite failed for the load, not for the code. Loaded here, before any test module builds
+# its own settings (which inherit this profile's). tests/test_hypothesis_settings.py checks
+# that no test sets a deadline of its own.
+settings.register_profile("cudasplit", deadline=None)
+settings.load_profile("cudasplit")
 
 
 @pytest.fixture(scope="session")

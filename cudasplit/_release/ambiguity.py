@@ -97,7 +97,9 @@ def _files(root: Path) -> list[Path]:
     for directory, _dirs, files in os.walk(root):
         for name in files:
             path = Path(directory) / name
-            if path.is_file() and not path.is_symlink():
+            # lstat first: a link into a directory this cannot read (/proc/1/cwd) is no
+            # file here, and stat() on it would raise
+            if not path.is_symlink() and path.is_file():
                 found.append(path)
     return found
 

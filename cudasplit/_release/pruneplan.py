@@ -50,7 +50,7 @@ __all__ = ["PRUNE_SCHEMA", "FilePlan", "PrunePlan", "parse_capabilities", "prune
 
 PRUNE_SCHEMA = 1  # the "schema" of as_dict (cudasplit/schemas/gpu-plan.json)
 
-_CAPABILITY = re.compile(r"^(?:sm_|compute_)?(\d+)(?:\.(\d+))?[af]?$")
+_CAPABILITY = re.compile(r"^(?:sm_|compute_)?([0-9]{1,4})(?:\.([0-9]{1,4}))?[af]?$")
 
 
 def parse_capabilities(text: str | Sequence[str]) -> tuple[tuple[int, int], ...]:
@@ -306,7 +306,7 @@ def _tree(root: Path) -> list[tuple[str, Path]]:
         dirs.sort()
         for name in sorted(names):
             full = Path(dirpath) / name
-            if full.is_file() and not full.is_symlink() and _readable(full):
+            if not full.is_symlink() and full.is_file() and _readable(full):
                 found.append((str(full.relative_to(root)), full))
     return found
 

@@ -45,7 +45,7 @@ from cudasplit._rulebook.profile import (
     available_profiles,
     profile_dir,
 )
-from cudasplit._rulebook.regexprobe import regex_hazard
+from cudasplit._rulebook.regexprobe import regex_hazard, regex_hazards
 from cudasplit._rulebook.renames import aliases, name_at, renamed_pairs
 from cudasplit._rulebook.ruleset import Decision, Rename, Rule, RuleRef, RuleSet
 from cudasplit._rulebook.totoml import ruleset_toml
@@ -122,6 +122,7 @@ __all__ = [
     "profile_dir",
     "read_rule_file",
     "regex_hazard",
+    "regex_hazards",
     "renamed_pairs",
     "ruleset_toml",
     "spec_problem",

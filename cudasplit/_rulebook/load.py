@@ -15,7 +15,7 @@ classification, so rules match the normalised path. Every decision names the rul
 from __future__ import annotations
 
 import functools
-import tomllib
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from importlib import resources
@@ -50,6 +50,7 @@ from cudasplit._rulebook.ruleset import (
     RuleRef,
     RuleSet,
 )
+from cudasplit._rulebook.tomlread import read_toml
 from cudasplit.errors import RulesError
 
 __all__ = [
@@ -65,6 +66,8 @@ __all__ = [
     "package_table",
     "read_rule_file",
 ]
+
+_PACKAGE_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}")
 
 RULE_KEYS = frozenset(
     {"name", "match", "kind", "output", "action", "patch", "keep_runpath", "runpath_append",
@@ -118,9 +121,12 @@ def load_ruleset(
         RulesError: a file cannot be read, is not TOML, or breaks a rule (the message
             names ``file:rule``); an unknown profile, or a platform the profile lacks.
     """
-    base = profile_dir(rules_dir or default_rules_dir(), profile)
+    base = profile_dir(Path(rules_dir) if rules_dir is not None else default_rules_dir(),
+                       profile)
     files: list[Path] = [Path(f) for f in extra_files]
-    if package_name:
+    # A package's file is looked up by a name that can be a file name (a top directory's
+    # pname always is): "../x" or a 5,000-byte word has none, and is never a path.
+    if package_name and _PACKAGE_FILE.fullmatch(package_name):
         pkg_file = base / "packages" / f"{package_name}.toml"
         if pkg_file.is_file():
             files.append(pkg_file)
@@ -177,16 +183,9 @@ def _edits_from(base: Path, sources: Iterable[TextEditsFrom]) -> Iterable[TextEd
 
 
 def read_rule_file(path: Path) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except OSError as exc:
-        raise RulesError(f"{path}: cannot read rule file ({exc.strerror})") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise RulesError(f"{path}: invalid TOML ({exc})") from exc
-    except UnicodeDecodeError as exc:  # tomllib decodes before parsing
-        raise RulesError(f"{path}: not UTF-8 (byte {exc.object[exc.start]:#04x} at offset "
-                         f"{exc.start}); TOML files must be UTF-8") from exc
+    """The TOML of one rule file, read within the bounds of
+    :mod:`cudasplit._rulebook.tomlread` (:class:`RulesError` naming the file)."""
+    return read_toml(path)
 
 
 def build_ruleset(documents: Iterable[tuple[str, Mapping[str, Any]]],

@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 SYMLINK_MODES = ("follow-target", "own-rule")
-_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 _VARIABLE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 

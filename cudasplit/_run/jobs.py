@@ -64,7 +64,8 @@ def available_cpus(env: Mapping[str, str] | None = None, *,
     if quota is not None:
         cpus = min(cpus, quota)
     cores = env.get("NIX_BUILD_CORES", "").strip()
-    if cores.isdigit() and int(cores) > 0:
+    # ASCII digits only ("²".isdigit() is true and int() refuses it), at most 6 of them.
+    if cores.isascii() and cores.isdigit() and len(cores) <= 6 and int(cores) > 0:
         cpus = min(cpus, int(cores))
     return max(1, cpus)
 

@@ -18,7 +18,7 @@ from cudasplit._source.base import HEAD_SIZE
 from cudasplit._source.codecs import FdReader
 from cudasplit._source.limits import Guard, Limits
 from cudasplit._source.names import MAX_PATH_BYTES, check_text, normalise_member_path, short_name
-from cudasplit._source.topdir import parse_top_dir
+from cudasplit._source.topdir import parse_top_dir, top_dir_fault
 from cudasplit.errors import SourceError, UnsafeMemberError
 
 __all__ = ["DirectorySource"]
@@ -136,6 +136,10 @@ def _find_top(path: Path, package: PackageId | None, strip_components: int | Non
         return children[0]
     if package is not None:
         return path
+    fault = top_dir_fault(path.name)
+    if fault is not None:
+        raise SourceError(f"directory name {path.name!r}: {fault}; name the package with "
+                          "--package PNAME", source=str(path))
     raise SourceError(f"directory name {path.name!r} is not <pname>-<platform>-<version>-archive "
                       "(an unpacked redistributable); name the package (package PNAME)",
                       source=str(path))

@@ -1,4 +1,13 @@
-"""A redistributable's top directory: the package identity it names, and stripping it."""
+"""A redistributable's top directory: the package identity it names, and stripping it.
+
+The identity becomes Nix attribute names, conda package names, versions and match specs, and
+file names, so only what NVIDIA's names hold is taken from it: a pname is an identifier
+(:data:`PNAME`), a version ASCII letters, digits, ``.``, ``_`` and ``+`` starting with a digit,
+at most 64 characters (:data:`VERSION`), a CUDA variant ``NN`` or ``NN.N``. A top directory of
+the right shape with anything else in it (``cuda_x-linux-x86_64-13.0.96 *|<0-archive``: a
+version that would be a conda match spec) is refused naming the part, never read as an
+identity.
+"""
 
 from __future__ import annotations
 
@@ -16,19 +25,42 @@ __all__ = [
     "decide_top_dir",
     "package_from_filename",
     "parse_top_dir",
+    "top_dir_fault",
 ]
 
 PLATFORMS = (
     "linux-x86_64", "linux-sbsa", "linux-aarch64", "linux-ppc64le", "windows-x86_64",
     "linux-all", "source",
 )
+PNAME = r"[A-Za-z_][A-Za-z0-9_-]{0,127}"
+VERSION = r"[0-9][0-9A-Za-z._+]{0,63}"
+_PLATFORM = "|".join(re.escape(p) for p in PLATFORMS)
 _TOP_DIR = re.compile(
-    r"^(?P<name>.+?)-(?P<platform>" + "|".join(re.escape(p) for p in PLATFORMS) + r")"
-    r"-(?P<version>[0-9][^-/]*?)(?:_cuda(?P<cuda>\d+(?:\.\d+)?))?-archive$"
+    rf"^(?P<name>{PNAME}?)-(?P<platform>{_PLATFORM})"
+    rf"-(?P<version>{VERSION}?)(?:_cuda(?P<cuda>[0-9]{{1,4}}(?:\.[0-9]{{1,4}})?))?-archive$"
 )
+# The same shape with any text in the parts: what is refused with a reason rather than read.
+_TOP_DIR_SHAPE = re.compile(
+    rf"^(?P<name>.+?)-(?P<platform>{_PLATFORM})-(?P<version>[0-9][^/]*?)(?:_cuda[^/]*)?"
+    r"-archive$")
 
 
-_TENSORRT_TOP_DIR = re.compile(r"^TensorRT-([0-9][0-9.]*[0-9])$")
+_TENSORRT_TOP_DIR = re.compile(r"^TensorRT-([0-9][0-9.]{0,62}[0-9])$")
+
+
+def top_dir_fault(name: str) -> str | None:
+    """Why ``name`` has the shape of a top directory but is none (its pname or version holds
+    text no identity may); ``None`` when it is one or has another shape altogether."""
+    if _TOP_DIR.match(name) or _TENSORRT_TOP_DIR.match(name):
+        return None
+    shape = _TOP_DIR_SHAPE.match(name)
+    if shape is None:
+        return None
+    if not re.fullmatch(PNAME, shape["name"]):
+        return (f"its package name {shape['name']!r} is not an identifier (letters, digits, "
+                "'_' and '-')")
+    return (f"its version {shape['version']!r} is not a version (ASCII letters, digits, '.', "
+            "'_' and '+', starting with a digit, at most 64)")
 
 
 def parse_top_dir(name: str) -> PackageId | None:
@@ -103,6 +135,10 @@ def decide_top_dir(first: str, *, strip_components: int | None, override: Packag
         return None, strip_components, None
     first_component = first.split("/", 1)[0]
     parsed = parse_top_dir(first_component)
+    fault = top_dir_fault(first_component) if parsed is None else None
+    if fault is not None:
+        raise SourceError(f"top directory {first_component!r}: {fault}; {TOP_DIR_HELP}",
+                          source=source)
     if parsed is None:
         raise SourceError(f"no <pname>-<platform>-<version>-archive top directory (first "
                           f"member {first!r}); {TOP_DIR_HELP}", source=source)

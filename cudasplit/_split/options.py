@@ -89,10 +89,12 @@ class SplitOptions:
             or a missing ``nvcc.profile`` package root is an error, not a warning.
         memory_limit: bytes the decoder may use: decoded data held and its threads'
             dictionaries together (at least 1 MiB; the run's peak RSS stays within it plus
-            about 150 MB); ``None``: (jobs + 1) whole xz blocks, within 64 MiB and min(4 GiB,
-            RAM/4), and from 8 jobs multi-block xz goes through ``xz -TN`` (faster there),
-            bounded by what its threads need with ``--memlimit-decompress``; a limit keeps
-            the in-process decoder.
+            about 150 MB): the ``xz`` binary gets it as ``--memlimit-decompress`` (fewer
+            threads where more would not fit); below one xz thread's dictionary the
+            in-process decoder streams within it. ``None``: the binary gets what its threads
+            need (within RAM/4 and what the bomb guards let the archive expand to); the
+            in-process decoder, where it runs, holds (jobs + 1) whole xz blocks, within
+            64 MiB and min(4 GiB, RAM/4).
         skip_unsafe_members: skip (with a problem) a member that would leave the output, such
             as a symlink to ``/etc``, instead of refusing the archive.
         inside: read what ELF files and static archives carry (GPU code per architecture,
@@ -174,7 +176,9 @@ MIN_MEMORY_LIMIT = 1 << 20
 _FLAGS = ("patch", "strict", "dry_run", "overwrite", "nix_markers", "check_fhs_refs",
           "default_rules", "fsync", "skip_unsafe_members", "nix_build", "inside",
           "consumer_guards")
-_CUDA_VERSION = re.compile(r"\d+\.\d+(\.\d+)?")
+# ASCII digits, a few of them: "٢.٢" matched \d, and 5,000 digits made int() raise later.
+_CUDA_VERSION = re.compile(r"[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,6})?")
+_X_Y = re.compile(r"[0-9]{1,4}\.[0-9]{1,4}")
 
 
 def check_options(options: SplitOptions) -> None:
@@ -242,13 +246,13 @@ def _check_words(options: SplitOptions) -> None:
                              or any(not ch.isprintable() for ch in hook)):
         raise OptionsError(f"cuda_component_hook must be an absolute path, not {hook!r}")
     python = options.python_version
-    if python is not None and not re.fullmatch(r"\d+\.\d+", python):
+    if python is not None and not _X_Y.fullmatch(python):
         raise OptionsError(f"python_version must be X.Y such as '3.12', not {python!r}")
     glibc = options.glibc_version
-    if glibc is not None and not re.fullmatch(r"\d+\.\d+", glibc):
+    if glibc is not None and not _X_Y.fullmatch(glibc):
         raise OptionsError(f"glibc_version must be X.Y such as '2.42', not {glibc!r}")
     ceiling = options.max_glibc
-    if ceiling is not None and not re.fullmatch(r"\d+\.\d+", ceiling):
+    if ceiling is not None and not _X_Y.fullmatch(ceiling):
         raise OptionsError(f"max_glibc must be X.Y such as '2.28', not {ceiling!r}")
     if ceiling is not None and not options.inside:
         raise OptionsError("max_glibc needs inside=True (the glibc floor is read with it)")

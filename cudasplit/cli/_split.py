@@ -149,12 +149,12 @@ class ReportTarget:
               "(faster on slow disks; a power loss may then leave truncated files).")
 @jobs_option("decoder threads and ELF patch workers; the sources of a batch share them")
 @click.option("--memory-limit", metavar="SIZE", help="Memory the decoder may use: decoded "
-              "bytes held and its threads' dictionaries together (K/M/G; default: jobs+1 xz "
-              "blocks, 64 MiB to 4 GiB, at most what --max-ratio lets the archive expand to; "
-              "from -j8 without it, xz goes through `xz -TN`, bounded by what its threads "
-              "need with --memlimit-decompress). Lower is slower, never "
-              "wrong; the peak RSS of the whole run, xz child included, stays within SIZE + "
-              "about 150 MB.")
+              "bytes held and its threads' dictionaries together (K/M/G). The xz binary gets "
+              "it as --memlimit-decompress (fewer threads where more would not fit); below one "
+              "thread's dictionary the in-process decoder streams within it. Default: what "
+              "the decoder's threads need, at most RAM/4 and what --max-ratio lets the archive "
+              "expand to. Lower is slower, never wrong; the peak RSS of the whole run, the "
+              "decoder child included, stays within SIZE + about 150 MB.")
 @click.option("-q", "--quiet", is_flag=True, help="Hide the summary, the progress line, "
               "warnings and notes; errors and problems (what --strict fails on) are still "
               "printed, and so is what --closure and --report - ask for.")

@@ -77,8 +77,12 @@ cudasplitInstallPhase() {
     runHook preInstall
 
     local -a flags=(--nix)
-    # One job per core Nix grants the build (NIX_BUILD_CORES=0 means "all").
-    [[ "${NIX_BUILD_CORES:-0}" -gt 0 ]] && flags+=(--jobs "$NIX_BUILD_CORES")
+    # One job per core Nix grants the build (NIX_BUILD_CORES=0 means "all"). Only digits are
+    # compared: [[ X -gt 0 ]] evaluates X as arithmetic, where a[$(...)] runs a command.
+    local cores="${NIX_BUILD_CORES:-0}"
+    if [[ "$cores" =~ ^[0-9]{1,6}$ ]] && (( 10#$cores > 0 )); then
+        flags+=(--jobs "$((10#$cores))")
+    fi
     local cudaVersion="${cudasplitCudaVersion:-${cudaMajorMinorVersion:-}}"
     [[ -n "$cudaVersion" ]] && flags+=(--cuda-version "$cudaVersion")
     [[ -n "${cudasplitCheckFhsRefs:-}" ]] && flags+=(--check-fhs-refs)

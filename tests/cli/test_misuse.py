@@ -102,6 +102,12 @@ OPTION_CASES: list[tuple[dict[str, Any], type[Exception], str]] = [
     ({"progress": "print"}, TYPE, "progress"),
     ({"package_roots": (("cuda_nvrtc",),)}, TYPE, "package_roots"),
     ({"package_roots": {"cuda_nvrtc": "/x"}}, TYPE, "package_roots"),
+    # Issue 41: versions are short ASCII numbers (\d took "٢.٢٨"; 5,000 digits made int() raise
+    # at the end of the run).
+    ({"max_glibc": "\u0662.\u0662\u0668"}, VALUE, "max_glibc"),
+    ({"max_glibc": "9" * 40 + ".1"}, VALUE, "max_glibc"),
+    ({"cuda_version": "1" * 40 + ".0"}, VALUE, "cuda_version"),
+    ({"python_version": "\u0663.\u0661\u0662"}, VALUE, "python_version"),
 ]
 
 
@@ -493,3 +499,71 @@ def test_wrong_value_fails_at_the_call(tmp_path: Path, world: World, name: str, 
     with pytest.raises(CudasplitError) as info:
         getattr(cudasplit, name)(**kwargs)
     assert "\n" not in str(info.value) and param.rstrip("s") in str(info.value), info.value
+
+
+# -- issue 41: values of the right type that used to escape as foreign exceptions --------------
+#
+# A sweep of every public entry point with hostile values of each parameter's own type (empty,
+# NUL, 5,000 digits, a 300-byte file name, a path into /proc, an empty list) found these: each
+# raised an OSError, ValueError, TypeError or IndexError from inside.
+
+VALUE_CASES_41 = [
+    ("split_to_dir", "output_dir", "x" * 300, OptionsError, "output_dir"),        # ENAMETOOLONG
+    ("split_to_dir", "source", "d/" * 2100, OptionsError, "source"),
+    ("inspect", "source", "y" * 256, OptionsError, "source"),
+    ("load_ruleset", "extra_files", ("a\0b",), OptionsError, "extra_files[0]"),   # embedded NUL
+    ("ruleset_for", "files", ("a\0b",), OptionsError, "files[0]"),
+    ("runpath_policy", "interpreters", ("x86_64=/lib\0",), OptionsError, "interpreters[0]"),
+    ("closure_of", "roots", {"x": "/a\0"}, OptionsError, "roots"),
+    ("sbom", "sources", (), OptionsError, "sources"),                               # IndexError
+    ("gpu_prune_plan", "gpu_archs", "1" * 5000, OptionsError, "gpu_archs"),         # int() limit
+    ("gpu_prune_plan", "source", "no-such-file", CudasplitError, "no-such-file"),   # ENOENT
+]
+
+
+@pytest.mark.parametrize(("name", "param", "value", "error", "named"), VALUE_CASES_41,
+                         ids=[f"{c[0]}-{c[1]}" for c in VALUE_CASES_41])
+def test_hostile_values_fail_at_the_call(tmp_path: Path, world: World,
+                                         monkeypatch: pytest.MonkeyPatch, name: str,
+                                         param: str, value: object, error: type[Exception],
+                                         named: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    kwargs = {**good_arguments(world, tmp_path)[name], param: value}
+    with pytest.raises(error) as info:
+        getattr(cudasplit, name)(**kwargs)
+    assert isinstance(info.value, CudasplitError), type(info.value)
+    assert named in str(info.value) and "\n" not in str(info.value), info.value
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_rules_dir_given_as_text_is_a_path() -> None:
+    """``rules_dir`` is a path: as a str it raised TypeError (str / str)."""
+    shipped = cudasplit._rulebook.default_rules_dir()
+    assert cudasplit.load_ruleset("cuda_cudart", rules_dir=str(shipped)).rules
+
+
+def test_a_package_name_is_never_a_path(tmp_path: Path) -> None:
+    """A package name that is no file name (a traversal, a 5,000-byte word) has no package
+    rule file: it is never joined into a path (it raised ENAMETOOLONG, and ../x read a TOML
+    outside the rules directory)."""
+    rules = tmp_path / "rules"
+    (rules / "packages").mkdir(parents=True)
+    shipped = cudasplit._rulebook.default_rules_dir()
+    (rules / "default.toml").write_text((shipped / "default.toml").read_text())
+    (tmp_path / "evil.toml").write_text('[[rule]]\nname = "evil"\nmatch = ["**"]\n'
+                                        'output = "lib"\n')
+    for word in ("../../evil", "x" * 5000, "a/b"):
+        ruleset = cudasplit.load_ruleset(word, rules_dir=rules)
+        assert all("evil" not in name for name in ruleset.files)
+
+
+def test_trees_with_unreadable_links_are_walked(tmp_path: Path) -> None:
+    """``/proc/1/cwd`` cannot be stat()ed: the tree walkers of ldd, ambiguous_runpaths and
+    dlopen_audit raised PermissionError on it (lstat first now)."""
+    if not Path("/proc/1/cwd").is_symlink():
+        pytest.skip("no /proc/1")
+    link = tmp_path / "tree"
+    link.mkdir()
+    (link / "cwd").symlink_to("/proc/1/cwd")
+    for call in (cudasplit.ldd, cudasplit.ambiguous_runpaths, cudasplit.dlopen_audit):
+        call(link)

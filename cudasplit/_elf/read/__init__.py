@@ -12,13 +12,14 @@ headers (``headers``), the dynamic array and its strings (``dynamic``), the boun
 (``dlopen``). What is inside a file: its sections by name in any part of a file (``sections``),
 static archive members (``archive``), fatbinary GPU code (``fatbin``), symbol versions and
 exports (``symbols``), the summary of one file (``inside``), and those reads in a process of
-its own, beside a split (``worker``). This face names what the rest
-of the package uses.
+its own, beside a split (``worker``); what all of these share (the capped problems of one file
+and the stop check: ``bounds``). This face names what the rest of the package uses.
 """
 
 from __future__ import annotations
 
 from cudasplit._elf.read.archive import AR_MAGIC
+from cudasplit._elf.read.bounds import MAX_PROBLEMS, Stopped
 from cudasplit._elf.read.const import (
     ADDRESS_TAGS,
     DT_GNU_HASH,
@@ -78,6 +79,7 @@ from cudasplit._elf.read.libnames import (
 )
 from cudasplit._elf.read.raw import Phdr, RawElf, Shdr, align_up
 from cudasplit._elf.read.reader import open_raw, read_raw
+from cudasplit._elf.read.sections import Region, read_sections
 from cudasplit._elf.read.symbols import ExportedSymbol, VersionNeed, version_key
 from cudasplit._elf.read.walk import dynstr_section, has_build_id, symbol_name_refs, version_refs
 from cudasplit._elf.read.worker import FileRead, ReaderProcess
@@ -99,6 +101,7 @@ __all__ = [
     "DT_VERSYM",
     "ELF_MAGIC",
     "MAX_ARCH_ROWS",
+    "MAX_PROBLEMS",
     "PAGE",
     "PATH_TAGS",
     "PF_R",
@@ -132,7 +135,9 @@ __all__ = [
     "Phdr",
     "RawElf",
     "ReaderProcess",
+    "Region",
     "Shdr",
+    "Stopped",
     "VersionNeed",
     "align_up",
     "arch_key",
@@ -151,6 +156,7 @@ __all__ = [
     "read_exports",
     "read_inside",
     "read_raw",
+    "read_sections",
     "scan_dlopen",
     "symbol_name_refs",
     "version_key",

@@ -1,7 +1,9 @@
 """Read the dynamic array and its string table, refusing what the writer could not edit safely.
 
 Strict reading (the writer) also checks that every address tag and both hash tables lie inside
-the segments that map them; :func:`dyn_names` reads every name a loader looks up.
+the segments that map them; :func:`dyn_names` reads every name a loader looks up. At most
+:data:`MAX_DYNAMIC` entries are read (real arrays hold about forty): a segment claiming more and
+holding no ``DT_NULL`` in them is refused instead of read whole.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from cudasplit._elf.read.raw import RawElf
 from cudasplit._elf.read.walk import version_refs
 from cudasplit.errors import ElfError
 
+MAX_DYNAMIC = 1 << 16       # dynamic entries read before DT_NULL
+
 
 def read_dynamic(elf: RawElf, strict: bool = True) -> None:
     """Fill ``dyn``/``strtab_*``/``strsz``; refuse what the writer could not edit safely
@@ -39,13 +43,17 @@ def read_dynamic(elf: RawElf, strict: bool = True) -> None:
         return
     ph = dyn[0]
     elf.dyn_off, elf.dyn_cap = ph.p_offset, ph.p_filesz // elf.dynent
-    raw = elf.pread(elf.dyn_cap * elf.dynent, elf.dyn_off)
+    if elf.dyn_off + elf.dyn_cap * elf.dynent > elf.size:
+        raise elf.fail(f"dynamic segment at {elf.dyn_off:#x} lies past the end of the file")
+    raw = elf.pread(min(elf.dyn_cap, MAX_DYNAMIC) * elf.dynent, elf.dyn_off)
     entries: list[tuple[int, int]] = []
     for tag, val in struct.iter_unpack(elf.bo + DYN_FORMAT[elf.bits], raw):
         if tag == DT_NULL:
             break
         entries.append((tag, val))
     else:
+        if elf.dyn_cap > MAX_DYNAMIC:
+            raise elf.fail(f"dynamic array has no DT_NULL in its first {MAX_DYNAMIC} entries")
         raise elf.fail("dynamic array has no DT_NULL terminator")
     elf.dyn = entries
     tags = [t for t, _ in entries]
@@ -119,6 +127,17 @@ def _check_hash_tables(elf: RawElf) -> None:
             raise elf.fail(f"hash table at {addr:#x} reaches past its segment")
 
 
+def collect(elf: RawElf, value: int, spent: list[int]) -> bytes:
+    """The dynamic string at ``value``, counted in ``spent``: one reader's names together
+    stay within :meth:`RawElf.names_budget` (65,536 entries naming one long string would
+    otherwise hand on gigabytes of the same name)."""
+    name = elf.dynstr_at(value)
+    spent[0] += len(name)
+    if spent[0] > elf.names_budget():
+        raise elf.fail("dynamic strings repeat past twice DT_STRSZ")
+    return name
+
+
 @dataclass(frozen=True, slots=True)
 class DynNames:
     """Every dynamic string a loader reads by name: what a correct edit must keep."""
@@ -135,13 +154,14 @@ def dyn_names(elf: RawElf) -> DynNames:
     """Read every dynamic string name; ElfError when one lies outside DT_STRSZ."""
     by_tag: dict[int, list[bytes]] = {}
     others: list[tuple[int, bytes]] = []
+    spent = [0]
     for t, v in elf.entries:
         if t in STRING_TAGS:
-            name = elf.dynstr_at(v)
+            name = collect(elf, v, spent)
             by_tag.setdefault(t, []).append(name)
             if t not in (DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH):
                 others.append((t, name))
-    versions = tuple((r.is_file, elf.dynstr_at(r.value)) for r in version_refs(elf))
+    versions = tuple((r.is_file, collect(elf, r.value, spent)) for r in version_refs(elf))
     return DynNames(tuple(by_tag.get(DT_NEEDED, [])), tuple(by_tag.get(DT_SONAME, [])),
                     tuple(by_tag.get(DT_RUNPATH, [])), tuple(by_tag.get(DT_RPATH, [])),
                     tuple(others), versions)

@@ -19,23 +19,27 @@ optimisation). Flags: 0x1 64-bit, 0x2 debug, 0x10 Linux host, 0x2000 compressed 
 format), 0x8000 compressed (zstd), 0x100000 architecture-specific (``sm_90a``: runs on that exact
 GPU only), 0x200000 family-specific (``sm_100f``: runs on the family's later members).
 
-Nothing but headers is read: one 256 KiB window at a time, never a payload. Every count, size and
+Nothing but headers is read: one 64 KiB window at a time, never a payload. Every count, size and
 offset comes from the file, so every step is checked against the section's end and advances at
 least one entry header (64 bytes): a hostile fatbin (truncated, lying sizes, offsets past the
 end, zero-sized entries) ends the walk with a problem string, never an exception, a long loop or
-a large allocation.
+a large allocation. Entries are yielded one at a time (callers add them up as they come), and
+sections that overlap are walked once (:func:`disjoint`): 300 section headers over the same 4 MB
+of entries made 18.7 million entry objects.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from cudasplit._elf.read.bounds import Stop, checkpoint
 from cudasplit._elf.read.sections import Region, Section
 
-__all__ = ["FATBIN_MAGIC", "FATBIN_SECTIONS", "FatbinEntry", "arch_name", "iter_entries"]
+__all__ = ["FATBIN_MAGIC", "FATBIN_SECTIONS", "FatbinEntry", "arch_name", "disjoint",
+           "iter_entries"]
 
 FATBIN_MAGIC = 0xBA55ED50
 # The executable fatbinary (linked host code) and the relocatable one (``nvcc -rdc`` objects).
@@ -49,6 +53,7 @@ FLAG_FAMILY = 0x200000
 _CONTAINER = struct.Struct("<IHHQ")
 _ENTRY = struct.Struct("<HHIQIIHHIIIQQQ")
 _WINDOW = 1 << 16
+MAX_FATBIN_SECTIONS = 4096    # fatbinary sections read per file (an object has one or two)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,14 +117,45 @@ class _Window:
         return rel
 
 
-def iter_entries(region: Region, section: Section, problems: list[str]) -> Iterator[FatbinEntry]:
+def disjoint(sections: Iterable[Section], problems: list[str]) -> list[Section]:
+    """``sections`` in file order, less each one that overlaps one before it (said once, with
+    how many): every byte of a file is walked at most once, whatever its headers claim. At
+    most :data:`MAX_FATBIN_SECTIONS` are taken (an object has one or two)."""
+    taken: list[Section] = []
+    for section in sections:
+        if len(taken) == MAX_FATBIN_SECTIONS:
+            problems.append(f"more than {MAX_FATBIN_SECTIONS} fatbinary sections: the rest "
+                            "are not read")
+            break
+        if section.size:
+            taken.append(section)
+    kept: list[Section] = []
+    overlapping, name, reach = 0, "", 0
+    for section in sorted(taken, key=lambda s: (s.offset, s.index)):
+        if kept and section.offset < reach:
+            overlapping, name = overlapping + 1, section.name
+            continue
+        kept.append(section)
+        reach = section.end
+    if overlapping:
+        problems.append(f"{overlapping} {name} section headers overlap another fatbinary "
+                        "section (each byte is read once)")
+    return kept
+
+
+def iter_entries(region: Region, section: Section, problems: list[str],
+                 stop: Stop | None = None) -> Iterator[FatbinEntry]:
     """The entries of every container in ``section`` of ``region``, in file order; a damaged
-    container ends the walk with a problem (the entries before it stand)."""
+    container ends the walk with a problem (the entries before it stand). ``stop``: asked
+    every few thousand steps; :class:`~cudasplit._elf.read.bounds.Stopped` once it says so."""
     if section.offset + section.size > region.length:
         problems.append(f"{section.name} runs past the end of the file")
         return
     window, pos, size, ordinal = _Window(region, section), 0, section.size, 0
+    steps = [0]
     while pos < size:
+        steps[0] += 1
+        checkpoint(stop, steps[0])
         head = window.read(pos, _CONTAINER.size)
         if len(head) < _CONTAINER.size or not head.strip(b"\0"):
             if head.strip(b"\0") or window.read(pos, 4096).strip(b"\0"):
@@ -135,16 +171,20 @@ def iter_entries(region: Region, section: Section, problems: list[str]) -> Itera
             problems.append(f"{section.name}: container at {pos:#x} claims {length} bytes, "
                             f"{end - size} past the end of the section")
             return
-        if not (yield from _entries(window, section.name, pos + header, end, ordinal, problems)):
+        if not (yield from _entries(window, section.name, pos + header, end, ordinal, problems,
+                                    stop, steps)):
             return
         ordinal += 1
         pos = end + (-end % 8 if not window.read(end, -end % 8).strip(b"\0") else 0)
 
 
 def _entries(window: _Window, section: str, pos: int, end: int, ordinal: int,
-             problems: list[str]) -> Generator[FatbinEntry, None, bool]:
+             problems: list[str], stop: Stop | None, steps: list[int]
+             ) -> Generator[FatbinEntry, None, bool]:
     """One container's entries; returns False when a damaged entry ended the walk."""
     while pos < end:
+        steps[0] += 1
+        checkpoint(stop, steps[0])
         fields = window.unpack(_ENTRY, pos) if pos + _ENTRY.size <= end else None
         if fields is None:
             problems.append(f"{section}: entry at {pos:#x} is cut short by its container's end")

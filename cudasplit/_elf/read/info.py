@@ -32,6 +32,7 @@ from cudasplit._elf.read.const import (
     ELF_MAGIC,
     PT_INTERP,
 )
+from cudasplit._elf.read.dynamic import collect
 from cudasplit._elf.read.headers import elf_ident
 from cudasplit._elf.read.raw import RawElf
 from cudasplit._elf.read.reader import read_raw
@@ -126,9 +127,10 @@ def _parse(elf: RawElf) -> ElfInfo:
     interp = None if interp_ph is None else \
         elf.string_at(interp_ph.p_offset, interp_ph.file_end).decode("utf-8", "surrogateescape")
     strings: dict[int, list[str]] = {}
+    spent = [0]
     for tag, value in elf.entries:
         if tag in (DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH):
-            text = elf.dynstr_at(value).decode("utf-8", "surrogateescape")
+            text = collect(elf, value, spent).decode("utf-8", "surrogateescape")
             strings.setdefault(tag, []).append(text)
     return ElfInfo(
         elf_class=elf.bits,

@@ -4,7 +4,12 @@ One open, a few ``pread`` calls per section header, container and entry header; 
 An ELF file's fatbinary sections and version needs are read; a static archive's members that are
 ELF objects are each read for their fatbinaries (their version needs come only with linking).
 What cannot be read is a problem string in the result: a damaged fatbin or version table is
-reported, never raised, and never stops the rest of the file from being read.
+reported, never raised, and never stops the rest of the file from being read. Entries are added
+up as they come (:func:`summarise`), never listed; at most
+:data:`~cudasplit._elf.read.bounds.MAX_PROBLEMS` problems are kept per file, and one more line
+says how many were not. Every entry point takes ``stop``: a callable asked every few thousand
+steps of any loop, which ends the read with :class:`~cudasplit._elf.read.bounds.Stopped` (an
+``OSError``) once it returns true.
 """
 
 from __future__ import annotations
@@ -15,8 +20,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from cudasplit._elf.read.archive import AR_MAGIC, iter_members
+from cudasplit._elf.read.bounds import Problems, Stop, hand_back
 from cudasplit._elf.read.const import ELF_MAGIC
-from cudasplit._elf.read.fatbin import FATBIN_SECTIONS, FatbinEntry, iter_entries
+from cudasplit._elf.read.fatbin import FATBIN_SECTIONS, FatbinEntry, disjoint, iter_entries
 from cudasplit._elf.read.sections import Region, SectionTable, read_sections
 from cudasplit._elf.read.symbols import (
     ExportedSymbol,
@@ -112,26 +118,29 @@ def summarise(entries: Iterable[FatbinEntry], problems: list[str]) -> tuple[GpuC
                         key=_row_key))
 
 
-def _elf_entries(region: Region, table: SectionTable,
-                 problems: list[str]) -> list[FatbinEntry]:
-    return [entry for name in FATBIN_SECTIONS for section in table.named(name)
-            for entry in iter_entries(region, section, problems)]
+def _elf_entries(region: Region, table: SectionTable, problems: list[str],
+                 stop: Stop | None) -> Iterator[FatbinEntry]:
+    sections = disjoint((section for name in FATBIN_SECTIONS for section in table.named(name)),
+                        problems)
+    for section in sections:
+        yield from iter_entries(region, section, problems, stop)
 
 
-def _region_entries(region: Region, problems: list[str]
+def _region_entries(region: Region, problems: list[str], stop: Stop | None,
+                    head: bytes | None = None, table: SectionTable | None = None
                     ) -> Iterator[tuple[str, FatbinEntry]]:
     # One header read per file or member: a libcublas_static.a has thousands of members, and
     # reading each one's first bytes three times was a third of its cost.
-    head = region.pread(64, 0)
+    head = region.pread(64, 0) if head is None else head
     if head[:4] == ELF_MAGIC:
-        table = read_sections(region, head)
+        table = read_sections(region, head) if table is None else table
         if table is not None:
             if table.problem:
                 problems.append(f"{region.name}: {table.problem}")
-            for entry in _elf_entries(region, table, problems):
+            for entry in _elf_entries(region, table, problems, stop):
                 yield region.name, entry
     elif head[:8] == AR_MAGIC:
-        for member in iter_members(region, problems):
+        for member in iter_members(region, problems, stop):
             member_head = member.pread(64, 0)
             if member_head[:4] != ELF_MAGIC:
                 continue
@@ -139,58 +148,70 @@ def _region_entries(region: Region, problems: list[str]
             if table is None:
                 continue
             if table.problem:
-                problems.append(f"{member.name}: {table.problem}")
-            for entry in _elf_entries(member, table, problems):
+                # ``libx_static.a(o1.o)``: the archive named by its file name, which stays in
+                # the message when a caller drops the directory it was read from.
+                short = os.path.basename(region.name) + member.name[len(region.name):]
+                problems.append(f"{short}: {table.problem}")
+            for entry in _elf_entries(member, table, problems, stop):
                 yield member.name, entry
 
 
-def fatbin_entries(path: str | os.PathLike[str], problems: list[str]
-                   ) -> Iterator[tuple[str, FatbinEntry]]:
+def fatbin_entries(path: str | os.PathLike[str], problems: list[str], *,
+                   stop: Stop | None = None) -> Iterator[tuple[str, FatbinEntry]]:
     """Every fatbinary entry of an ELF file or of a static archive's ELF members, in file
-    order, with the name of the file or ``archive(member)`` holding it."""
+    order, with the name of the file or ``archive(member)`` holding it. ``problems`` gets at
+    most :data:`~cudasplit._elf.read.bounds.MAX_PROBLEMS` lines and one more for the rest
+    (when the walk ends)."""
     name = os.fspath(path)
-    with open(name, "rb") as stream:
-        region = Region(stream.fileno(), 0, os.fstat(stream.fileno()).st_size, name)
-        yield from _region_entries(region, problems)
+    found = Problems(name)
+    try:
+        with open(name, "rb") as stream:
+            region = Region(stream.fileno(), 0, os.fstat(stream.fileno()).st_size, name)
+            yield from _region_entries(region, found, stop)
+    finally:
+        hand_back(found, problems)
 
 
 def read_inside(path: str | os.PathLike[str], *, size: int | None = None,
-                wait: Callable[[int], None] | None = None) -> Inside | None:
+                wait: Callable[[int], None] | None = None,
+                stop: Stop | None = None) -> Inside | None:
     """GPU code and version floors of one file; ``None`` when it is neither ELF nor a static
     archive. ``OSError`` when it cannot be opened. A file still being written is read as it
     grows: ``size`` is what it will hold, ``wait(offset)`` returns once the file holds the
     bytes before ``offset`` (a static archive's members are read while its later ones are
-    still decoding)."""
+    still decoding). ``stop()``: asked every few thousand steps; once true the read ends with
+    :class:`~cudasplit._elf.read.bounds.Stopped` (an ``OSError``)."""
     name = os.fspath(path)
-    problems: list[str] = []
+    problems = Problems(name)
     with open(name, "rb") as stream:
         fd = stream.fileno()
         region = Region(fd, 0, os.fstat(fd).st_size if size is None else size, name,
                         wait=wait)
-        head = region.pread(8, 0)
-        if head[:4] != ELF_MAGIC and head != AR_MAGIC:
+        head = region.pread(64, 0)
+        if head[:4] != ELF_MAGIC and head[:8] != AR_MAGIC:
             return None
-        gpu = summarise((e for _, e in _region_entries(region, problems)), problems)
+        table = read_sections(region, head) if head[:4] == ELF_MAGIC else None
+        gpu = summarise((e for _, e in _region_entries(region, problems, stop, head, table)),
+                        problems)
         floors: tuple[VersionNeed, ...] = ()
-        table = read_sections(region) if head[:4] == ELF_MAGIC else None
         if table is not None and len(table):
-            floors = version_floors(version_needs(region, table, problems))
-    return Inside(gpu, floors, tuple(_unique(problems)))
+            floors = version_floors(version_needs(region, table, problems, stop))
+    return Inside(gpu, floors, tuple(problems.lines()))
 
 
-def read_exports(path: str | os.PathLike[str], problems: list[str] | None = None
-                 ) -> tuple[ExportedSymbol, ...]:
-    """The dynamic symbols an ELF file exports, with their versions (``()`` when not ELF)."""
+def read_exports(path: str | os.PathLike[str], problems: list[str] | None = None, *,
+                 stop: Stop | None = None) -> tuple[ExportedSymbol, ...]:
+    """The dynamic symbols an ELF file exports, with their versions (``()`` when not ELF);
+    at most :data:`~cudasplit._elf.read.symbols.MAX_EXPORTS` of them."""
     name = os.fspath(path)
-    found = problems if problems is not None else []
-    with open(name, "rb") as stream:
-        fd = stream.fileno()
-        region = Region(fd, 0, os.fstat(fd).st_size, name)
-        table = read_sections(region)
-        if table is None or not len(table):
-            return ()
-        return exported_symbols(region, table, found)
-
-
-def _unique(items: list[str]) -> list[str]:
-    return list(dict.fromkeys(items))
+    found = Problems(name)
+    try:
+        with open(name, "rb") as stream:
+            fd = stream.fileno()
+            region = Region(fd, 0, os.fstat(fd).st_size, name)
+            table = read_sections(region)
+            if table is None or not len(table):
+                return ()
+            return exported_symbols(region, table, found, stop)
+    finally:
+        hand_back(found, problems)

@@ -2,7 +2,11 @@
 
 :class:`RawElf` holds the open descriptor, the header fields, the program and section headers
 and, once :mod:`cudasplit._elf.read.dynamic` has read it, the dynamic array; every read goes through
-:meth:`RawElf.pread`, which refuses anything past the end of the file.
+:meth:`RawElf.pread`, which refuses anything past the end of the file. A string is at most
+:data:`MAX_STRING` bytes (the kernel refuses an interpreter path over 4 KiB), and the dynamic
+strings are looked up once per offset, all of them together at most twice ``DT_STRSZ``: a
+thousand ``DT_NEEDED`` entries naming one unterminated megabyte cannot make a gigabyte of
+searching.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from cudasplit._elf.read.const import (
     SHT_NOBITS,
 )
 from cudasplit.errors import ElfError
+
+MAX_STRING = 1 << 16     # bytes of one NUL-terminated string read by offset (PT_INTERP, .dynstr)
 
 
 @dataclass(slots=True)
@@ -132,28 +138,53 @@ class RawElf:
             data = self.cache["dynstr"] = self.pread(self.strsz, self.strtab_off)
         return data
 
+    def names_budget(self) -> int:
+        """Bytes of dynamic names a reader may collect from this file (all lookups together,
+        repeated ones included): twice DT_STRSZ and 1 MiB."""
+        return 2 * self.strsz + (1 << 20)
+
     def string_at(self, offset: int, limit: int) -> bytes:
-        """NUL-terminated bytes at file `offset`, which must end before file offset `limit`."""
-        out = b""
+        """NUL-terminated bytes at file `offset`, which must end before file offset `limit`
+        and within :data:`MAX_STRING` bytes."""
+        out = bytearray()
         while True:
             want = min(4096, limit - offset - len(out))
             if want <= 0:
                 raise self.fail(f"unterminated string at {offset:#x}")
+            if len(out) >= MAX_STRING:
+                raise self.fail(f"string at {offset:#x} is longer than {MAX_STRING} bytes")
             chunk = self.pread(want, offset + len(out))
             end = chunk.find(b"\0")
             if end >= 0:
-                return out + chunk[:end]
+                return bytes(out + chunk[:end])
             out += chunk
 
     def dynstr_at(self, value: int) -> bytes:
-        """The .dynstr string at `value`; it must start and end inside DT_STRSZ."""
+        """The .dynstr string at `value`; it must start and end inside DT_STRSZ, within
+        :data:`MAX_STRING` bytes. Each offset is looked up once; all lookups together read at
+        most twice DT_STRSZ (plus 1 MiB), else the file is refused."""
         if value >= self.strsz:
             raise self.fail(f"string offset {value:#x} beyond DT_STRSZ {self.strsz:#x}")
+        seen = self.cache.setdefault("strings", {})
+        assert isinstance(seen, dict)
+        found = seen.get(value)
+        if isinstance(found, bytes):
+            return found
         table = self.dynstr()
-        end = table.find(b"\0", value)
+        end = table.find(b"\0", value, value + MAX_STRING + 1)
         if end < 0:
+            if len(table) - value > MAX_STRING:
+                raise self.fail(f"string at {value:#x} is longer than {MAX_STRING} bytes")
             raise self.fail(f"string at {value:#x} runs past DT_STRSZ {self.strsz:#x}")
-        return table[value:end]
+        spent = self.cache.get("string_bytes", 0)
+        assert isinstance(spent, int)
+        spent += end - value
+        if spent > self.names_budget():
+            raise self.fail("dynamic strings overlap: their names add up to more than twice "
+                            "DT_STRSZ")
+        self.cache["string_bytes"] = spent
+        seen[value] = name = table[value:end]
+        return name
 
     # -- packing ------------------------------------------------------------------------------
     def pack_phdr(self, ph: Phdr) -> bytes:

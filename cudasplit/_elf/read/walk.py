@@ -1,12 +1,15 @@
 """Bounded walks over file-controlled tables: symbol names, version records, notes.
 
 Every count and next-offset here comes from the file: each walk is bounded by the file size and
-refuses cycles, so a small hostile file cannot make a walk run long or allocate much. Results
-are cached on the :class:`~cudasplit._elf.read.raw.RawElf` (walked once per parsed file).
+by :data:`MAX_VERSION_RECORDS`, and refuses cycles, so a small hostile file cannot make a walk run
+long or allocate much; symbol tables are read once each, and tables that overlap or add up to
+more than the file are not read at all. Results are cached on the
+:class:`~cudasplit._elf.read.raw.RawElf` (walked once per parsed file).
 """
 
 from __future__ import annotations
 
+import itertools
 import struct
 import sys
 from array import array
@@ -26,6 +29,10 @@ from cudasplit._elf.read.const import (
 )
 from cudasplit._elf.read.raw import Phdr, RawElf, Shdr, align_up
 
+# Version records (needs, definitions and their aux records) walked per file: a version index
+# has 15 bits, so no loader-valid file needs more than 32,767 of them.
+MAX_VERSION_RECORDS = 1 << 16
+
 # --------------------------------------------------------------------------- .dynstr references
 
 def dynstr_section(elf: RawElf) -> Shdr | None:
@@ -36,7 +43,7 @@ def dynstr_section(elf: RawElf) -> Shdr | None:
 
 def symbol_name_refs(elf: RawElf, dynstr: Shdr | None) -> list[int] | None:
     """st_name of every symbol table that uses .dynstr, or None when that cannot be known
-    (read once per parsed file)."""
+    (read once per parsed file); ElfError when the tables overlap."""
     if "symbols" in elf.cache:
         cached = elf.cache["symbols"]
         return cached if isinstance(cached, list) else None
@@ -49,6 +56,12 @@ def _symbol_names(elf: RawElf, dynstr: Shdr | None) -> list[int] | None:
         return None  # no section headers: the symbol count is unknown, be conservative
     tables = [s for s in elf.shdrs if s.sh_type in (SHT_DYNSYM, SHT_SYMTAB)
               and s.sh_link == dynstr.num]
+    # The same table named twice is read once; tables that overlap otherwise are refused (each
+    # would be read again: 65,535 headers over one large table multiply it).
+    tables = list({(s.sh_offset, s.sh_size, s.sh_entsize): s for s in tables}.values())
+    spans = sorted((s.sh_offset, s.file_end) for s in tables)
+    if any(b[0] < a[1] for a, b in itertools.pairwise(spans)):
+        raise elf.fail("symbol tables overlap")
     names = array("I")
     for sym in tables:
         if sym.sh_entsize not in (16, 24) or sym.sh_size % sym.sh_entsize:
@@ -100,7 +113,7 @@ def _walk_versions(elf: RawElf, tag: int, numtag: int, fmt: str, name_field: int
     size, auxsize = struct.calcsize(fmt), struct.calcsize(auxfmt)
     window = _Window(elf, off)
     seen: set[int] = set()
-    budget = [elf.size // 8 + 64]
+    budget = [min(elf.size // 8 + 64, MAX_VERSION_RECORDS)]
     records = 0
     while True:  # glibc follows the next links until 0 and ignores the counts: so do we
         rec = window.unpack(elf.bo + fmt, size, off)

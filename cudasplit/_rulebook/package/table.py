@@ -266,4 +266,9 @@ class DlopenNeed:
 
 
 def version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", version))
+    """``12.8`` -> ``(12, 8)``; ``()`` (no version) when a number has more than 18 digits
+    (``int()`` of thousands raised from a rule file's gate) or none is there."""
+    parts = re.findall(r"[0-9]+", version)
+    if any(len(part) > 18 for part in parts):
+        return ()
+    return tuple(int(part) for part in parts)
