@@ -91,12 +91,15 @@ case $part in
       mkdir -p "$T/cuda_toolkit-linux-x86_64-$V-archive"
       cp -a /usr/local/cuda/. "$T/cuda_toolkit-linux-x86_64-$V-archive/"
     fi
-    # Both into the same directory, one after the other: RUNPATHs name the output roots.
+    # Both into the same directory, one after the other: RUNPATHs name the output roots. -P:
+    # the checkout's own cudasplit/ (the current directory) must not shadow the old wheel.
+    for site in "$OLD" "$SITE"; do PYTHONPATH=$site python3 -P -c \
+        'import cudasplit, sys; print(cudasplit.__file__, cudasplit.__version__)'; done
     for which in old new; do
       site=$SITE; [ $which = old ] && site=$OLD
       rm -rf /tmp/tk-out
       /usr/bin/time -f "$which: %e s wall, %U s user, %S s system, %M KB" \
-        env PYTHONPATH=$site python3 -m cudasplit split "$T/cuda_toolkit-linux-x86_64-$V-archive" \
+        env PYTHONPATH=$site python3 -P -m cudasplit split "$T/cuda_toolkit-linux-x86_64-$V-archive" \
           -o /tmp/tk-out -q -j16 --no-fsync --report "/tmp/tk-$which.json" || true
       python3 - /tmp/tk-out "/tmp/tk-$which.tree.json" <<'PY'
 import hashlib, json, os, sys
