@@ -138,8 +138,8 @@ def _find_top(path: Path, package: PackageId | None, strip_components: int | Non
         return path
     fault = top_dir_fault(path.name)
     if fault is not None:
-        raise SourceError(f"directory name {path.name!r}: {fault}; name the package with "
-                          "--package PNAME", source=str(path))
+        raise SourceError(f"directory name {path.name!r}: {fault}; name the package "
+                          "(package PNAME)", source=str(path))
     raise SourceError(f"directory name {path.name!r} is not <pname>-<platform>-<version>-archive "
                       "(an unpacked redistributable); name the package (package PNAME)",
                       source=str(path))
