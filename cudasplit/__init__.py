@@ -51,13 +51,14 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "cudasplit._api.batch": ("BatchResult", "batch_report", "directory_kind", "split_many"),
     "cudasplit._api.rules": (
         "check_rule_file", "package_entry_lines", "ruleset_for", "ruleset_toml"),
-    "cudasplit._elf.plan": ("RunpathPlan", "RunpathPolicy", "plan_runpath"),
+    "cudasplit._elf.plan": ("RunpathPlan", "RunpathPolicy"),
+    "cudasplit._api.runpath": ("plan_runpath",),
     "cudasplit._rulebook": (
         "RuleSet", "load_ruleset", "AddNeeded", "Decision", "DlopenNeed", "DropEdit", "Gate",
         "LinkInto", "OutputWhen", "PackageSettings", "PcEdit", "Rename", "Rule", "RuleRef",
         "RunpathPackage", "TextEdit", "TextEditsFrom", "Where", "PackageLink", "Profile"),
     "cudasplit._source": ("open_source", "Limits", "Source"),
-    "cudasplit.sinks": ("DirectorySink", "MemorySink", "Sink", "StagedSink", "TarballSink"),
+    "cudasplit._sinks": ("DirectorySink", "MemorySink", "Sink", "StagedSink", "TarballSink"),
     "cudasplit._release.repack": ("RepackOptions", "RepackResult", "repack_to_dir"),
     "cudasplit._api.checks": ("LoadView", "closure_of", "ldd"),
     "cudasplit._api.release": (
@@ -130,7 +131,8 @@ if TYPE_CHECKING:
         verify_manifest,
     )
     from cudasplit._api.rules import check_rule_file, package_entry_lines, ruleset_for, ruleset_toml
-    from cudasplit._elf.plan import RunpathPlan, RunpathPolicy, plan_runpath
+    from cudasplit._api.runpath import plan_runpath
+    from cudasplit._elf.plan import RunpathPlan, RunpathPolicy
     from cudasplit._globs import Glob
     from cudasplit._layout import Layout, LayoutSpec
     from cudasplit._model import OUTPUT_NAMES, Kind, Member, MemberType, PackageId
@@ -204,6 +206,7 @@ if TYPE_CHECKING:
         load_ruleset,
     )
     from cudasplit._run import DEFAULT_DRIVER_LINK, DEFAULT_MAX_MEMBERS, Progress
+    from cudasplit._sinks import DirectorySink, MemorySink, Sink, StagedSink, TarballSink
     from cudasplit._source import Limits, Source, open_source
     from cudasplit._split.options import SplitOptions
     from cudasplit.errors import (
@@ -227,7 +230,6 @@ if TYPE_CHECKING:
         ToolkitError,
         UnsafeMemberError,
     )
-    from cudasplit.sinks import DirectorySink, MemorySink, Sink, StagedSink, TarballSink
 
 
 def __getattr__(name: str) -> Any:

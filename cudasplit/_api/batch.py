@@ -19,7 +19,7 @@ from cudasplit._api.entry import split_to_dir, split_writes
 from cudasplit._argcheck import checked
 from cudasplit._model import PackageId
 from cudasplit._report import Report, relative_report
-from cudasplit._run import Cores, Progress, check_optional, check_path
+from cudasplit._run import Cores, Progress, check_optional, check_path, refuse_overlap
 from cudasplit._source import (
     TarSource,
     decode_threads,
@@ -28,7 +28,6 @@ from cudasplit._source import (
     parse_top_dir,
 )
 from cudasplit._split.options import SplitOptions
-from cudasplit._split.overlap import refuse_overlap
 from cudasplit._split.start import open_for
 from cudasplit.errors import CudasplitError, OptionsTypeError, SourceError, source_os_error
 

@@ -20,16 +20,15 @@ from cudasplit._argcheck import checked
 from cudasplit._layout import LayoutSpec
 from cudasplit._model import OUTPUT_NAMES, Kind
 from cudasplit._report import MemberRecord, Report
-from cudasplit._run import check_optional, check_path, check_sink, check_source
+from cudasplit._run import check_optional, check_path, check_sink, check_source, refuse_overlap
 from cudasplit._split.options import SplitOptions
-from cudasplit._split.overlap import refuse_overlap
 from cudasplit._split.start import started
 from cudasplit.errors import OptionsTypeError, SourceError
 
 if TYPE_CHECKING:
     from cudasplit._rulebook import Rename, RuleSet
+    from cudasplit._sinks import Sink
     from cudasplit._source import Source
-    from cudasplit.sinks import Sink
 
 EXPLAIN_SCHEMA = 1  # the "schema" of Explanation.as_dict
 
@@ -107,8 +106,8 @@ def split_to_dir(source: PathLike | Source, output_dir: PathLike,
     opts = options or SplitOptions()
     with started(source, opts) as opened:
         from cudasplit._rulebook import DEFAULT_PROFILE
+        from cudasplit._sinks import DirectorySink
         from cudasplit._split.pipeline import split as _split
-        from cudasplit.sinks import DirectorySink
 
         if opts.dry_run:
             return _split(opened, None, options=opts, layout=LayoutSpec.under(output_dir))
@@ -123,7 +122,7 @@ def split_to_dir(source: PathLike | Source, output_dir: PathLike,
 def split_writes(output_dir: PathLike) -> list[Path]:
     """What a split into ``output_dir`` writes or replaces: every output root
     (``--overwrite`` replaces them all) and its staging directory."""
-    from cudasplit.sinks._staging import STAGING_PREFIX  # the sinks load while decoding
+    from cudasplit._sinks import STAGING_PREFIX  # the sinks load while decoding
 
     root = Path(output_dir)
     return [*(root / name for name in OUTPUT_NAMES), root / f"{STAGING_PREFIX}*"]
@@ -164,8 +163,8 @@ def split_nix(source: PathLike | Source, env: dict[str, str] | None = None,
     opts = replace(options or SplitOptions(), outputs=tuple(roots), nix_build=True)
     opts = replace(opts, runpath=with_nix_defaults(opts.runpath, env))  # loader, libs, failure
     with started(source, opts) as opened:
+        from cudasplit._sinks import DirectorySink
         from cudasplit._split.pipeline import split as _split
-        from cudasplit.sinks import DirectorySink
 
         if opts.dry_run:
             return _split(opened, None, options=opts, layout=LayoutSpec.fixed(roots))

@@ -22,10 +22,9 @@ from cudasplit._release.nixify import (
     plan_sets,
     write_sets,
 )
-from cudasplit._run import ProgressCallback, check_jobs, resolve_jobs
+from cudasplit._run import ProgressCallback, check_jobs, refuse_overlap, resolve_jobs
 from cudasplit._source import PLATFORMS
 from cudasplit._split.options import unknown_platform
-from cudasplit._split.overlap import refuse_overlap
 from cudasplit.errors import OptionsError
 
 PathLike = str | os.PathLike[str]

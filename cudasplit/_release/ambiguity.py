@@ -22,9 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudasplit._elf.plan import is_driver_name, split_search_path
+from cudasplit._elf.plan import is_driver_name
 from cudasplit._elf.read import ElfInfo, read_elf_info
 from cudasplit._release.ldd import LddOptions
+from cudasplit._searchpath import split_search_path
 from cudasplit.errors import ElfError, SourceNotFoundError
 
 __all__ = ["Ambiguity", "ambiguities_in", "ambiguities_of"]

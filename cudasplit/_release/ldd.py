@@ -46,9 +46,9 @@ from cudasplit._elf.plan import (
     host_interpreter,
     is_driver_name,
     is_glibc_name,
-    split_search_path,
 )
 from cudasplit._elf.read import ElfInfo, read_elf_info, scan_dlopen
+from cudasplit._searchpath import split_search_path
 from cudasplit.errors import ElfError, SourceNotFoundError
 
 __all__ = ["LddOptions", "LoadView", "Resolution", "view", "view_tree"]

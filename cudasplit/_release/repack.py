@@ -11,18 +11,17 @@ from cudasplit._argcheck import check_fields, checked
 from cudasplit._layout import LayoutSpec
 from cudasplit._report import Report
 from cudasplit._rulebook import DEFAULT_PROFILE, default_rules_dir
-from cudasplit._run import check_optional, check_path, check_source, resolve_jobs
-from cudasplit._source import Source
-from cudasplit._split.overlap import refuse_overlap
-from cudasplit._split.pipeline import SplitOptions
-from cudasplit._split.pipeline import split as _split
-from cudasplit.errors import OptionsError, OptionsTypeError
-from cudasplit.sinks._tarball import (
+from cudasplit._run import check_optional, check_path, check_source, refuse_overlap, resolve_jobs
+from cudasplit._sinks import (
     DEFAULT_FORMAT,
     DEFAULT_LEVEL,
     TarballSink,
     mtime_from_env,
 )
+from cudasplit._source import Source
+from cudasplit._split.pipeline import SplitOptions
+from cudasplit._split.pipeline import split as _split
+from cudasplit.errors import OptionsError, OptionsTypeError
 
 PathLike = str | os.PathLike[str]
 
@@ -182,7 +181,7 @@ def _repack_conda(source: PathLike | Source, channel: Path, opts: SplitOptions,
     if pack.prefix is not None:
         raise OptionsError("an unpack prefix (prefix) does not apply to the conda format "
                            "(fmt conda): conda installs the packages into its own prefix")
-    from cudasplit.sinks import CondaChannelSink  # loads on first use (PEP 562)
+    from cudasplit._release.conda import CondaChannelSink  # only repack --format conda
 
     refuse_overlap([channel], [source])
     sink = CondaChannelSink(channel, opts.rules_dir or default_rules_dir(), opts.profile,

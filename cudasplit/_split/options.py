@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudasplit._argcheck import checked
-from cudasplit._elf.plan import RunpathPolicy, UnknownPatcherError
+from cudasplit._elf.plan import RunpathPolicy
 from cudasplit._model import DEFAULT_PROFILE, OUTPUT_NAMES, PackageId
 from cudasplit._run import (
     DEFAULT_MAX_MEMBERS,
@@ -28,7 +28,7 @@ from cudasplit._run import (
     resolve_jobs,
 )
 from cudasplit._source import PLATFORMS
-from cudasplit.errors import OptionsError, OptionsTypeError
+from cudasplit.errors import OptionsError, OptionsTypeError, UnknownPatcherError
 
 __all__ = ["Progress", "SplitOptions", "available_cpus", "cuda_version"]
 

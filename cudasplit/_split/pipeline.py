@@ -19,9 +19,10 @@ from typing import BinaryIO
 
 from cudasplit._layout import LayoutSpec
 from cudasplit._model import Member
-from cudasplit._report import MemberRecord, Report, plural
+from cudasplit._report import MemberRecord, Report
 from cudasplit._rulebook import RuleSet
 from cudasplit._run import metered
+from cudasplit._sinks import Sink
 from cudasplit._source import Source
 from cudasplit._split.classify import (
     ARCHIVE_NIX_SUPPORT,
@@ -44,8 +45,8 @@ from cudasplit._split.prepare import patch_settings, prepare
 from cudasplit._split.reportwriter import MemberFacts, ReportWriter, record_of
 from cudasplit._split.rewrites import RewriteContext
 from cudasplit._split.start import open_for
+from cudasplit._words import plural
 from cudasplit.errors import OutputError, UnsafeMemberError
-from cudasplit.sinks._base import Sink
 
 log = logging.getLogger(__name__)
 

@@ -9,6 +9,7 @@ dynamic section, so the plan and the report are the real run's. What happened co
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import BinaryIO
 from cudasplit._layout import Layout
 from cudasplit._model import Member
 from cudasplit._report import Problem
+from cudasplit._sinks import Sink
 from cudasplit._source import member_parent
 from cudasplit._split.classify import Classified
 from cudasplit._split.inside import BackgroundReads, InsideStage, reads_inside
@@ -33,9 +35,8 @@ from cudasplit._split.rewrites import (
     text_edits_for,
 )
 from cudasplit.errors import OutputError
-from cudasplit.sinks._base import Sink, write_bytes
 
-__all__ = ["Placer"]
+__all__ = ["Placer", "write_bytes"]
 
 _Said = tuple[tuple[Problem, ...], tuple[Problem, ...]]   # a rewrite's warnings and problems
 
@@ -167,3 +168,8 @@ class Placer:
             else:
                 self.patches.spool_info(member.path, stream, shown)
             self.patches.add(ElfJob(position, member.path, output, dest, None, rule))
+
+
+def write_bytes(sink: Sink, output: str, dest: str, data: bytes, mode: int) -> None:
+    """Small generated files (rewritten ``.pc``, nix-support) go through ``write_file`` too."""
+    sink.write_file(output, dest, io.BytesIO(data), mode)

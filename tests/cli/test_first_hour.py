@@ -21,10 +21,10 @@ import cudasplit
 import cudasplit._api.entry as api
 from cudasplit import Kind, PackageId, SplitOptions, load_ruleset
 from cudasplit._run import available_cpus
+from cudasplit._sinks import directory as directory_sink
+from cudasplit._sinks import staging as staging
 from cudasplit.cli import main
 from cudasplit.errors import CudasplitError, OptionsError, OutputError, SourceError
-from cudasplit.sinks import _directory as directory_sink
-from cudasplit.sinks import _staging as staging
 from tests.support.builders import compile_shared
 from tests.support.paths import REPO
 from tests.support.tarutil import TOP, write_archive

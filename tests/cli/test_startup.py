@@ -22,7 +22,7 @@ SAMPLE = REPO / "fixtures" / "cuda_sample-linux-x86_64-12.9.79-archive.tar.xz"
 # Loaded by no split: release tools, consumer guards, the manifest tables, the tarball writer,
 # the other commands' modules, LIEF and JSON Schema.
 NEVER_IN_A_SPLIT = ("cudasplit._release", "cudasplit._api.release", "cudasplit._api.checks",
-                    "cudasplit._api.guards", "cudasplit.sinks._tarball", "cudasplit.sinks._tarpack",
+                    "cudasplit._api.guards", "cudasplit._sinks.tarball", "cudasplit._sinks.tarpack",
                     "cudasplit.cli._manifests", "cudasplit.cli._release", "cudasplit.cli._ldd",
                     "cudasplit.cli._toolkit", "cudasplit.cli._repack", "cudasplit.cli._explain",
                     "lief", "jsonschema", "multiprocessing", "tarfile")

@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from cudasplit import load_manifest
+from cudasplit._elf.read import EM_X86_64, elf_machine
 from cudasplit._release.nixify import compiler_packages, nixify
-from cudasplit._split.targets import EM_X86_64, elf_machine
 from cudasplit.cli import main
 from tests.nix.nixtools import need_nix
 from tests.support.paths import REPO

@@ -66,9 +66,9 @@ from cudasplit._elf.patch.inplace import plan_in_place
 from cudasplit._elf.patch.liefbudget import MAX_CACHED, FallbackBudget, now
 from cudasplit._elf.patch.verify import Expect, expected, verify, verify_after_strip
 from cudasplit._elf.patch.want import Plan, Want
-from cudasplit._elf.plan import EditResult, ElfEdit, UnknownPatcherError
+from cudasplit._elf.plan import EditResult, ElfEdit
 from cudasplit._elf.read import ELF_MAGIC, DynNames, RawElf, dyn_names, read_elf_info, read_raw
-from cudasplit.errors import ElfError, PatchError
+from cudasplit.errors import ElfError, PatchError, UnknownPatcherError
 
 __all__ = ["PatchResult", "apply_edit", "rename_needed", "restore_original", "set_runpath"]
 

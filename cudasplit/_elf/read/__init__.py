@@ -77,6 +77,15 @@ from cudasplit._elf.read.libnames import (
     is_driver_name,
     is_glibc_name,
 )
+from cudasplit._elf.read.machine import (
+    EM_AARCH64,
+    EM_PPC64,
+    EM_X86_64,
+    MACHINE_NAMES,
+    elf_machine,
+    machine_name,
+    machine_of_tree,
+)
 from cudasplit._elf.read.raw import Phdr, RawElf, Shdr, align_up
 from cudasplit._elf.read.reader import open_raw, read_raw
 from cudasplit._elf.read.sections import Region, read_sections
@@ -100,6 +109,10 @@ __all__ = [
     "DT_VERNEED",
     "DT_VERSYM",
     "ELF_MAGIC",
+    "EM_AARCH64",
+    "EM_PPC64",
+    "EM_X86_64",
+    "MACHINE_NAMES",
     "MAX_ARCH_ROWS",
     "MAX_PROBLEMS",
     "PAGE",
@@ -144,6 +157,7 @@ __all__ = [
     "dyn_names",
     "dynstr_section",
     "elf_ident",
+    "elf_machine",
     "fatbin_entries",
     "has_build_id",
     "index_library_paths",
@@ -151,6 +165,8 @@ __all__ = [
     "is_elf",
     "is_glibc_name",
     "kind_from_head",
+    "machine_name",
+    "machine_of_tree",
     "open_raw",
     "read_elf_info",
     "read_exports",

@@ -12,9 +12,10 @@ import zstandard
 from click.testing import CliRunner
 
 from cudasplit import RepackOptions, SplitOptions, repack_to_dir, split_to_dir
+from cudasplit._sinks import TarballSink, mtime_from_env
+from cudasplit._sinks import tarball as tarball_sink
 from cudasplit.cli import main
 from cudasplit.errors import CorruptArchiveError, OutputError
-from cudasplit.sinks._tarball import DEFAULT_MTIME, TarballSink, mtime_from_env
 from tests.support.builders import Compression
 from tests.support.tarutil import write_archive
 
@@ -93,7 +94,7 @@ def test_two_runs_give_identical_bytes_and_the_epoch_changes_them(
         assert a[output].read_bytes() == b[output].read_bytes(), output
         assert a[output].read_bytes() != c[output].read_bytes(), output
     assert {m.mtime for m in _tar_members(c["lib"])} == {1700000000}
-    assert {m.mtime for m in _tar_members(a["lib"])} == {DEFAULT_MTIME}
+    assert {m.mtime for m in _tar_members(a["lib"])} == {tarball_sink.DEFAULT_MTIME}
 
 
 def test_members_are_sorted_owned_by_root_with_normalised_modes(
@@ -257,7 +258,7 @@ def test_other_formats_and_the_cli(tmp_path: Path) -> None:
 
 
 def test_source_date_epoch_must_be_an_integer() -> None:
-    assert mtime_from_env({}) == DEFAULT_MTIME
+    assert mtime_from_env({}) == tarball_sink.DEFAULT_MTIME
     assert mtime_from_env({"SOURCE_DATE_EPOCH": "42"}) == 42
     with pytest.raises(OutputError, match="SOURCE_DATE_EPOCH"):
         mtime_from_env({"SOURCE_DATE_EPOCH": "yesterday"})

@@ -23,9 +23,9 @@ from cudasplit import (
     split_to_dir,
     toolkit_view,
 )
+from cudasplit._elf.read import EM_AARCH64, EM_X86_64, elf_machine
 from cudasplit._release.toolkit import NVCC_PROFILE
 from cudasplit._split.rewrites import ProfileExtras, rewrite_nvcc_profile
-from cudasplit._split.targets import EM_AARCH64, EM_X86_64, elf_machine
 from cudasplit.cli import main
 from tests.support.tarutil import write_archive
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
@@ -59,11 +58,6 @@ class Sink(Protocol):
     def abort(self) -> None:
         """Remove everything written so far that is not yet visible."""
         ...
-
-
-def write_bytes(sink: Sink, output: str, dest: str, data: bytes, mode: int) -> None:
-    """Small generated files (rewritten ``.pc``, nix-support) go through ``write_file`` too."""
-    sink.write_file(output, dest, io.BytesIO(data), mode)
 
 
 def safe_join(root: Path, dest: str) -> Path:

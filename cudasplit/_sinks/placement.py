@@ -1,7 +1,7 @@
 """Placement guards: where a member may be created under an output root, and what is refused.
 
 Archives come from the internet and cudasplit may run as root, so nothing is created outside
-an output root (:func:`~cudasplit.sinks._base.safe_join`), through a symlink, or over a
+an output root (:func:`~cudasplit._sinks.base.safe_join`), through a symlink, or over a
 directory holding earlier members; OS errors become one-line :class:`OutputError`\\ s that
 name the final path.
 """
@@ -15,8 +15,8 @@ import shutil
 from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 
+from cudasplit._sinks.base import safe_join
 from cudasplit.errors import OutputError
-from cudasplit.sinks._base import safe_join
 
 __all__ = ["PlacementGuard", "check_roots", "translate"]
 

@@ -1,15 +1,15 @@
 """A conda channel: each output of a profile's split packed as a ``.conda`` into ``<subdir>/``.
 
-Members are staged like every :class:`~cudasplit.sinks._staged.StagedSink` (links, patching
+Members are staged like every :class:`~cudasplit.sinks.StagedSink` (links, patching
 and rewrites are the split's); :meth:`CondaChannelSink.finish` then packs every staged output
-with its profile metadata (``recipes/*.toml``, :mod:`cudasplit._rulebook`) into
+with its profile metadata (``recipes/*.toml``, :mod:`.recipes`) into
 ``<channel>/noarch/`` or ``<channel>/<target_platform>/``, plus the packages every split of
 the profile writes (``cuda-version``), and renames them into place only when all are packed.
 A client indexes the channel (``rattler-index``, ``conda index``) and installs from it.
 
 What reaches conda's metadata is checked against its grammar before anything is staged: the
 archive's version (from its top directory or ``--package``) and, once the recipe templates are
-filled, every name, version and match spec (:mod:`cudasplit._rulebook.condaspec`).
+filled, every name, version and match spec (:mod:`cudasplit._release.conda.grammar`).
 
 An arch-specific package's ``__glibc`` pin comes from the bytes: the highest ``GLIBC_``
 version any ELF file of the package needs, or that a file its links lead to needs (read from
@@ -33,17 +33,17 @@ from pathlib import Path
 from cudasplit._elf.read import ELF_MAGIC, read_inside
 from cudasplit._layout import Layout, LayoutSpec
 from cudasplit._model import PackageId
-from cudasplit._rulebook import (
+from cudasplit._release.conda.grammar import spec_problem
+from cudasplit._release.conda.pack import CondaMeta, pack_conda, real_path
+from cudasplit._release.conda.recipes import (
     CondaOutput,
     CondaProfile,
     RunValues,
     conda_profile,
     outputs_for,
-    spec_problem,
 )
+from cudasplit._sinks import StagedSink
 from cudasplit.errors import ElfError, OutputError
-from cudasplit.sinks._condapack import CondaMeta, pack_conda, real_path
-from cudasplit.sinks._staged import StagedSink
 
 _SUBDIR = re.compile(r"^[a-z0-9]+-[a-z0-9_]+$")   # linux-64, linux-aarch64
 _GLIBC_CEILING = "3.0.a0"                          # conda-forge's stdlib run export: <3.0.a0

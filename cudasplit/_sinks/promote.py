@@ -12,8 +12,8 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from cudasplit.sinks._placement import translate
-from cudasplit.sinks._staging import PREVIOUS_DIR, STAGING_PREFIX, remove_dir
+from cudasplit._sinks.placement import translate
+from cudasplit._sinks.staging import PREVIOUS_DIR, STAGING_PREFIX, remove_dir
 
 __all__ = ["Promotion"]
 

@@ -9,7 +9,7 @@ Layout: each archive holds one output's content *relative to the output root* (`
 Unpack ``X-<output>.tar.zst`` into ``<prefix>/<output>``; the sink's declared layout names exactly
 that path, which is what RUNPATH entries and ``.pc`` rewrites name.
 
-Reproducibility (:mod:`._tarpack` packs): members sorted by path components, uid/gid 0, modes
+Reproducibility (:mod:`.tarpack` packs): members sorted by path components, uid/gid 0, modes
 normalised, one mtime for everything (``SOURCE_DATE_EPOCH`` or :data:`DEFAULT_MTIME`), and
 compressor settings that do not depend on the clock.
 """
@@ -29,11 +29,11 @@ from cudasplit._argcheck import checked
 from cudasplit._layout import Layout, LayoutSpec, archive_stem
 from cudasplit._model import PackageId
 from cudasplit._run import ProgressCallback, Tally
+from cudasplit._sinks.staged import StagedSink
+from cudasplit._sinks.staging import remove_stale
+from cudasplit._sinks.tarpack import TarPacker, sorted_members
+from cudasplit._sinks.tarpack import translate as _translate
 from cudasplit.errors import OutputError
-from cudasplit.sinks._staged import StagedSink
-from cudasplit.sinks._staging import remove_stale
-from cudasplit.sinks._tarpack import TarPacker, sorted_members
-from cudasplit.sinks._tarpack import translate as _translate
 
 log = logging.getLogger("cudasplit")
 

@@ -20,7 +20,7 @@ measure, whichever is higher. An output's ``scripts`` are files the recipe itsel
 platform variables filled.
 
 Every name, version and match spec is checked against conda's grammar
-(:mod:`cudasplit._rulebook.condaspec`) once its templates are filled.
+(:mod:`cudasplit._release.conda.grammar`) once its templates are filled.
 """
 
 from __future__ import annotations
@@ -32,15 +32,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from cudasplit._rulebook.condaspec import (
+from cudasplit._release.conda.grammar import (
     build_problem,
     name_problem,
     spec_problem,
     version_problem,
 )
-from cudasplit._rulebook.load import read_rule_file
-from cudasplit._rulebook.package.parse import check_keys, string_list, table_of
-from cudasplit._rulebook.profile import profile_dir, profile_variables, substitute
+from cudasplit._rulebook import (
+    check_keys,
+    profile_dir,
+    profile_variables,
+    read_rule_file,
+    string_list,
+    substitute,
+    table_of,
+)
 from cudasplit.errors import RulesError
 
 __all__ = ["CondaOutput", "CondaProfile", "CondaRecipe", "RunValues", "conda_profile",

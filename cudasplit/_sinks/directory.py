@@ -1,6 +1,6 @@
 """Directory sinks: ``--output-dir DIR`` (staged, moved into place at the end) and Nix outputs.
 
-The sink writes; the placement guards (:mod:`._placement`) say where a member may go, and
+The sink writes; the placement guards (:mod:`.placement`) say where a member may go, and
 :class:`~._promote.Promotion` moves the staged outputs into place, all or nothing.
 """
 
@@ -18,11 +18,10 @@ from cudasplit._argcheck import checked
 from cudasplit._layout import Layout, LayoutSpec
 from cudasplit._model import PackageId
 from cudasplit._run import copy_into
-from cudasplit.errors import OutputError
-from cudasplit.sinks._base import safe_join
-from cudasplit.sinks._placement import PlacementGuard, check_roots, translate
-from cudasplit.sinks._promote import Promotion
-from cudasplit.sinks._staging import (
+from cudasplit._sinks.base import safe_join
+from cudasplit._sinks.placement import PlacementGuard, check_roots, translate
+from cudasplit._sinks.promote import Promotion
+from cudasplit._sinks.staging import (
     STAGING_PREFIX,
     record_owner,
     remove_dir,
@@ -30,6 +29,7 @@ from cudasplit.sinks._staging import (
     sync_dir,
     sync_tree,
 )
+from cudasplit.errors import OutputError
 
 __all__ = ["MODE_MASK", "DirectorySink"]
 

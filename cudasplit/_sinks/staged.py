@@ -16,15 +16,15 @@ from typing import BinaryIO
 from cudasplit._argcheck import checked
 from cudasplit._layout import Layout, LayoutSpec
 from cudasplit._model import OUTPUT_NAMES, PackageId
+from cudasplit._sinks.directory import DirectorySink
+from cudasplit._sinks.staging import record_owner, remove_dir
 from cudasplit.errors import OutputError
-from cudasplit.sinks._directory import DirectorySink
-from cudasplit.sinks._staging import record_owner, remove_dir
 
 __all__ = ["StagedSink"]
 
 
 class StagedSink(ABC):
-    """The whole :class:`~cudasplit.sinks._base.Sink` protocol but :meth:`finish`.
+    """The whole :class:`~cudasplit._sinks.base.Sink` protocol but :meth:`finish`.
 
     Args:
         layout: where the outputs will live.

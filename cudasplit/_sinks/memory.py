@@ -13,7 +13,7 @@ from pathlib import Path
 from cudasplit._argcheck import checked
 from cudasplit._layout import LayoutSpec
 from cudasplit._model import OUTPUT_NAMES
-from cudasplit.sinks._staged import StagedSink
+from cudasplit._sinks.staged import StagedSink
 
 _VIRTUAL = Path("/cudasplit-memory")
 
