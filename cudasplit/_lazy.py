@@ -19,19 +19,26 @@ __all__ = ["lazy_face"]
 
 
 def lazy_face(name: str, homes: Mapping[str, Sequence[str]], *,
+              submodules: Sequence[str] = (),
               moved: Mapping[str, tuple[str, str]] | None = None,
               ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``__getattr__`` and ``__dir__`` for the face ``name``, whose ``homes`` map each module
     to the names it provides. Once loaded, a name is an ordinary attribute of the face.
 
-    ``moved``: older names of the face that now live elsewhere, name -> (the module that
-    holds it, where users import it now): each still loads, with a ``DeprecationWarning``
-    naming its new place, and ``dir()`` does not list it."""
+    ``submodules``: the face's own modules a caller may reach as attributes without importing
+    them (``cudasplit.rules`` after ``import cudasplit``). ``moved``: older names of the face
+    that now live elsewhere, name -> (the module that holds it, where users import it now):
+    each still loads, with a ``DeprecationWarning`` naming its new place, and ``dir()`` (the
+    face's ``__all__``) does not list it (a submodule of the same name wins)."""
     where = {attr: module for module, attrs in homes.items() for attr in attrs}
-    listed = sorted(where)
+    listed = list(where)
+    own = frozenset(submodules)
     moved = dict(moved or {})
 
     def __getattr__(attr: str) -> Any:
+        if attr in own:
+            __import__(f"{name}.{attr}")  # the import sets the attribute on the face
+            return sys.modules[f"{name}.{attr}"]
         home = where.get(attr)
         if home is None and attr in moved:
             home, now = moved[attr]
@@ -49,6 +56,7 @@ def lazy_face(name: str, homes: Mapping[str, Sequence[str]], *,
         return value
 
     def __dir__() -> list[str]:
-        return listed
+        """The face's ``__all__`` (what it exports), else the names it loads."""
+        return sorted(getattr(sys.modules[name], "__all__", listed))
 
     return __getattr__, __dir__

@@ -227,7 +227,7 @@ class Report:
 
     def summary_lines(self, sizes: Mapping[str, tuple[int, int]] | None = None) -> list[str]:
         """One line per output: files, bytes and directory; ``sizes`` (output -> (files,
-        bytes), e.g. from :func:`cudasplit.measure_outputs`) replaces the report's counts of
+        bytes), e.g. from :func:`cudasplit.outputs.measure_outputs`) replaces the report's counts of
         placed input files where given, so that the numbers are those ``closure`` prints."""
         lines = []
         measured = sizes or {}

@@ -35,6 +35,31 @@ from __future__ import annotations
 
 from typing import Any
 
+__all__ = [
+    "CorruptArchiveError",
+    "CudasplitError",
+    "ElfError",
+    "LimitExceededError",
+    "ManifestError",
+    "NixEnvironmentError",
+    "NotFoundError",
+    "OptionsError",
+    "OptionsTypeError",
+    "OutputError",
+    "PatchError",
+    "ProblemsFound",
+    "RulesError",
+    "RunpathPolicyError",
+    "SourceError",
+    "SourceNotADirectoryError",
+    "SourceNotFoundError",
+    "ToolkitError",
+    "UnknownPatcherError",
+    "UnpatchedFilesError",
+    "UnresolvedLibrariesError",
+    "UnsafeMemberError",
+]
+
 
 class CudasplitError(Exception):
     """Root of every error cudasplit raises."""

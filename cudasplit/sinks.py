@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING
 
 from cudasplit._lazy import lazy_face
 
-__getattr__, __dir__ = lazy_face(__name__, {
+_HOMES: dict[str, tuple[str, ...]] = {
     "cudasplit._sinks": ("DirectorySink", "MemorySink", "Sink", "StagedSink", "TarballSink"),
-})
+}
+__getattr__, __dir__ = lazy_face(__name__, _HOMES)
 
 if TYPE_CHECKING:
     from cudasplit._sinks import DirectorySink, MemorySink, Sink, StagedSink, TarballSink

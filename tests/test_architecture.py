@@ -36,7 +36,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("__main__",),
     ("_launch",),
     ("cli",),
-    ("__init__", "sinks"),
+    # The public face: the top and the documented modules one level down (cudasplit.rules ...),
+    # each a face of its own over the layers below (never over each other).
+    ("__init__", "sinks", "rules", "releases", "nixify", "outputs", "guards", "elf", "sbom"),
     ("_api",),
     ("_release",),
     ("_split",),
@@ -51,9 +53,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "_lazy"),
 )
 # The only names allowed at the top of the package: the public face, the folders, the core.
-TOP = {"__init__", "__main__", "_launch", "errors", "cli", "sinks", "_api", "_release", "_split",
-       "_nix", "_sinks", "_source", "_rulebook", "_elf", "_run", "_model", "_report", "_layout",
-       "_globs", "_argcheck", "_words", "_searchpath", "_lazy"}
+TOP = {"__init__", "__main__", "_launch", "errors", "cli", "sinks", "rules", "releases", "nixify",
+       "outputs", "guards", "elf", "sbom", "_api", "_release", "_split", "_nix", "_sinks",
+       "_source", "_rulebook", "_elf", "_run", "_model", "_report", "_layout", "_globs",
+       "_argcheck", "_words", "_searchpath", "_lazy"}
 # The house's height: 10 floors (13 before the RUNPATH predicates, the plural and the
 # nix-support writer moved down, and the conda channel up).
 MAX_FLOORS = 10

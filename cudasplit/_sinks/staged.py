@@ -24,7 +24,7 @@ __all__ = ["StagedSink"]
 
 
 class StagedSink(ABC):
-    """The whole :class:`~cudasplit._sinks.base.Sink` protocol but :meth:`finish`.
+    """The whole :class:`~cudasplit.sinks.Sink` protocol but :meth:`finish`.
 
     Args:
         layout: where the outputs will live.

@@ -29,7 +29,7 @@ from cudasplit._split.checks import (
 )
 from cudasplit._split.classify import BUILTIN
 from cudasplit._split.copies import CopiedEntry, plan_copies
-from cudasplit._split.inside import glibc_ceiling_problems
+from cudasplit._split.gpucode import glibc_ceiling_problems
 from cudasplit._split.links import EVERY_OUTPUT, LinkPlanner, SymlinkOp
 from cudasplit._split.options import Progress, SplitOptions
 from cudasplit._split.patchstage import ElfJob, PatchStage

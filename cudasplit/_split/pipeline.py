@@ -33,7 +33,7 @@ from cudasplit._split.classify import (
     member_kind,
 )
 from cudasplit._split.endrun import EndOfRun, RunState
-from cudasplit._split.inside import BackgroundReads, InsideStage
+from cudasplit._split.gpucode import BackgroundReads, GpuCodeStage
 from cudasplit._split.libmajor import LibMajor
 from cudasplit._split.linkresolve import escapes
 from cudasplit._split.links import LinkPlanner
@@ -78,7 +78,7 @@ class SplitRun:
         self.placer: Placer | None = None           # the place stage, with the rules
         self.lib_major = LibMajor()  # D9, set up with the rules (libmajor.py)
         self.patches: PatchStage | None = None  # created with the rules (first member)
-        self.inside: InsideStage | None = None  # GPU code, glibc floors (options.inside)
+        self.inside: GpuCodeStage | None = None  # GPU code, glibc floors (options.inside)
         self.background: BackgroundReads | None = None  # large files, read by another process
         self.members_seen = 0
         self.bytes_seen = 0   # what progress said last: never moves backwards
@@ -178,7 +178,7 @@ class SplitRun:
             self.options.runpath.driver_lib_dir(), plan.normalise.dest)
         if self.sink is not None:
             self.sink.start(ident, plan.layout)
-        # Large written files are read by a process of its own (inside.py); a dry run spools.
+        # Large written files are read by a process of its own (gpucode.py); a dry run spools.
         self.background = BackgroundReads(self.options.inside) if self.sink is not None else None
         self.patches = patches = PatchStage(
             patch_settings(self.options, writing=self.sink is not None,
@@ -187,7 +187,7 @@ class SplitRun:
             has_stubs_output=plan.allowed is None or "stubs" in plan.allowed, early_pool=pool,
             background=self.background)
         self.writer.warnings(patches.warnings)
-        self.inside = InsideStage(pool if self.sink is not None else None, self._read_inside(),
+        self.inside = GpuCodeStage(pool if self.sink is not None else None, self._read_inside(),
                                   self.background) if self.options.inside else None
         self.placer = Placer(self.sink, self.placements, self.links, rewrites, patches,
                              plan.layout, self.source.description, self._spool_elf(),

@@ -21,7 +21,7 @@ from cudasplit._report import Problem
 from cudasplit._sinks import Sink
 from cudasplit._source import member_parent
 from cudasplit._split.classify import Classified
-from cudasplit._split.inside import BackgroundReads, InsideStage, reads_inside
+from cudasplit._split.gpucode import BackgroundReads, GpuCodeStage, reads_gpu_code
 from cudasplit._split.links import HardlinkOp, LinkPlanner, place_hardlinks_to
 from cudasplit._split.patchstage import ElfJob, PatchStage
 from cudasplit._split.placements import Placed, Placements
@@ -51,7 +51,7 @@ class Placer:
     layout: Layout
     description: str                  # the source, for error messages
     spool_elf: Callable[[MemberFacts], bool] | None  # dry run: which ELF members to plan
-    inside: InsideStage | None = None  # reads GPU code and glibc floors (SplitOptions.inside)
+    inside: GpuCodeStage | None = None  # reads GPU code and glibc floors (SplitOptions.inside)
     background: BackgroundReads | None = None  # reads large files in a process of its own
 
     def place(self, member: Member, stream: BinaryIO, classified: Classified,
@@ -66,7 +66,7 @@ class Placer:
         for op in place_hardlinks_to(self.links, member.path):  # before the old bytes go
             if self.sink is not None and isinstance(op, HardlinkOp):
                 self.sink.make_hardlink(op.output, op.dest, op.src_output, op.src_dest)
-        inside = self.inside if reads_inside(kind.value) else None
+        inside = self.inside if reads_gpu_code(kind.value) else None
         if inside is not None and inside.wanted is not None and not inside.wanted(facts):
             inside = None
         duplicate = self._duplicate(member.path)

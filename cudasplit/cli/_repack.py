@@ -1,8 +1,7 @@
-"""``cudasplit repack`` (one reproducible tarball per output) and ``cudasplit nix``."""
+"""Command ``repack``: a split as one reproducible archive per output, or as a conda channel."""
 
 from __future__ import annotations
 
-from importlib.resources import as_file, files
 from typing import Any
 
 import click
@@ -83,25 +82,3 @@ def repack_command(source: str, output_dir: str, prefix: str | None, fmt: str, l
         for path in result.archives:
             say(str(path))
     print_issues(result.report, warnings=not quiet)
-
-
-@click.group("nix")
-def nix_group() -> None:
-    """Helpers for Nix builds."""
-
-
-@nix_group.command("setup-hook")
-def nix_setup_hook() -> None:
-    """Print the path of the setup hook (defines cudasplitInstallPhase)."""
-    # The package is installed as files (wheel or editable), so the path is stable.
-    with as_file(files("cudasplit") / "nix" / "setup-hook.sh") as path:
-        say(str(path))
-
-
-@nix_group.command("consumer-hook")
-def nix_consumer_hook() -> None:
-    """Print the path of the consumer-guards hook (ambiguous RUNPATHs, dlopen RUNPATH entries,
-    closure budgets; what `split --consumer-guards` writes into the lib output)."""
-    from .. import consumer_guards_hook
-
-    say(consumer_guards_hook())

@@ -19,12 +19,13 @@ from click.testing import CliRunner
 
 import cudasplit
 import cudasplit._api.entry as api
-from cudasplit import Kind, PackageId, SplitOptions, load_ruleset
+from cudasplit import Kind, PackageId, SplitOptions
 from cudasplit._run import available_cpus
 from cudasplit._sinks import directory as directory_sink
 from cudasplit._sinks import staging as staging
 from cudasplit.cli import main
 from cudasplit.errors import CudasplitError, OptionsError, OutputError, SourceError
+from cudasplit.rules import load_ruleset
 from tests.support.builders import compile_shared
 from tests.support.paths import REPO
 from tests.support.tarutil import TOP, write_archive

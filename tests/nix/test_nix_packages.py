@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import load_ruleset
+from cudasplit.rules import load_ruleset
 from tests.nix import test_nix
 from tests.nix.test_nix import CHECKOUT, Nix
 from tests.support.builders import (

@@ -29,11 +29,11 @@ from cudasplit import (
     ToolkitError,
     UnsafeMemberError,
     inspect,
-    load_manifest,
     split_to_dir,
-    toolkit_view,
 )
 from cudasplit.cli import main
+from cudasplit.outputs import toolkit_view
+from cudasplit.releases import load_manifest
 from tests.support.builders import compile_shared
 from tests.support.paths import REPO
 from tests.support.tarutil import TOP, tar_bytes, write_archive
@@ -338,7 +338,7 @@ def test_nixify_output_equal_to_an_input(tmp_path: Path) -> None:
     manifest = tmp_path / "redistrib_1.0.json"
     manifest.write_text("{}")
     with pytest.raises(OutputError, match="an output may not be"):
-        cudasplit.nixify_manifest(manifest, tmp_path, tmp_path)
+        cudasplit.nixify.nixify_manifest(manifest, tmp_path, tmp_path)
     done = _cli("features", str(manifest), "--tarballs", str(tmp_path), "-o", str(manifest))
     assert done.returncode == 2 and manifest.read_text() == "{}"
 

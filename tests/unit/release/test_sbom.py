@@ -19,17 +19,10 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cudasplit import (
-    CudasplitError,
-    ManifestError,
-    OptionsError,
-    SourceError,
-    sbom,
-    sbom_documents,
-    split_to_dir,
-)
+from cudasplit import CudasplitError, ManifestError, OptionsError, SourceError, split_to_dir
 from cudasplit._release.sbom import SbomPackage, read_report_identity, split_identity
 from cudasplit.cli import main
+from cudasplit.sbom import sbom, sbom_documents
 from tests.support.builders import compile_shared
 from tests.support.paths import REPO
 from tests.support.tarutil import write_archive

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import Report, SplitOptions, load_ruleset, split_to_dir
+from cudasplit import Report, SplitOptions, split_to_dir
+from cudasplit.rules import load_ruleset
 from tests.support.builders import dynamic_entries, have_compiler, tree_from_reference
 from tests.support.paths import DATA, REPO
 

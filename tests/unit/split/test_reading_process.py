@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 import pytest
 
-import cudasplit._split.inside as inside_stage
+import cudasplit._split.gpucode as inside_stage
 from cudasplit import (
     OUTPUT_NAMES,
     DirectorySink,

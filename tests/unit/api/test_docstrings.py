@@ -10,14 +10,17 @@ import pytest
 
 import cudasplit
 from tests.support.paths import REPO
+from tests.support.public import public
 
-FUNCTIONS = sorted(n for n in cudasplit.__all__ if inspect.isfunction(getattr(cudasplit, n)))
-CLASSES = sorted(n for n in cudasplit.__all__ if inspect.isclass(getattr(cudasplit, n)))
+PUBLIC = public()  # every public name, of cudasplit and its documented modules
+
+FUNCTIONS = sorted(n for n in PUBLIC if inspect.isfunction(PUBLIC[n]))
+CLASSES = sorted(n for n in PUBLIC if inspect.isclass(PUBLIC[n]))
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)
 def test_function_docstring_has_args_returns_raises(name: str) -> None:
-    function = getattr(cudasplit, name)
+    function = PUBLIC[name]
     doc = inspect.getdoc(function) or ""
     for parameter in inspect.signature(function).parameters:
         assert re.search(rf"^\s+{parameter}:", doc, re.M), f"{name}: {parameter} undocumented"
@@ -26,15 +29,16 @@ def test_function_docstring_has_args_returns_raises(name: str) -> None:
 
 @pytest.mark.parametrize("name", FUNCTIONS)
 def test_function_docstring_names_only_public_functions(name: str) -> None:
-    doc = inspect.getdoc(getattr(cudasplit, name)) or ""
+    doc = inspect.getdoc(PUBLIC[name]) or ""
     for referenced in re.findall(r":func:`([^`]+)`", doc):
-        assert referenced in cudasplit.__all__, f"{name} points at {referenced}"
+        assert referenced.removeprefix("cudasplit.").split(".")[-1] in PUBLIC, \
+            f"{name} points at {referenced}"
     assert not re.search(r"\b_[a-z]\w*\(", doc), name
 
 
 @pytest.mark.parametrize("name", CLASSES)
 def test_classes_have_docstrings(name: str) -> None:
-    assert (getattr(cudasplit, name).__doc__ or "").strip(), name
+    assert (PUBLIC[name].__doc__ or "").strip(), name
 
 
 def test_help_of_split_is_useful() -> None:
@@ -53,7 +57,7 @@ def _constructed(name: str) -> bool:
     import enum
     import typing
 
-    cls = getattr(cudasplit, name)
+    cls = PUBLIC[name]
     return not issubclass(cls, BaseException | enum.Enum) and not getattr(
         cls, "_is_protocol", False) and cls is not typing.Protocol
 
@@ -62,11 +66,11 @@ def _taken() -> set[str]:
     """Classes a public function or method takes: what callers build or hand back."""
     import typing
 
-    from tests.cli.test_public_types import _annotated, _classes_in, _namespace
+    from tests.unit.api.test_public_types import _annotated, _classes_in, _namespace
 
     taken = set()
-    for name in cudasplit.__all__:
-        for where, thing in _annotated(getattr(cudasplit, name)):
+    for name in PUBLIC:
+        for where, thing in _annotated(PUBLIC[name]):
             if isinstance(thing, type) or where.endswith(".__init__"):
                 continue
             hints = typing.get_type_hints(thing, localns=_namespace())
@@ -78,8 +82,8 @@ def _taken() -> set[str]:
 def _documents_fields(name: str) -> bool:
     """Classes callers build or pass in, and every record that lists its attributes: each
     parameter named. (A record the API only returns needs a docstring of its own:
-    tests/cli/test_public_types.py.)"""
-    doc = inspect.getdoc(getattr(cudasplit, name)) or ""
+    tests/unit/api/test_public_types.py.)"""
+    doc = inspect.getdoc(PUBLIC[name]) or ""
     return name in TAKEN or "\nAttributes:\n" in doc or "\nArgs:\n" in doc
 
 
@@ -88,7 +92,7 @@ TAKEN = _taken()
 
 @pytest.mark.parametrize("name", [n for n in CLASSES if _constructed(n) and _documents_fields(n)])
 def test_class_docstring_names_every_parameter_and_raises(name: str) -> None:
-    cls = getattr(cudasplit, name)
+    cls = PUBLIC[name]
     doc = inspect.getdoc(cls) or ""
     assert "\nAttributes:\n" in doc or "\nArgs:\n" in doc, name
     for parameter in inspect.signature(cls).parameters:
@@ -105,4 +109,4 @@ def test_api_reference_is_generated_from_the_docstrings() -> None:
                            "--check"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     page = (repo / "docs" / "reference" / "api.md").read_text()
-    assert all(f"`{name}`" in page for name in cudasplit.__all__)
+    assert all(f"`{name}`" in page for name in PUBLIC)

@@ -3,8 +3,9 @@
 The annotations of every public function, of every public method of a public class, and the
 fields of every public dataclass are resolved with :func:`typing.get_type_hints`; each class of
 the package they mention (inside unions, tuples, mappings, callables ...) must be the object
-``cudasplit.<its name>`` (in ``cudasplit.__all__``, hence documented in
-docs/reference/api.md). ``closure_of`` once returned ``_release.closure.ClosureReport``, and
+``cudasplit.<its name>`` or ``cudasplit.<module>.<its name>`` (in the ``__all__`` of
+cudasplit or one of its documented modules, hence documented in docs/reference/api.md).
+``closure_of`` once returned ``_release.closure.ClosureReport``, and
 ``LoadView.needed`` held ``_release.ldd.Resolution``s: names no caller could import.
 """
 
@@ -22,6 +23,9 @@ from typing import Any
 import pytest
 
 import cudasplit
+from tests.support.public import public
+
+PUBLIC = public()  # every public name, of cudasplit and its documented modules
 
 
 @cache
@@ -67,17 +71,16 @@ def _annotated(obj: Any) -> Iterator[tuple[str, Callable[..., Any] | type]]:
 
 
 def private_types() -> dict[str, list[str]]:
-    """Package classes the public API mentions that ``cudasplit`` does not export, with
-    where."""
+    """Package classes the public API mentions that no public module exports, with where."""
     found: dict[str, list[str]] = {}
-    for name in cudasplit.__all__:
-        for where, thing in _annotated(getattr(cudasplit, name)):
+    for name in PUBLIC:
+        for where, thing in _annotated(PUBLIC[name]):
             hints = typing.get_type_hints(thing, localns=_namespace())
             for key, annotation in hints.items():
                 for cls in _classes_in(annotation):
                     if cls.__module__.split(".")[0] != "cudasplit":
                         continue
-                    if getattr(cudasplit, cls.__name__, None) is not cls:
+                    if PUBLIC.get(cls.__name__) is not cls:
                         found.setdefault(f"{cls.__module__}.{cls.__qualname__}", []).append(
                             f"{where}: {key}")
     return found
@@ -93,13 +96,13 @@ def test_the_walk_sees_through_annotations() -> None:
     assert list(_classes_in(typing.Optional[tuple[ClosureReport, ...]])) == [  # noqa: UP045
         ClosureReport, type(None)]
     assert list(_classes_in(Callable[[int], ClosureReport])) == [int, ClosureReport]
-    hints = typing.get_type_hints(cudasplit.closure_of, localns=_namespace())
-    assert hints["return"] is ClosureReport is cudasplit.ClosureReport
+    hints = typing.get_type_hints(cudasplit.outputs.closure_of, localns=_namespace())
+    assert hints["return"] is ClosureReport is cudasplit.outputs.ClosureReport
 
 
-@pytest.mark.parametrize("name", sorted(n for n in cudasplit.__all__
-                                        if inspect.isclass(getattr(cudasplit, n))))
+@pytest.mark.parametrize("name", sorted(n for n in PUBLIC
+                                        if inspect.isclass(PUBLIC[n])))
 def test_every_public_class_has_a_docstring_of_its_own(name: str) -> None:
     """Not the signature a dataclass gets when it has none."""
-    doc = (getattr(cudasplit, name).__doc__ or "").strip()
+    doc = (PUBLIC[name].__doc__ or "").strip()
     assert doc and not doc.startswith(f"{name}("), name

@@ -37,7 +37,10 @@ from cudasplit import (
     split_to_dir,
 )
 from cudasplit.cli import main
+from tests.support.public import public
 from tests.support.tarutil import TOP, write_archive
+
+PUBLIC = public()  # every public name, of cudasplit and its documented modules
 
 # -- SplitOptions: (field values, expected class, the name the message must hold) -------------
 
@@ -247,7 +250,7 @@ def test_cli_refuses_an_empty_source(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 # -- every public entry point, systematically (issue 33) --------------------------------------
 #
-# Each public function and each options or sink class of ``cudasplit.__all__`` gets valid
+# Each public function and each options or sink class of cudasplit and its documented modules gets valid
 # arguments (GOOD); then each parameter in turn is given values of a wrong type, derived from
 # its annotation (a bare string where a sequence is meant, a str where an int is, ...) and
 # ``object()`` for all. The call must raise an OptionsTypeError (a CudasplitError and a
@@ -259,7 +262,7 @@ VALUES = ("Ambiguity", "BatchResult", "BudgetReport", "DlopenAudit", "Explanatio
           "Problem", "Progress", "RepackResult", "Report", "RuleSet", "RunpathPlan",
           "ToolkitView", "Sink", "PackageId", "StagedSink",
           # The records public calls return and the types of their fields (public so that
-          # callers can name them: tests/cli/test_public_types.py).
+          # callers can name them: tests/unit/api/test_public_types.py).
           "AddNeeded", "Artifact", "Assertion", "BudgetViolation", "Change", "ClosureReport",
           "ClosureWarning", "CopyRecord", "Decision", "DlopenNeed", "DropEdit",
           "ExportedSymbol", "FeatureReport", "FeatureResult", "FeatureStatus", "Features",
@@ -305,7 +308,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
 def good_arguments(w: World, out: Path) -> dict[str, dict[str, Any]]:
     """Valid keyword arguments of every public entry point (``out``: a fresh directory)."""
     report = inspect(w.archive, SplitOptions(patch=False))
-    ruleset = cudasplit.load_ruleset()
+    ruleset = cudasplit.rules.load_ruleset()
     policy = runpath_policy()
     return {
         "split": {"source": w.archive, "sink": MemorySink(), "options": None},
@@ -349,7 +352,7 @@ def good_arguments(w: World, out: Path) -> dict[str, dict[str, Any]]:
         "toolkit_view": {"split_dirs": [w.split], "dest": out / "tk", "packages": (),
                          "arm_target": "sbsa-linux", "overwrite": False, "dry_run": True},
         "load_manifest": {"path": w.manifest},
-        "select_artifacts": {"manifest": cudasplit.load_manifest(w.manifest),
+        "select_artifacts": {"manifest": cudasplit.releases.load_manifest(w.manifest),
                              "platforms": None, "cuda_variants": None, "packages": None},
         "verify_manifest": {"manifest": w.manifest, "tarball_dir": w.root, "platforms": (),
                             "cuda_variants": (), "packages": (), "jobs": 1, "progress": None},
@@ -393,8 +396,8 @@ def good_arguments(w: World, out: Path) -> dict[str, dict[str, Any]]:
 
 def _entry_points() -> list[str]:
     names = []
-    for name in cudasplit.__all__:
-        value = getattr(cudasplit, name)
+    for name in PUBLIC:
+        value = PUBLIC[name]
         if name in VALUES or not callable(value) or (
                 isinstance(value, type) and issubclass(value, BaseException)):
             continue
@@ -408,7 +411,7 @@ def test_every_entry_point_has_good_arguments(tmp_path: Path, world: World) -> N
     good = good_arguments(world, tmp_path)
     assert sorted(set(_entry_points()) - set(good)) == []
     for name, kwargs in good.items():
-        params = _inspect.signature(getattr(cudasplit, name)).parameters
+        params = _inspect.signature(PUBLIC[name]).parameters
         assert set(kwargs) <= set(params), (name, set(kwargs) - set(params))
 
 
@@ -438,7 +441,7 @@ def _wrong_values(annotation: str) -> list[object]:
 def _cases() -> list[tuple[str, str, int]]:
     cases = []
     for name in _entry_points():
-        for param in _inspect.signature(getattr(cudasplit, name)).parameters.values():
+        for param in _inspect.signature(PUBLIC[name]).parameters.values():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 continue
             for index in range(len(_wrong_values(str(param.annotation)))):
@@ -452,7 +455,7 @@ def test_wrong_type_fails_at_the_call(tmp_path: Path, world: World,
                                       monkeypatch: pytest.MonkeyPatch, name: str, param: str,
                                       index: int) -> None:
     monkeypatch.chdir(tmp_path)
-    function = getattr(cudasplit, name)
+    function = PUBLIC[name]
     parameter = _inspect.signature(function).parameters[param]
     kwargs = dict(good_arguments(world, tmp_path)[name])
     wrong = _wrong_values(str(parameter.annotation))[index]
@@ -468,7 +471,7 @@ def test_wrong_type_fails_at_the_call(tmp_path: Path, world: World,
                                                                    "DirectorySink"}))
 def test_good_arguments_are_accepted(tmp_path: Path, world: World, name: str) -> None:
     """The GOOD table is right: each call goes through with it (sinks are only built)."""
-    getattr(cudasplit, name)(**good_arguments(world, tmp_path)[name])
+    PUBLIC[name](**good_arguments(world, tmp_path)[name])
 
 
 @pytest.mark.parametrize("name", sorted(_entry_points()))
@@ -477,7 +480,7 @@ def test_a_parameter_that_does_not_exist(tmp_path: Path, world: World, name: str
     function, not Python's bare TypeError."""
     kwargs = {**good_arguments(world, tmp_path)[name], "read_ahead_mb": 4}
     with pytest.raises(OptionsTypeError, match="read_ahead_mb"):
-        getattr(cudasplit, name)(**kwargs)
+        PUBLIC[name](**kwargs)
 
 
 VALUE_CASES = [("verify_manifest", "jobs", -1), ("manifest_features", "jobs", -2),
@@ -497,7 +500,7 @@ def test_wrong_value_fails_at_the_call(tmp_path: Path, world: World, name: str, 
                                        value: object) -> None:
     kwargs = {**good_arguments(world, tmp_path)[name], param: value}
     with pytest.raises(CudasplitError) as info:
-        getattr(cudasplit, name)(**kwargs)
+        PUBLIC[name](**kwargs)
     assert "\n" not in str(info.value) and param.rstrip("s") in str(info.value), info.value
 
 
@@ -530,7 +533,7 @@ def test_hostile_values_fail_at_the_call(tmp_path: Path, world: World,
     monkeypatch.chdir(tmp_path)
     kwargs = {**good_arguments(world, tmp_path)[name], param: value}
     with pytest.raises(error) as info:
-        getattr(cudasplit, name)(**kwargs)
+        PUBLIC[name](**kwargs)
     assert isinstance(info.value, CudasplitError), type(info.value)
     assert named in str(info.value) and "\n" not in str(info.value), info.value
     assert sorted(p.name for p in tmp_path.iterdir()) == []
@@ -539,7 +542,7 @@ def test_hostile_values_fail_at_the_call(tmp_path: Path, world: World,
 def test_a_rules_dir_given_as_text_is_a_path() -> None:
     """``rules_dir`` is a path: as a str it raised TypeError (str / str)."""
     shipped = cudasplit._rulebook.default_rules_dir()
-    assert cudasplit.load_ruleset("cuda_cudart", rules_dir=str(shipped)).rules
+    assert cudasplit.rules.load_ruleset("cuda_cudart", rules_dir=str(shipped)).rules
 
 
 def test_a_package_name_is_never_a_path(tmp_path: Path) -> None:
@@ -553,7 +556,7 @@ def test_a_package_name_is_never_a_path(tmp_path: Path) -> None:
     (tmp_path / "evil.toml").write_text('[[rule]]\nname = "evil"\nmatch = ["**"]\n'
                                         'output = "lib"\n')
     for word in ("../../evil", "x" * 5000, "a/b"):
-        ruleset = cudasplit.load_ruleset(word, rules_dir=rules)
+        ruleset = cudasplit.rules.load_ruleset(word, rules_dir=rules)
         assert all("evil" not in name for name in ruleset.files)
 
 
@@ -565,5 +568,5 @@ def test_trees_with_unreadable_links_are_walked(tmp_path: Path) -> None:
     link = tmp_path / "tree"
     link.mkdir()
     (link / "cwd").symlink_to("/proc/1/cwd")
-    for call in (cudasplit.ldd, cudasplit.ambiguous_runpaths, cudasplit.dlopen_audit):
+    for call in (cudasplit.outputs.ldd, cudasplit.guards.ambiguous_runpaths, cudasplit.guards.dlopen_audit):
         call(link)

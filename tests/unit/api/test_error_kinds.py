@@ -17,6 +17,7 @@ from cudasplit import (
     SourceNotFoundError,
     directory_kind,
 )
+from tests.support.public import public
 
 
 def test_directory_kind_of_what_is_not_a_directory(tmp_path: Path) -> None:
@@ -48,7 +49,7 @@ def test_manifest_package_of_an_unknown_name(tmp_path: Path) -> None:
     manifest.write_text('{"release_label": "1.0", "cuda_cudart": {"name": "x", "version": '
                         '"1.0", "linux-x86_64": {"relative_path": "a.tar.xz", "sha256": "' + '0' * 64 + '",'
                         ' "md5": "' + '0' * 32 + '", "size": "1"}}}')
-    loaded = cudasplit.load_manifest(manifest)
+    loaded = cudasplit.releases.load_manifest(manifest)
     assert loaded.package("cuda_cudart").version == "1.0"
     with pytest.raises(NotFoundError, match="no package 'libcublas'"):
         loaded.package("libcublas")
@@ -63,7 +64,7 @@ def test_readers_of_a_missing_path_raise_what_they_document(tmp_path: Path, name
     raised a bare FileNotFoundError. Each reads its path: SourceNotFoundError, as documented."""
     import inspect as pyinspect
 
-    function = getattr(cudasplit, name)
+    function = public()[name]
     with pytest.raises(SourceNotFoundError) as missing:
         function(tmp_path / "nowhere", *more)
     assert isinstance(missing.value, FileNotFoundError)

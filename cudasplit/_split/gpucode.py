@@ -1,4 +1,5 @@
-"""The inside stage: what each ELF file and static archive carries, read in the split's one pass.
+"""GPU code and glibc floors (and dlopen names) of each ELF file and static archive, read in
+the split's one pass.
 
 A large written file (:data:`BACKGROUND_FROM` and up) is read by a process of its own
 (:class:`~cudasplit._elf.read.ReaderProcess`, through :class:`BackgroundReads`), from the page
@@ -28,20 +29,20 @@ from typing import BinaryIO
 
 from cudasplit._elf.read import FileRead, Inside, ReaderProcess, read_inside, version_key
 from cudasplit._report import Problem, Report
-from cudasplit._split.reportwriter import InsideOutcome, MemberFacts
+from cudasplit._split.reportwriter import GpuCodeOutcome, MemberFacts
 
-__all__ = ["BACKGROUND_FROM", "BackgroundReads", "InsideOutcome", "InsideStage",
-           "glibc_ceiling_problems", "reads_inside"]
+__all__ = ["BACKGROUND_FROM", "BackgroundReads", "GpuCodeOutcome", "GpuCodeStage",
+           "glibc_ceiling_problems", "reads_gpu_code"]
 
 _KINDS = ("elf-shared", "elf-exec", "elf-other", "static")
 # Files this large are read by the reading process. Smaller ones cost a few milliseconds in
 # the split's own process, less than the child's start (about 50 ms of CPU) would.
 BACKGROUND_FROM = 4 << 20
 
-_Result = tuple[InsideOutcome, tuple[str, ...]]
+_Result = tuple[GpuCodeOutcome, tuple[str, ...]]
 
 
-def reads_inside(kind: str) -> bool:
+def reads_gpu_code(kind: str) -> bool:
     """Members whose insides are read: ELF files and static archives."""
     return kind in _KINDS
 
@@ -58,7 +59,7 @@ class BackgroundReads:
         self._by_path: dict[str, int] = {}
 
     def wants(self, kind: str, size: int) -> bool:
-        return size >= BACKGROUND_FROM and reads_inside(kind)
+        return size >= BACKGROUND_FROM and reads_gpu_code(kind)
 
     def begin(self, position: int, local: Path, size: int, kind: str,
               inside: bool = True) -> None:
@@ -108,7 +109,7 @@ class BackgroundReads:
         self._process.close()
 
 
-class InsideStage:
+class GpuCodeStage:
     """Reads members' insides (on ``pool`` when given, else at once, or by ``background``
     for large files) and keeps the results."""
 
@@ -119,7 +120,7 @@ class InsideStage:
         self.wanted = wanted   # a dry run: which members to spool and read (default: all)
         self.background = background
         self._futures: list[tuple[int, str, Future[_Result]]] = []
-        self._done: list[tuple[int, str, InsideOutcome, tuple[str, ...]]] = []
+        self._done: list[tuple[int, str, GpuCodeOutcome, tuple[str, ...]]] = []
         self._from_background: list[tuple[int, str]] = []
 
     def add(self, position: int, path: str, local: Path) -> None:
@@ -151,7 +152,7 @@ class InsideStage:
             spool.flush()
             yield spool.name
 
-    def finish(self) -> tuple[list[tuple[int, InsideOutcome]], list[Problem]]:
+    def finish(self) -> tuple[list[tuple[int, GpuCodeOutcome]], list[Problem]]:
         """Every result (waiting for the worker's and the reading process's), and a warning
         per file not fully read."""
         for position, path, future in self._futures:
@@ -174,9 +175,9 @@ class InsideStage:
 
 def _outcome(found: FileRead | None, local: str) -> _Result:
     if found is None:
-        return InsideOutcome(), ()
+        return GpuCodeOutcome(), ()
     if found.error is not None:
-        return InsideOutcome(), (found.error.replace(local, "").lstrip(": ") or found.error,)
+        return GpuCodeOutcome(), (found.error.replace(local, "").lstrip(": ") or found.error,)
     return _summary(found.inside, local)
 
 
@@ -184,16 +185,16 @@ def _read(local: Path) -> _Result:
     try:
         inside = read_inside(local)
     except OSError as exc:
-        return InsideOutcome(), (exc.strerror or str(exc),)
+        return GpuCodeOutcome(), (exc.strerror or str(exc),)
     return _summary(inside, str(local))
 
 
 def _summary(inside: Inside | None, local: str) -> _Result:
     if inside is None:
-        return InsideOutcome(), ()
+        return GpuCodeOutcome(), ()
     # Messages name the member, not the staged or spooled file they were read from.
     problems = tuple(p.replace(local, "").lstrip(": ") or p for p in inside.problems)
-    return InsideOutcome(inside.gpu, inside.floors), problems
+    return GpuCodeOutcome(inside.gpu, inside.floors), problems
 
 
 def glibc_ceiling_problems(report: Report, ceiling: str) -> list[Problem]:

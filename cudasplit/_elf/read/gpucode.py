@@ -1,4 +1,4 @@
-"""What is inside one file: GPU code per architecture, the glibc floor, the exported symbols.
+"""GPU code per architecture and the glibc floor of one file (and its exported symbols).
 
 One open, a few ``pread`` calls per section header, container and entry header; never a payload.
 An ELF file's fatbinary sections and version needs are read; a static archive's members that are
