@@ -31,13 +31,17 @@ from cudasplit._elf.read import FileRead, Inside, ReaderProcess, read_inside, ve
 from cudasplit._report import Problem, Report
 from cudasplit._split.reportwriter import GpuCodeOutcome, MemberFacts
 
-__all__ = ["BACKGROUND_FROM", "BackgroundReads", "GpuCodeOutcome", "GpuCodeStage",
-           "glibc_ceiling_problems", "reads_gpu_code"]
+__all__ = ["BACKGROUND_FROM", "READING_PROCESS_FROM_JOBS", "BackgroundReads", "GpuCodeOutcome",
+           "GpuCodeStage", "glibc_ceiling_problems", "reads_gpu_code"]
 
 _KINDS = ("elf-shared", "elf-exec", "elf-other", "static")
 # Files this large are read by the reading process. Smaller ones cost a few milliseconds in
 # the split's own process, less than the child's start (about 50 ms of CPU) would.
 BACKGROUND_FROM = 4 << 20
+# The reading process runs from this many cores (the split's jobs). On the 16-core host it took
+# a zstd split of libcublas from 2.43 to 2.04 s; on 2 cores it competes with the decoder and the
+# writer for them, and the split was faster without it (0.95 against 1.06 s; benchmarks §19).
+READING_PROCESS_FROM_JOBS = 4
 
 _Result = tuple[GpuCodeOutcome, tuple[str, ...]]
 

@@ -33,7 +33,7 @@ from cudasplit._split.classify import (
     member_kind,
 )
 from cudasplit._split.endrun import EndOfRun, RunState
-from cudasplit._split.gpucode import BackgroundReads, GpuCodeStage
+from cudasplit._split.gpucode import READING_PROCESS_FROM_JOBS, BackgroundReads, GpuCodeStage
 from cudasplit._split.libmajor import LibMajor
 from cudasplit._split.linkresolve import escapes
 from cudasplit._split.links import LinkPlanner
@@ -178,8 +178,11 @@ class SplitRun:
             self.options.runpath.driver_lib_dir(), plan.normalise.dest)
         if self.sink is not None:
             self.sink.start(ident, plan.layout)
-        # Large written files are read by a process of its own (gpucode.py); a dry run spools.
-        self.background = BackgroundReads(self.options.inside) if self.sink is not None else None
+        # Large written files are read by a process of its own where there are cores for it
+        # (gpucode.py); a dry run spools.
+        self.background = (BackgroundReads(self.options.inside) if self.sink is not None
+                           and self.options.effective_jobs() >= READING_PROCESS_FROM_JOBS
+                           else None)
         self.patches = patches = PatchStage(
             patch_settings(self.options, writing=self.sink is not None,
                            package_version=ident.version),

@@ -230,20 +230,12 @@ def _external_reader(fh: IO[bytes], codec: Codec, path: Path, source: str, jobs:
     xz those not a multiple of four): such files are decoded in-process."""
     fd = fh.fileno()
     size = os.fstat(fd).st_size
-    memlimit = None
-    if codec is Codec.XZ:
-        if (size - streams[-1].end) % 4:
-            return None
-        # xz's memory is bounded: the limit, else what its threads need, within a quarter of
-        # the RAM and what the bomb guards let the archive deliver (a 1.2 MB archive of
-        # 256 MiB blocks drove `xz -T8` to 1.9 GB without a limit), never below what one
-        # thread needs (xz would refuse the file; the in-process decoder would not).
-        memlimit = memory_limit or max(_one_thread_needs(fd, streams), _capped(
-            _xz_threads_need(fd, streams, jobs), deliverable))
-    argv = external_command(codec, jobs, memlimit)
+    argv = _binary_argv(fd, codec, streams, jobs, memory_limit, deliverable)
     if argv is None:
         return None
-    proc = _adopt_early(fd, argv)
+    early = _adopt_early(fd, tuple(argv))
+    # A command line's signature is only ever a child's (a library's is another tuple).
+    proc = cast("ExternalDecompressor | None", early)
     if proc is None:
         try:
             proc = ExternalDecompressor(argv, str(path), source)
@@ -266,9 +258,11 @@ def _external_reader(fh: IO[bytes], codec: Codec, path: Path, source: str, jobs:
 
 
 # Decoders started before their split asked for them (:func:`start_early`): by the file's
-# identity, with the command line they run. A split takes one over when it would run the same
-# command; anything not taken over is killed at exit.
-_EARLY: dict[tuple[int, int, int, int], tuple[list[str], ExternalDecompressor]] = {}
+# identity, with what they run (the binary's command line, or the library's settings) and the
+# object to hand over (an ExternalDecompressor, or a ChunkReader whose threads decode). A split
+# takes one over when it would run the same; anything not taken over is closed at exit.
+_Early = tuple[tuple[object, ...], "ExternalDecompressor | ChunkReader"]
+_EARLY: dict[tuple[int, int, int, int], _Early] = {}
 
 
 def _identity(fd: int) -> tuple[int, int, int, int]:
@@ -276,54 +270,72 @@ def _identity(fd: int) -> tuple[int, int, int, int]:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
+def _library_signature(codec: Codec, jobs: int, memory_limit: int | None,
+                       deliverable: int | None) -> tuple[object, ...]:
+    return ("library", codec.value, jobs, memory_limit, deliverable)
+
+
 def start_early(path: Path, *, jobs: int, memory_limit: int | None = None,
                 deliverable: int | None = None) -> bool:
-    """Start ``path``'s decoder binary now, before the split that will read it is loaded
-    (the program's entry point, while click and the pipeline import: benchmarks/README.md
-    §16); :func:`open_decompressed` with the same settings takes it over. Whether one was
-    started. Never raises: a file that cannot be read or decoded is left to the split, which
-    reports it."""
+    """Start ``path``'s decoder now, before the split that will read it is loaded (the
+    program's entry point, while click and the pipeline import: benchmarks/README.md §19):
+    the binary's child, or the library's decoder threads, as :func:`open_decompressed` will
+    choose them; it takes the decoder over when it runs the same. Whether one was started.
+    Never raises: a file that cannot be read or decoded is left to the split, which reports
+    it."""
+    source = str(path)
     try:
-        with open(path, "rb") as fh:
-            codec = detect_codec(fh.read(512))
-            fd = fh.fileno()
-            streams: Sequence[XzStream] = ()
-            if codec is Codec.XZ:
-                streams = read_xz_layout(fd, os.fstat(fd).st_size)
-            decoder = choose_decoder(
-                codec, jobs=jobs, blocks=sum(len(s.blocks) for s in streams),
-                memory_limit=memory_limit,
-                one_thread_needs=_one_thread_needs(fd, streams) if streams else 0)
-            if decoder is not Decoder.BINARY:
-                return False
-            memlimit = None
-            if codec is Codec.XZ:
-                if (os.fstat(fd).st_size - streams[-1].end) % 4:
-                    return False
-                memlimit = memory_limit or max(_one_thread_needs(fd, streams), _capped(
-                    _xz_threads_need(fd, streams, jobs), deliverable))
-            argv = external_command(codec, jobs, memlimit)
+        fh = open(path, "rb")  # noqa: SIM115 - kept open by a library reader, else closed
+    except OSError:
+        return False
+    keep = False
+    try:
+        codec = detect_codec(fh.read(512))
+        fh.seek(0)
+        fd = fh.fileno()
+        key = _identity(fd)
+        if key in _EARLY:
+            return True
+        streams: Sequence[XzStream] = ()
+        if codec is Codec.XZ:
+            streams = read_xz_layout(fd, os.fstat(fd).st_size)
+        decoder = choose_decoder(
+            codec, jobs=jobs, blocks=sum(len(s.blocks) for s in streams),
+            memory_limit=memory_limit,
+            one_thread_needs=_one_thread_needs(fd, streams) if streams else 0)
+        if decoder is Decoder.BINARY:
+            argv = _binary_argv(fd, codec, streams, jobs, memory_limit, deliverable)
             if argv is None:
                 return False
-            key = _identity(fd)
-            if key in _EARLY:
-                return True
-            _EARLY[key] = (argv, ExternalDecompressor(argv, str(path), str(path)))
+            _EARLY[key] = (tuple(argv), ExternalDecompressor(argv, source, source))
+        elif decoder is Decoder.IN_PROCESS:
+            reader = _in_process_reader(fh, codec, source, jobs, memory_limit, None,
+                                        deliverable)
+            reader.add_on_close(fh.close)
+            keep = True
+            _EARLY[key] = (_library_signature(codec, jobs, memory_limit, deliverable), reader)
+        else:
+            return False
     except (OSError, SourceError, ValueError):
         return False
+    finally:
+        if not keep:
+            fh.close()
     if len(_EARLY) == 1:
         atexit.register(_close_early)
     return True
 
 
-def _adopt_early(fd: int, argv: list[str]) -> ExternalDecompressor | None:
-    """The decoder :func:`start_early` started for this file, when it runs ``argv``."""
+def _adopt_early(fd: int, signature: tuple[object, ...]
+                 ) -> ExternalDecompressor | ChunkReader | None:
+    """The decoder :func:`start_early` started for this file, when it runs as ``signature``
+    says (else it is closed)."""
     if not _EARLY:
         return None
     early = _EARLY.pop(_identity(fd), None)
     if early is None:
         return None
-    if early[0] != argv:
+    if early[0] != signature:
         early[1].close()
         return None
     return early[1]
@@ -331,8 +343,24 @@ def _adopt_early(fd: int, argv: list[str]) -> ExternalDecompressor | None:
 
 def _close_early() -> None:
     while _EARLY:
-        _, (_, proc) = _EARLY.popitem()
-        proc.close()
+        _, (_, decoder) = _EARLY.popitem()
+        decoder.close()
+
+
+def _binary_argv(fd: int, codec: Codec, streams: Sequence[XzStream], jobs: int,
+                 memory_limit: int | None, deliverable: int | None) -> list[str] | None:
+    """The binary's command line for this file, or None where it cannot take it."""
+    memlimit = None
+    if codec is Codec.XZ:
+        if (os.fstat(fd).st_size - streams[-1].end) % 4:
+            return None
+        # xz's memory is bounded: the limit, else what its threads need, within a quarter of
+        # the RAM and what the bomb guards let the archive deliver (a 1.2 MB archive of
+        # 256 MiB blocks drove `xz -T8` to 1.9 GB without a limit), never below what one
+        # thread needs (xz would refuse a file the in-process decoder would not).
+        memlimit = memory_limit or max(_one_thread_needs(fd, streams), _capped(
+            _xz_threads_need(fd, streams, jobs), deliverable))
+    return external_command(codec, jobs, memlimit)
 
 
 def _one_thread_needs(fd: int, streams: Sequence[XzStream]) -> int:
@@ -396,9 +424,15 @@ def open_decompressed(
             reader = cast(BinaryIO | None, _external_reader(
                 fh, codec, path, source, jobs, streams, memory_limit, deliverable))
         if reader is None:
-            fh.seek(0)
-            reader = cast(BinaryIO, _in_process_reader(
-                fh, codec, source, jobs, memory_limit, background, deliverable))
+            early = _adopt_early(fd, _library_signature(codec, jobs, memory_limit,
+                                                        deliverable)) \
+                if background is not False else None
+            if isinstance(early, ChunkReader):
+                reader = cast(BinaryIO, early)
+            else:
+                fh.seek(0)
+                reader = cast(BinaryIO, _in_process_reader(
+                    fh, codec, source, jobs, memory_limit, background, deliverable))
         log.debug("%s: %s, decoded by %s", source, codec.value,
                   "the file itself" if isinstance(reader, FdReader) and decoder is Decoder.FILE
                   else "the binary" if isinstance(reader, FdReader) else "this process")

@@ -1,32 +1,33 @@
 """Which decoder decodes a tarball: the system binary in its own process, or a library here.
 
-This is the one place the choice is made; ``benchmarks/bench_scaling.py --only choices``
-measures every alternative it passes over in one run (benchmarks/README.md §16 has the tables,
-from the 2-core VM and the 16-core GPU host). The rule:
+This is the one place the choice is made; ``benchmarks/bench_scaling.py --only choices`` and
+``--only decode`` measure every alternative it passes over, in one run (benchmarks/README.md
+§19 has the tables, from the 2-core VM and the 16-core GPU host). The rule:
 
-============  =====================================  =============================================
-codec         decoder                                why
-============  =====================================  =============================================
-plain tar     none: the file itself                  members move with ``copy_file_range``
-zstd          ``zstd -dc`` (a pipe)                  the ``zstandard`` wheel's libzstd is built
-                                                     without zstd's assembly Huffman decoder (C
-                                                     loops only, GCC 10): 1.2-1.4x slower than the
-                                                     binary on CUDA libraries, on both machines
-xz            ``xz -dc -TN`` (a pipe)                the same liblzma as the library, but in a
-                                                     process of its own: it decodes beside the
-                                                     split instead of sharing its interpreter, and
-                                                     its pipe is what ``splice`` moves into files
-xz, N > 1     in-process threads, when the ``xz`` on  an older xz takes ``-T`` and decodes on one
-multi-block   PATH is older than 5.4                 thread
-xz            in-process, when ``--memory-limit`` is  the library streams a block through a window
-              below one thread's dictionary           within any limit; ``xz`` would refuse
-gzip, bzip2   in-process (zlib, libbz2)              no NVIDIA archive uses them; ``gzip``'s own
-                                                     inflate is slower than zlib
-no binary     in-process                             always correct, never faster
-============  =====================================  =============================================
+================  ==================================  =========================================
+codec             decoder                             why (measured)
+================  ==================================  =========================================
+plain tar         none: the file itself               members move with ``copy_file_range``
+multi-block xz,   ``xz -dc -TN`` (a pipe, ``splice``  N Python threads driving liblzma contend
+``-j`` above 1    into the files)                     for the interpreter: on 16 cores the
+                                                      library's split took 1.07x the binary's
+multi-block xz    the library, in threads             an xz older than 5.4 takes ``-T`` and
+(old ``xz``)                                          decodes on one thread
+single-block xz,  the library (liblzma), on a thread  one thread either way; the pipe's hop
+multi-block -j1                                       costs what the process saves (host:
+                                                      2.20 s against 2.32 at -j16; VM equal)
+zstd              the library (``zstandard``), on a   the wheel's libzstd has no assembly
+                  thread                              Huffman decoder, yet the binary's pipe
+                                                      hop cost more: 1.79 s against 2.04 on
+                                                      the host, 0.96 against 1.06 on the VM
+gzip, bzip2       the library (zlib, libbz2)          no NVIDIA archive uses them
+``--memory-limit``  the library, when below one xz     it streams a block through a window
+                  thread's dictionary                 within any limit; ``xz`` would refuse
+no binary         the library                         always correct
+================  ==================================  =========================================
 
-``external=True`` / ``False`` (tests, benchmarks, ``--decoder``) overrides the rule; decoding
-in the caller's thread (``background=False``) is always in-process.
+``external=True`` / ``False`` (tests, benchmarks) overrides the rule; decoding in the
+caller's thread (``background=False``) is always in-process.
 """
 
 from __future__ import annotations
@@ -66,9 +67,7 @@ def choose_decoder(codec: Codec, *, jobs: int, blocks: int = 1,
         return Decoder.IN_PROCESS
     if external:
         return Decoder.BINARY
-    if codec is Codec.XZ:
-        if blocks > 1 and jobs > 1 and not xz_decodes_in_parallel():
-            return Decoder.IN_PROCESS
-        if memory_limit is not None and memory_limit < one_thread_needs:
-            return Decoder.IN_PROCESS
-    return Decoder.BINARY
+    if (codec is Codec.XZ and blocks > 1 and jobs > 1 and xz_decodes_in_parallel()
+            and (memory_limit is None or memory_limit >= one_thread_needs)):
+        return Decoder.BINARY
+    return Decoder.IN_PROCESS

@@ -195,6 +195,19 @@ class ChunkReader(io.RawIOBase):
         view[: len(data)] = data
         return len(data)
 
+    def add_on_close(self, callback: Callable[[], None]) -> None:
+        """Also call ``callback`` on close, after what was given (a decoder started early
+        owns the file it reads)."""
+        first = self._on_close
+
+        def both() -> None:
+            try:
+                if first is not None:
+                    first()
+            finally:
+                callback()
+        self._on_close = both
+
     def close(self) -> None:
         if self.closed:
             return
