@@ -11,7 +11,6 @@ from __future__ import annotations
 import difflib
 import os
 import posixpath
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,15 +19,15 @@ from cudasplit._argcheck import checked
 from cudasplit._layout import LayoutSpec
 from cudasplit._model import OUTPUT_NAMES, Kind
 from cudasplit._report import MemberRecord, Report
-from cudasplit._run import check_optional, check_path, check_sink, check_source, refuse_overlap
+from cudasplit._run import refuse_overlap
+from cudasplit._sinks import Sink
+from cudasplit._source import Source
 from cudasplit._split.options import SplitOptions
 from cudasplit._split.start import started
-from cudasplit.errors import OptionsTypeError, SourceError
+from cudasplit.errors import SourceError
 
 if TYPE_CHECKING:
     from cudasplit._rulebook import Rename, RuleSet
-    from cudasplit._sinks import Sink
-    from cudasplit._source import Source
 
 EXPLAIN_SCHEMA = 1  # the "schema" of Explanation.as_dict
 
@@ -61,19 +60,11 @@ def split(source: PathLike | Source, sink: Sink, options: SplitOptions | None = 
         ProblemsFound: ``options.strict`` and problems were found (``.report`` holds
             the report), or DT_NEEDED names resolve nowhere where that fails the run.
     """
-    _check_call(source, options)
-    check_sink(sink)
     opts = options or SplitOptions()
     with started(source, opts) as opened:
         from cudasplit._split.pipeline import split as _split
 
         return _split(opened, sink, options=opts)
-
-
-def _check_call(source: object, options: object) -> None:
-    """Wrong arguments fail at the call, naming the parameter (not deep inside the run)."""
-    check_source(source)
-    check_optional(options, SplitOptions)
 
 
 @checked
@@ -101,8 +92,6 @@ def split_to_dir(source: PathLike | Source, output_dir: PathLike,
         ProblemsFound: ``options.strict`` and problems were found (``.report`` holds
             the report), or DT_NEEDED names resolve nowhere where that fails the run.
     """
-    _check_call(source, options)
-    check_path(output_dir, "output_dir")
     opts = options or SplitOptions()
     with started(source, opts) as opened:
         from cudasplit._rulebook import DEFAULT_PROFILE
@@ -154,9 +143,6 @@ def split_nix(source: PathLike | Source, env: dict[str, str] | None = None,
         ProblemsFound: ``options.strict`` and problems were found (``.report`` holds
             the report), or DT_NEEDED names resolve nowhere where that fails the run.
     """
-    _check_call(source, options)
-    if env is not None and not isinstance(env, Mapping):
-        raise OptionsTypeError(f"env must be a mapping or None, not {type(env).__name__}")
     from cudasplit._nix import nix_outputs, with_nix_defaults
 
     roots = nix_outputs(env)
@@ -194,7 +180,6 @@ def inspect(source: PathLike | Source, options: SplitOptions | None = None,
         ProblemsFound: ``options.strict`` and problems were found (``.report`` holds
             the report), or DT_NEEDED names resolve nowhere where that fails the run.
     """
-    _check_call(source, options)
     opts = replace(options or SplitOptions(), dry_run=True)
     with started(source, opts) as opened:
         from cudasplit._split.pipeline import split as _split
@@ -278,9 +263,6 @@ def explain(source: PathLike | Source, path: str, options: SplitOptions | None =
         RulesError: a rule file is invalid.
         OptionsError: an option contradicts the source.
     """
-    _check_call(source, options)
-    if not isinstance(path, str):
-        raise OptionsTypeError(f"path must be a str, not {type(path).__name__}")
     opts = replace(options or SplitOptions(), dry_run=True)
     wanted = _wanted(path)
     with started(source, opts) as opened:

@@ -18,7 +18,7 @@ from cudasplit._release.sbom import DEFAULT_BASE_URL, sbom_of, source_date
 from cudasplit._release.sbomcdx import cyclonedx_json
 from cudasplit._release.sbomspdx import spdx_json
 from cudasplit._run import Progress, ProgressCallback, resolve_jobs
-from cudasplit.errors import OptionsError, OptionsTypeError
+from cudasplit.errors import OptionsError
 
 PathLike = str | os.PathLike[str]
 
@@ -110,8 +110,6 @@ def sbom_documents(sources: Sequence[PathLike], *, manifest: PathLike | None = N
         ManifestError: as for :func:`sbom`.
         CudasplitError: as for :func:`sbom`.
     """
-    if isinstance(sources, (str, os.PathLike)):
-        raise OptionsTypeError("sources must be a list of paths, not one path")
     unknown = [f for f in formats if f not in SBOM_FORMATS]
     if unknown or not formats:
         raise OptionsError(f"fmt: {', '.join(map(repr, unknown)) or 'none'} is no SBOM format "

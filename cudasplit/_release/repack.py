@@ -11,7 +11,7 @@ from cudasplit._argcheck import check_fields, checked
 from cudasplit._layout import LayoutSpec
 from cudasplit._report import Report
 from cudasplit._rulebook import DEFAULT_PROFILE, default_rules_dir
-from cudasplit._run import check_optional, check_path, check_source, refuse_overlap, resolve_jobs
+from cudasplit._run import refuse_overlap, resolve_jobs
 from cudasplit._sinks import (
     DEFAULT_FORMAT,
     DEFAULT_LEVEL,
@@ -149,10 +149,6 @@ def repack_to_dir(source: PathLike | Source, output_dir: PathLike,
         ProblemsFound: ``options.strict`` and problems were found (``.report`` holds
             the report), or DT_NEEDED names resolve nowhere where that fails the run.
     """
-    check_source(source)
-    check_path(output_dir, "output_dir")
-    check_optional(options, SplitOptions)
-    check_optional(repack, RepackOptions, "repack")
     opts = options or SplitOptions()
     pack = repack or RepackOptions()
     if opts.dry_run:  # the same layout the archives will name, so the plans are the same

@@ -10,7 +10,6 @@ meaning of ``--jobs``, one progress voice and one patcher list.
 
 from __future__ import annotations
 
-from cudasplit._run.args import check_optional, check_path, check_sink, check_source
 from cudasplit._run.defaults import (
     DEFAULT_DRIVER_LINK,
     DEFAULT_MAX_MEMBERS,
@@ -47,10 +46,6 @@ __all__ = [
     "available_cpus",
     "cgroup_cpu_limit",
     "check_jobs",
-    "check_optional",
-    "check_path",
-    "check_sink",
-    "check_source",
     "copy_into",
     "metered",
     "refuse_overlap",
