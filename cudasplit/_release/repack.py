@@ -21,7 +21,7 @@ from cudasplit._sinks import (
 from cudasplit._source import Source
 from cudasplit._split.pipeline import SplitOptions
 from cudasplit._split.pipeline import split as _split
-from cudasplit.errors import OptionsError, OptionsTypeError
+from cudasplit.errors import OptionsError
 
 PathLike = str | os.PathLike[str]
 
@@ -74,11 +74,7 @@ LEVELS = {"zst": (1, 22, DEFAULT_LEVEL), "xz": (0, 9, 9), "gz": (1, 9, 9),
 
 
 def _check_repack(options: RepackOptions) -> None:
-    for name in ("fmt", "prefix"):
-        value = getattr(options, name)
-        if value is not None and not isinstance(value, str):
-            raise OptionsTypeError(f"{name} must be a str, not {type(value).__name__} "
-                                   f"{value!r}")
+    """The values; the types are check_fields' (``__post_init__``)."""
     if options.fmt not in LEVELS:
         raise OptionsError(f"fmt must be one of {', '.join(LEVELS)}, not {options.fmt!r}")
     low, high, _default = LEVELS[options.fmt]
@@ -87,9 +83,6 @@ def _check_repack(options: RepackOptions) -> None:
                                           ("mtime", options.mtime, 0, None)):
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise OptionsTypeError(f"{name} must be an integer, not {type(value).__name__} "
-                                   f"{value!r}")
         if value < minimum or (maximum is not None and value > maximum):
             span = f"{minimum}-{maximum}" if maximum is not None else f">= {minimum}"
             where = f" for {options.fmt}" if name == "level" else ""
@@ -97,10 +90,6 @@ def _check_repack(options: RepackOptions) -> None:
     prefix = options.prefix
     if prefix is not None and (not prefix.startswith("/") or "\0" in prefix):
         raise OptionsError(f"prefix must be an absolute path, not {prefix!r}")
-    if options.staging_parent is not None and not isinstance(options.staging_parent,
-                                                             (str, os.PathLike)):
-        raise OptionsTypeError(f"staging_parent must be a path, not "
-                               f"{type(options.staging_parent).__name__}")
 
 
 @dataclass(slots=True)

@@ -244,7 +244,7 @@ def test_other_formats_and_the_cli(tmp_path: Path) -> None:
             with tarfile.open(path, opener) as tar:
                 assert tar.getnames()
     runner = CliRunner()
-    args = ["repack", str(archive), "-o", str(tmp_path / "cli"), "--level", "3", "--threads",
+    args = ["repack", str(archive), "-o", str(tmp_path / "cli"), "--level", "3", "-j",
             "2", "--prefix", "/opt/demo", "--nix-support", "--no-patch"]
     result = runner.invoke(main, args)
     assert result.exit_code == 0, result.output
@@ -255,6 +255,26 @@ def test_other_formats_and_the_cli(tmp_path: Path) -> None:
     again = runner.invoke(main, args)
     assert again.exit_code == 2 and "already exists" in again.stderr
     assert len(again.stderr.strip().splitlines()) == 1
+
+
+def test_threads_is_a_deprecated_spelling_and_jobs_counts_the_compressor(tmp_path: Path) -> None:
+    """The compressor's threads are the cores of --jobs; --threads still works, with a
+    warning, and the bytes are those of any thread count from 1."""
+    archive = write_archive(tmp_path / f"{STEM}-archive.tar.xz", [
+        ("file", "lib/libdemo.so.1", b"\x7fELF" + bytes(200)),
+        ("file", "include/demo.h", b"int demo;\n")])
+    runner = CliRunner()
+    by_jobs = runner.invoke(main, ["repack", str(archive), "-o", str(tmp_path / "j"), "-j", "2",
+                                   "--no-patch"])
+    by_threads = runner.invoke(main, ["repack", str(archive), "-o", str(tmp_path / "t"),
+                                      "--threads", "3", "--no-patch"])
+    assert by_jobs.exit_code == 0 and by_threads.exit_code == 0, by_threads.output
+    assert "--threads" not in by_jobs.stderr
+    assert "--threads is deprecated" in by_threads.stderr
+    assert "--threads" not in runner.invoke(main, ["repack", "--help"]).stdout
+    jobs, threads = _archives(tmp_path / "j"), _archives(tmp_path / "t")
+    assert {o: p.read_bytes() for o, p in jobs.items()} == {
+        o: p.read_bytes() for o, p in threads.items()}
 
 
 def test_source_date_epoch_must_be_an_integer() -> None:
