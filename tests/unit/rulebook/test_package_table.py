@@ -250,8 +250,9 @@ def _check_cuda_gdb(s: Split) -> None:
 
 def _check_libcudss(s: Split) -> None:
     """The list's cudss-config.cmake is a placeholder without the lines Nixpkgs rewrites: like
-    --replace-fail, each edit that finds nothing is a problem (tests/test_parity_gaps.py
-    rewrites a config that has them and finds the outputs with CMake)."""
+    --replace-fail, each edit that finds nothing is a problem
+    (tests/unit/split/test_package_quirks_on_real_bytes.py rewrites a config that has them and
+    finds the outputs with CMake)."""
     assert [(p.code, p.path) for p in s.report.problems] == [
         ("text-edit-unmatched", "lib/cmake/cudss/cudss-config.cmake")] * 2
 
