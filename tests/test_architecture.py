@@ -381,3 +381,15 @@ def test_the_checks_catch_an_upward_import_and_a_cycle() -> None:
     assert upward_imports(edges) == ["_elf.read.raw:3 imports _split.pipeline",
                                      "_source.tar:2 imports _rulebook"]
     assert cycles(edges) == [["_elf.read.raw", "_split.pipeline"]]
+
+
+def test_no_design_labels_in_code_or_rules() -> None:
+    """Design notes' labels (D3, D9, ...) mean nothing to a reader of the code or of a message:
+    a comment or message says what it means instead."""
+    label = re.compile(r"\(D[0-9]{1,2}[,)]|\bD[0-9]{1,2}:")
+    rules = PACKAGE.parent / "rules"
+    found = [f"{path.relative_to(PACKAGE.parent)}:{number}"
+             for path in [*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.sh"), *rules.rglob("*.toml")]
+             for number, line in enumerate(path.read_text().splitlines(), 1)
+             if label.search(line)]
+    assert found == []

@@ -76,7 +76,7 @@ class SplitRun:
         self.normalise: Normaliser | None = None   # with the rules, before the first member
         self.links: LinkPlanner | None = None
         self.placer: Placer | None = None           # the place stage, with the rules
-        self.lib_major = LibMajor()  # D9, set up with the rules (libmajor.py)
+        self.lib_major = LibMajor()  # lib/<major>/ lifting, set up with the rules (libmajor.py)
         self.patches: PatchStage | None = None  # created with the rules (first member)
         self.inside: GpuCodeStage | None = None  # GPU code, glibc floors (options.inside)
         self.background: BackgroundReads | None = None  # large files, read by another process
@@ -239,8 +239,8 @@ class SplitRun:
             self.writer.placed(self.placer.place(member, stream, classified, position))
 
     def _release_held(self) -> None:
-        """D9: members held until the stream ended go through the loop now (placed, or dropped
-        when a lib/<major>/ arrived meanwhile)."""
+        """lib/<major>/ lifting: members held until the stream ended go through the loop now
+        (placed, or dropped when a lib/<major>/ arrived meanwhile)."""
         for held in self.lib_major.release():
             with _naming(self.source.description, held.member.path):
                 self._take(held.member, held.spool)
@@ -251,7 +251,8 @@ class SplitRun:
             self.writer.warn("cuda-major-unknown", *unlifted)
 
     def _held(self, member: Member, stream: BinaryIO | None, lifted: str | None) -> bool:
-        """D9: hold ``member`` until the stream ends, or note its arrival (libmajor.py)."""
+        """lib/<major>/ lifting: hold ``member`` until the stream ends, or note its arrival
+        (libmajor.py)."""
         if lifted is not None and self.lib_major.should_hold(member, lifted):
             self.lib_major.keep(member, stream)
             return True

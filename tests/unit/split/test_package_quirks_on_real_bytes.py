@@ -1,5 +1,5 @@
 """Issue 12's last gaps, each on real bytes: DT_NEEDED additions (tensorrt's trtexec, cuDNN 8),
-D9 (``lib/<cudaMajor>/`` replaces ``lib/``), tensorrt's ``include/onnx`` links, cuda_gdb's
+``lib/<cudaMajor>/`` replacing ``lib/``, tensorrt's ``include/onnx`` links, cuda_gdb's
 Python TUI wrappers, libcudss's CMake paths and the cuda-component setup hook's collector."""
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def test_bad_add_needed_entries_are_refused(table: dict[str, object], message: s
         build_ruleset([("t.toml", {"package": {"add_needed": [table]}})])
 
 
-# -- D9: lib/<cudaMajor>/ replaces lib/ ------------------------------------------------------
+# -- lib/<cudaMajor>/ replaces lib/ ------------------------------------------------------
 
 
 def _tarball(tmp_path: Path, top: str, entries: list[Entry]) -> Path:
@@ -181,7 +181,7 @@ def test_lib_major_replaces_lib_whatever_the_order(tmp_path: Path) -> None:
     assert _outputs(tmp_path / "o/lib") == {"lib/libcutensor.so.2.2.0", "lib/libcutensor.so.2"}
     assert _outputs(tmp_path / "o/static") == {"lib/libcutensor_static.a"}
     dropped = {m.path: m.note for m in report.members if m.output is None and m.kind != "dir"}
-    replaced = "lib/12/ replaces lib/ (D9, as Nixpkgs)"
+    replaced = "lib/12/ replaces lib/ (as Nixpkgs)"
     assert dropped == {"lib/libcutensor_early.so.1": replaced, "lib/libcutensor_early.so": replaced,
                        "lib/late.txt": replaced,
                        "lib/11/libcutensor.so.2.2.0": "built for CUDA 11, not 12"}
