@@ -7,8 +7,9 @@ Thin entry points over :mod:`cudasplit._elf.read` (one file) and
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from cudasplit._argcheck import checked
 from cudasplit._elf.read import (
@@ -29,6 +30,15 @@ __all__ = ["ExportedSymbol", "FilePlan", "GpuCode", "Inside", "PrunePlan", "Vers
            "exported_symbols", "gpu_prune_plan", "inside_of"]
 
 
+@contextlib.contextmanager
+def _readable(path: PathLike) -> Iterator[None]:
+    """An OSError while reading ``path`` becomes the ElfError naming it."""
+    try:
+        yield
+    except OSError as exc:
+        raise ElfError(f"{os.fspath(path)}: cannot read ({exc.strerror or exc})") from exc
+
+
 @checked
 def inside_of(path: PathLike) -> Inside | None:
     """The GPU code (per kind and architecture) and the glibc floor of one ELF file or static
@@ -44,10 +54,8 @@ def inside_of(path: PathLike) -> Inside | None:
     Raises:
         ElfError: the file cannot be opened.
     """
-    try:
+    with _readable(path):
         return read_inside(path)
-    except OSError as exc:
-        raise ElfError(f"{os.fspath(path)}: cannot read ({exc.strerror or exc})") from exc
 
 
 @checked
@@ -64,10 +72,8 @@ def exported_symbols(path: PathLike) -> tuple[ExportedSymbol, ...]:
     Raises:
         ElfError: the file cannot be opened.
     """
-    try:
+    with _readable(path):
         return read_exports(path)
-    except OSError as exc:
-        raise ElfError(f"{os.fspath(path)}: cannot read ({exc.strerror or exc})") from exc
 
 
 @checked(jobs=0)

@@ -9,7 +9,7 @@ import click
 from .. import CudasplitError
 from ._optgroups import graph_format
 from ._terminal import EXIT_FOUND, EXIT_OK, closure_warnings, fail, status_line
-from ._text import data, say
+from ._text import data, say, show_result
 
 
 @click.command("closure")
@@ -51,14 +51,7 @@ def closure_command(split_dir: str, roots: tuple[str, ...], as_json: bool, fmt: 
                                 progress=status)
     except CudasplitError as exc:
         fail(exc)
-    fmt = "json" if as_json else fmt
-    if fmt == "json":
-        data(report.to_json(), nl=False)
-    elif fmt in ("dot", "mermaid"):
-        say(report.draw(fmt).removesuffix("\n"))
-    else:
-        for line in report.text_lines():
-            say(line)
+    if show_result(report, "json" if as_json else fmt, report.text_lines):
         closure_warnings(report)
     sys.exit(EXIT_FOUND if strict and report.warnings else EXIT_OK)
 

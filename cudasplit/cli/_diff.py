@@ -9,7 +9,7 @@ import click
 from .. import CudasplitError
 from ._optgroups import graph_format, jobs_option
 from ._terminal import EXIT_FOUND, EXIT_OK, fail, note, status_line
-from ._text import data, say
+from ._text import show_result
 
 
 @click.command("diff")
@@ -47,14 +47,7 @@ def diff_command(old: str, new: str, tarball_dir: str | None, old_tarballs: str 
                                    platform=platform, jobs=jobs, progress=status)
     except CudasplitError as exc:
         fail(exc)
-    fmt = "json" if as_json else fmt
-    if fmt == "json":
-        data(result.to_json(), nl=False)
-    elif fmt in ("dot", "mermaid"):
-        say(result.draw(fmt).removesuffix("\n"))
-    else:
-        for line in result.text_lines(members=members):
-            say(line)
+    show_result(result, "json" if as_json else fmt, lambda: result.text_lines(members=members))
     for text in result.notes:
         note(text)
     sys.exit(EXIT_FOUND if result.changes else EXIT_OK)
