@@ -202,10 +202,17 @@ def _shown(value: object) -> str:
 
 
 class _Namespace(dict):  # type: ignore[type-arg]
-    """The names an annotation may use: its module's, the typing ones, else :class:`_Unknown`."""
+    """The names an annotation may use: its module's (those its lazy face loads too), the
+    typing ones, else :class:`_Unknown`."""
+
+    def __init__(self, module: types.ModuleType | None) -> None:
+        super().__init__(vars(builtins))
+        self.update(vars(module) if module is not None else {})
+        self.update({"Path": Path, "os": os, "Any": Any})
+        self._module = module
 
     def __missing__(self, key: str) -> Any:
-        return _Unknown
+        return getattr(self._module, key, _Unknown)
 
 
 def _hints(obj: Any) -> dict[str, Any]:
@@ -214,10 +221,7 @@ def _hints(obj: Any) -> dict[str, Any]:
     raw: dict[str, Any] = {}
     for klass in reversed(obj.__mro__) if _is_dataclass(obj) else [target]:
         raw.update(getattr(klass, "__annotations__", {}))
-    module = sys.modules.get(getattr(obj, "__module__", ""), None)
-    names = _Namespace(vars(builtins))
-    names.update(vars(module) if module is not None else {})
-    names.update({"Path": Path, "os": os, "Any": Any})
+    names = _Namespace(sys.modules.get(getattr(obj, "__module__", ""), None))
     resolved = {}
     for key, text in raw.items():
         if key == "return":

@@ -6,8 +6,8 @@ The package is folders by part of the job, and imports run one way, top to botto
           ->  _split/  ->  _nix/  ->  _sinks/  ->  _source/ | _rulebook/
           ->  _elf/ (patch -> plan -> read)  ->  _run/  ->  core
 
-``_run/`` is the run's own small core (jobs and cores, progress, argument checks, the defaults
-the help shows), below every part that runs. The core is a few root modules every part may use
+``_run/`` is the run's own small core (jobs and cores, progress, the overlap of outputs and
+inputs, the defaults the help shows), below every part that runs. The core is a few root modules every part may use
 (``errors``, ``_model``, ``_report``, ``_layout``, ``_globs``, ``_argcheck``, ``_words``,
 ``_searchpath``, ``_lazy``). Every import counts: module level, inside functions (lazy), and
 under ``if TYPE_CHECKING:`` (a typing-only import still ties the two modules together).

@@ -17,17 +17,23 @@ from typing import TYPE_CHECKING, Any
 
 from cudasplit._argcheck import checked
 from cudasplit._layout import LayoutSpec
+from cudasplit._lazy import lazy_face
 from cudasplit._model import OUTPUT_NAMES, Kind
 from cudasplit._report import MemberRecord, Report
 from cudasplit._run import refuse_overlap
-from cudasplit._sinks import Sink
-from cudasplit._source import Source
 from cudasplit._split.options import SplitOptions
 from cudasplit._split.start import started
 from cudasplit.errors import SourceError
 
 if TYPE_CHECKING:
     from cudasplit._rulebook import Rename, RuleSet
+    from cudasplit._sinks import Sink
+    from cudasplit._source import Source
+
+# The Sink and Source protocols, which @checked holds the arguments to, load at the first call:
+# the sinks load while the archive decodes (the source's face is loaded to decode it anyway).
+__getattr__, _ = lazy_face(__name__, {"cudasplit._sinks": ("Sink",),
+                                      "cudasplit._source": ("Source",)})
 
 EXPLAIN_SCHEMA = 1  # the "schema" of Explanation.as_dict
 

@@ -1,5 +1,5 @@
-"""The run's own small core, below every part that runs: jobs and cores, progress, argument
-checks, the defaults and accepted words the options show (driver link, bomb guards,
+"""The run's own small core, below every part that runs: jobs and cores, progress, the
+defaults and accepted words the options show (driver link, bomb guards,
 patchers), moving a member's bytes into a file (in the kernel where the stream can), and
 the rule that what a command writes never overlaps what it reads (``overlap``).
 
