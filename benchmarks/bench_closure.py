@@ -13,7 +13,7 @@ Columns:
   include, lib *and* the package's extra ``propagatedBuildOutputs`` (cudart: static + stubs;
   nvml: stubs) -- computed from the same store paths' sizes;
 * ``every output``: what ``out`` held before the package table (cudasplit propagated every
-  output, static and stubs included: D3).
+  output, static and stubs included).
 
 Static archives the wheels do not ship (cuBLAS's ``libcublas_static.a`` is ~0.8 GB in the redist
 archive) are absent here, so the buildRedist column *understates* the difference for packages

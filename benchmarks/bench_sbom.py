@@ -8,14 +8,14 @@ The release is the CUDA 13.0 one the tests build from NVIDIA's PyPI wheels
 NVIDIA ships) with a manifest naming them. Timed in one process, interleaved rounds, warm page
 cache, medians:
 
-* ``verify``: :func:`cudasplit.verify_manifest`, the sha256 of every tarball (the check the
+* ``verify``: :func:`cudasplit.releases.verify_manifest`, the sha256 of every tarball (the check the
   SBOM makes before it reads one);
 * ``inspect``: :func:`cudasplit.inspect` of every tarball (the dry-run split the SBOM's
   outputs, GPU code and floors come from);
 * ``floor``: the two added up;
-* ``sbom cdx``: :func:`cudasplit.sbom` (CycloneDX: the check, one read hashing every member
+* ``sbom cdx``: :func:`cudasplit.sbom.sbom` (CycloneDX: the check, one read hashing every member
   and reading every ELF member's names, the document written);
-* ``sbom both``: :func:`cudasplit.sbom_documents` (CycloneDX and SPDX from one read, SHA-1
+* ``sbom both``: :func:`cudasplit.sbom.sbom_documents` (CycloneDX and SPDX from one read, SHA-1
   besides SHA-256);
 * ``read``, ``write cdx``, ``write spdx``: where ``sbom both`` goes (the read, then each
   writer: ``cyclonedx-python-lib`` and ``spdx-tools`` building and serialising their models).
@@ -85,11 +85,11 @@ def main() -> int:
     paths = sorted(p for p in tarballs.iterdir() if p.is_file())
     size = sum(p.stat().st_size for p in paths)
     runs: dict[str, Callable[[], object]] = {
-        "verify": lambda: cudasplit.verify_manifest(manifest, tarballs,
+        "verify": lambda: cudasplit.releases.verify_manifest(manifest, tarballs,
                                                     platforms=["linux-x86_64"]),
         "inspect": lambda: [cudasplit.inspect(p) for p in paths],
-        "sbom cdx": lambda: cudasplit.sbom([tarballs], manifest=manifest),
-        "sbom both": lambda: cudasplit.sbom_documents([tarballs], manifest=manifest),
+        "sbom cdx": lambda: cudasplit.sbom.sbom([tarballs], manifest=manifest),
+        "sbom both": lambda: cudasplit.sbom.sbom_documents([tarballs], manifest=manifest),
     }
     times: dict[str, list[float]] = {name: [] for name in runs}
     for name in ("read", "write cdx", "write spdx"):
@@ -134,7 +134,7 @@ def validate(manifest: Path, tarballs: Path) -> None:
     from spdx_tools.spdx.parser.jsonlikedict.json_like_dict_parser import JsonLikeDictParser
     from spdx_tools.spdx.validation.document_validator import validate_full_spdx_document
 
-    docs = cudasplit.sbom_documents([tarballs], manifest=manifest)
+    docs = cudasplit.sbom.sbom_documents([tarballs], manifest=manifest)
     start = time.perf_counter()
     assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(docs["cyclonedx"]) is None
     cdx = time.perf_counter() - start

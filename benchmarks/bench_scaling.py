@@ -304,7 +304,7 @@ VARIANTS: dict[str, tuple[str, str]] = {
         "import cudasplit._source.codecs.fdreader as f\nf.FdReader.transfer_to = None\n"),
     "reads in-process": (
         "large files read on the split's own threads, not by the reading process",
-        "import cudasplit._split.inside as i\ni.BACKGROUND_FROM = 1 << 62\n"),
+        "import cudasplit._split.gpucode as i\ni.BACKGROUND_FROM = 1 << 62\n"),
     "--no-inside": ("no GPU code and glibc floors read (the dlopen scan stays)", ""),
 }
 

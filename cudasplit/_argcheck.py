@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 
 from cudasplit.errors import OptionsError, OptionsTypeError
 
-__all__ = ["check_fields", "checked"]
+__all__ = ["check_fields", "check_value", "checked"]
 
 class _Unknown:
     """An annotation name that cannot be resolved: anything goes."""
@@ -125,10 +125,6 @@ def check_value(name: str, value: object, hint: Any) -> None:
     if problem is not None:
         raise OptionsTypeError(f"{name} must be {_describe(hint)}, not {_shown(value)}"
                                + (f" ({problem})" if problem else ""))
-    if _is_path_hint(hint) and isinstance(value, (str, os.PathLike)):
-        text = os.fspath(value)
-        if isinstance(text, str) and not text:
-            raise OptionsError(f"{name} must not be empty ('' is not a file or directory)")
     _check_text(name, value, hint)
 
 
@@ -137,8 +133,9 @@ MAX_NAME_BYTES = 255       # NAME_MAX: one component
 
 
 def _check_text(name: str, value: object, hint: Any, depth: int = 0) -> None:
-    """OptionsError for a NUL in any text of ``value`` (items, keys and values included) or
-    a path too long for the kernel (``hint`` says whether ``value`` is one)."""
+    """OptionsError for a NUL in any text of ``value`` (items, keys and values included), or
+    a path that is empty or too long for the kernel (``hint`` says whether ``value`` is one;
+    ``''`` used to mean the current directory)."""
     if depth > 8:
         return
     if isinstance(value, os.PathLike) and not isinstance(value, str):
@@ -150,6 +147,8 @@ def _check_text(name: str, value: object, hint: Any, depth: int = 0) -> None:
         if "\0" in value:
             raise OptionsError(f"{name} must not contain a NUL character: {_shown(value)}")
         if _may_be_path(hint):
+            if not value:
+                raise OptionsError(f"{name} must not be empty ('' is not a file or directory)")
             _check_path_length(name, value)
         return
     if isinstance(value, Mapping):
@@ -203,10 +202,17 @@ def _shown(value: object) -> str:
 
 
 class _Namespace(dict):  # type: ignore[type-arg]
-    """The names an annotation may use: its module's, the typing ones, else :class:`_Unknown`."""
+    """The names an annotation may use: its module's (those its lazy face loads too), the
+    typing ones, else :class:`_Unknown`."""
+
+    def __init__(self, module: types.ModuleType | None) -> None:
+        super().__init__(vars(builtins))
+        self.update(vars(module) if module is not None else {})
+        self.update({"Path": Path, "os": os, "Any": Any})
+        self._module = module
 
     def __missing__(self, key: str) -> Any:
-        return _Unknown
+        return getattr(self._module, key, _Unknown)
 
 
 def _hints(obj: Any) -> dict[str, Any]:
@@ -215,10 +221,7 @@ def _hints(obj: Any) -> dict[str, Any]:
     raw: dict[str, Any] = {}
     for klass in reversed(obj.__mro__) if _is_dataclass(obj) else [target]:
         raw.update(getattr(klass, "__annotations__", {}))
-    module = sys.modules.get(getattr(obj, "__module__", ""), None)
-    names = _Namespace(vars(builtins))
-    names.update(vars(module) if module is not None else {})
-    names.update({"Path": Path, "os": os, "Any": Any})
+    names = _Namespace(sys.modules.get(getattr(obj, "__module__", ""), None))
     resolved = {}
     for key, text in raw.items():
         if key == "return":

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from cudasplit._argcheck import checked
+from cudasplit._words import plural
 from cudasplit.errors import NotFoundError
 
 SCHEMA_VERSION = 1
@@ -226,7 +227,7 @@ class Report:
 
     def summary_lines(self, sizes: Mapping[str, tuple[int, int]] | None = None) -> list[str]:
         """One line per output: files, bytes and directory; ``sizes`` (output -> (files,
-        bytes), e.g. from :func:`cudasplit.measure_outputs`) replaces the report's counts of
+        bytes), e.g. from :func:`cudasplit.outputs.measure_outputs`) replaces the report's counts of
         placed input files where given, so that the numbers are those ``closure`` prints."""
         lines = []
         measured = sizes or {}
@@ -325,7 +326,3 @@ def _walk(value: Any, roots: list[tuple[str, str]], pattern: re.Pattern[str]) ->
             value = value.replace(root, "$" + name)
         return pattern.sub(lambda m: m[0][: -33] + _MASK + "-", value)
     return value
-
-def plural(count: int, word: str, many: str | None = None) -> str:
-    """``1 file``, ``2 files``, ``1,234 problems``; ``many`` for irregular plurals."""
-    return f"{count:,} {word if count == 1 else (many or word + 's')}"

@@ -19,11 +19,14 @@ they enter, so callers never need to know which library failed::
     ├── ManifestError          an NVIDIA manifest cannot be read
     ├── ToolkitError           a toolkit view cannot be laid out (two outputs disagree)
     ├── OptionsError           SplitOptions (or a CLI option) holds an invalid value
-    │   └── OptionsTypeError       ... of the wrong type (also a TypeError)
+    │   ├── OptionsTypeError       ... of the wrong type (also a TypeError)
+    │   └── UnknownPatcherError    ... a patcher name that names no ELF writer
     ├── RunpathPolicyError     a RUNPATH policy or planning input is invalid (also ValueError)
     ├── NotFoundError          a report has no such member, a manifest no such package (also
     │                          a KeyError)
     └── ProblemsFound          ``strict`` mode found problems (report attached)
+        ├── UnresolvedLibrariesError  DT_NEEDED names found nowhere (``nix``, ``strict``)
+        └── UnpatchedFilesError    ELF files that should have been patched were not
 
 Messages are one line and name the file (and member, where there is one).
 """
@@ -31,6 +34,31 @@ Messages are one line and name the file (and member, where there is one).
 from __future__ import annotations
 
 from typing import Any
+
+__all__ = [
+    "CorruptArchiveError",
+    "CudasplitError",
+    "ElfError",
+    "LimitExceededError",
+    "ManifestError",
+    "NixEnvironmentError",
+    "NotFoundError",
+    "OptionsError",
+    "OptionsTypeError",
+    "OutputError",
+    "PatchError",
+    "ProblemsFound",
+    "RulesError",
+    "RunpathPolicyError",
+    "SourceError",
+    "SourceNotADirectoryError",
+    "SourceNotFoundError",
+    "ToolkitError",
+    "UnknownPatcherError",
+    "UnpatchedFilesError",
+    "UnresolvedLibrariesError",
+    "UnsafeMemberError",
+]
 
 
 class CudasplitError(Exception):
@@ -118,6 +146,10 @@ class OptionsTypeError(OptionsError, TypeError):
     """An argument or option has the wrong type (also a ``TypeError``); names the parameter."""
 
 
+class UnknownPatcherError(OptionsError):
+    """A ``patcher`` name that names no backend."""
+
+
 class RunpathPolicyError(CudasplitError, ValueError):
     """A RUNPATH policy or planning input is invalid (relative dir, ``:`` in a path, ...)."""
 
@@ -142,3 +174,7 @@ class ProblemsFound(CudasplitError):
 
 class UnpatchedFilesError(ProblemsFound):
     """ELF files that should have been patched were not (``--nix`` and ``--strict``)."""
+
+
+class UnresolvedLibrariesError(ProblemsFound):
+    """DT_NEEDED names found nowhere, in ``--nix`` mode or under ``--strict``."""

@@ -6,13 +6,15 @@
 
 docs/reference/cli.md walks the click group ``cudasplit.cli.main`` (every command and
 subcommand: usage, help, each option with its help and default); docs/reference/api.md
-lists every name in ``cudasplit.__all__`` with its signature and docstring (``inspect``).
+lists every name of ``cudasplit`` and of its documented modules (``cudasplit._SUBMODULES``),
+module by module, with its signature and docstring (``inspect``).
 tests/test_docs.py runs the check, so neither page can drift from the code.
 """
 
 from __future__ import annotations
 
 import enum
+import importlib
 import inspect
 import re
 import sys
@@ -225,7 +227,7 @@ def _members(cls: type) -> list[tuple[str, Any]]:
 def _class_section(name: str, cls: type) -> list[str]:
     bases = ", ".join(b.__name__ for b in cls.__bases__ if b is not object)
     head = f"class {name}({bases})" if bases else f"class {name}"
-    out = [f"### `{name}`", ""]
+    out = [f"#### `{name}`", ""]
     if issubclass(cls, enum.Enum):
         out += ["```python", head, "```", "", _doc(cls), "",
                 "Members: " + ", ".join(f"`{m.name}` (`{m.value!r}`)" for m in cls) + ".", ""]
@@ -244,37 +246,73 @@ def _class_section(name: str, cls: type) -> list[str]:
     return out
 
 
-def render_api() -> str:
-    names = list(cudasplit.__all__)
-    objects = {name: getattr(cudasplit, name) for name in names}
+PUBLIC_MODULES = ("cudasplit", *(f"cudasplit.{name}" for name in cudasplit._SUBMODULES))
+
+
+def _module_intro(module: Any) -> str:
+    """The first paragraph of a module's docstring, as Markdown."""
+    doc = inspect.getdoc(module) or ""
+    return " ".join(_rst_to_md(doc.split("\n\n")[0]).split())
+
+
+def _module_section(title: str, module: Any, names: list[str], elsewhere: dict[str, str]
+                    ) -> list[str]:
+    """One public module: its names, those documented in an earlier module linked there."""
+    objects = {name: getattr(module, name) for name in names}
     functions = [n for n in names if inspect.isfunction(objects[n])]
     errors = [n for n in names if inspect.isclass(objects[n])
               and issubclass(objects[n], BaseException)]
     classes = [n for n in names if inspect.isclass(objects[n]) and n not in errors]
     constants = [n for n in names if n not in {*functions, *errors, *classes}]
+    lines = [f"## `{title}`", "", _module_intro(module), ""]
+    for label, group in (("Functions", functions), ("Classes", classes), ("Errors", errors)):
+        if group:
+            lines += [f"{label}: " + ", ".join(f"[`{n}`](#{n.lower()})" for n in group) + ".",
+                      ""]
+    also = sorted(n for n in names if n in elsewhere)
+    if also:
+        lines += [f"Also here, documented under `{elsewhere[also[0]]}`: "
+                  + ", ".join(f"[`{n}`](#{n.lower()})" for n in also) + ".", ""]
+    own = [n for n in names if n not in elsewhere]
+    for label, group in (("Functions", functions), ("Classes", classes), ("Errors", errors)):
+        group = [n for n in group if n in own]
+        if not group:
+            continue
+        lines += [f"### {label}", ""]
+        for name in group:
+            if label == "Functions":
+                lines += [f"#### `{name}`", "", "```python",
+                          _wrapped(_signature(name, objects[name])), "```", "",
+                          _doc(objects[name]), ""]
+            else:
+                lines += _class_section(name, objects[name])
+    constants = [n for n in constants if n in own]
+    if constants:
+        lines += ["### Constants", ""]
+        lines += [f"* `{name}` = `{objects[name]!r}`" for name in constants] + [""]
+    return lines
+
+
+def render_api() -> str:
     lines = [
         "# Python API reference", "", GENERATED, "",
-        "Every public name: what `from cudasplit import NAME` gives you (`cudasplit.__all__`)."
-        " Anything not listed here (modules whose names start with `_`) may change without"
-        " notice. The API never prints and never exits; every error it raises derives from"
-        " `CudasplitError`. Examples: [the library how-to](../howto/library.md).", "",
+        "Every public name, by the module you import it from: `from cudasplit import NAME` for"
+        " what a split needs, and one level down the documented modules for the other jobs"
+        " (`from cudasplit.rules import load_ruleset`); `import cudasplit` reaches each module"
+        " as an attribute too. Anything not listed here (modules whose names start with `_`)"
+        " may change without notice. A name that was at the top before its module existed"
+        " still loads from there, with a `DeprecationWarning` naming its module. The API never"
+        " prints and never exits; every error it raises derives from `CudasplitError`."
+        " Examples: [the library how-to](../howto/library.md).", "",
+        "Modules: " + ", ".join(f"[`{m}`](#{m.replace('.', '')})" for m in PUBLIC_MODULES)
+        + ".", "",
     ]
-    for title, group in (("Functions", functions), ("Classes", classes), ("Errors", errors)):
-        lines += [f"{title}: " + ", ".join(f"[`{n}`](#{n.lower()})" for n in group) + ".", ""]
-    lines += ["## Functions", ""]
-    for name in functions:
-        lines += [f"### `{name}`", "", "```python", _wrapped(_signature(name, objects[name])),
-                  "```", "",
-                  _doc(objects[name]), ""]
-    lines += ["## Classes", ""]
-    for name in classes:
-        lines += _class_section(name, objects[name])
-    lines += ["## Errors", ""]
-    for name in errors:
-        lines += _class_section(name, objects[name])
-    lines += ["## Constants", ""]
-    for name in constants:
-        lines += [f"* `{name}` = `{objects[name]!r}`"]
+    documented: dict[str, str] = {}
+    for title in PUBLIC_MODULES:
+        module = importlib.import_module(title)
+        names = list(module.__all__)
+        lines += _module_section(title, module, names, documented)
+        documented.update({n: title for n in names if n not in documented})
     return "\n".join(lines).rstrip() + "\n"
 
 

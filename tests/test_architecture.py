@@ -2,15 +2,20 @@
 
 The package is folders by part of the job, and imports run one way, top to bottom::
 
-    cli/  ->  cudasplit (the public API)  ->  _api/  ->  _release/  ->  _split/  ->  _nix/
-          ->  sinks/  ->  _source/ | _rulebook/  ->  _elf/ (patch -> plan -> read)  ->  _run/
-          ->  core
+    cli/  ->  cudasplit, cudasplit.sinks, ... (the public API)  ->  _api/  ->  _release/
+          ->  _split/  ->  _nix/  ->  _sinks/  ->  _source/ | _rulebook/
+          ->  _elf/ (patch -> plan -> read)  ->  _run/  ->  core
 
-``_run/`` is the run's own small core (jobs and cores, progress, argument checks, the defaults
-the help shows), below every part that runs. The core is a few root modules every part may use
-(``errors``, ``_model``, ``_report``, ``_layout``, ``_globs``, ``_argcheck``). Every import
-counts: module level, inside functions (lazy), and under ``if TYPE_CHECKING:`` (a typing-only
-import still ties the two modules together).
+``_run/`` is the run's own small core (jobs and cores, progress, the overlap of outputs and
+inputs, the defaults the help shows), below every part that runs. The core is a few root modules every part may use
+(``errors``, ``_model``, ``_report``, ``_layout``, ``_globs``, ``_argcheck``, ``_words``,
+``_searchpath``, ``_lazy``). Every import counts: module level, inside functions (lazy), and
+under ``if TYPE_CHECKING:`` (a typing-only import still ties the two modules together).
+
+The house is drawn room by room (a room: a top folder, each of ``_elf``'s three folders, each
+public module, each core module), imports as arrows; a room's floor is 0 when it imports no
+other room, else one above the highest room it imports. The house may be at most
+:data:`MAX_FLOORS` floors high: each floor is one more layer a reader has to hold in mind.
 """
 
 from __future__ import annotations
@@ -31,23 +36,30 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("__main__",),
     ("_launch",),
     ("cli",),
-    ("__init__",),
+    # The public face: the top and the documented modules one level down (cudasplit.rules ...),
+    # each a face of its own over the layers below (never over each other).
+    ("__init__", "sinks", "rules", "releases", "nixify", "outputs", "guards", "elf", "sbom"),
     ("_api",),
     ("_release",),
     ("_split",),
     ("_nix",),
-    ("sinks",),
+    ("_sinks",),
     ("_source", "_rulebook"),
     ("_elf.patch",),
     ("_elf.plan",),
     ("_elf.read", "_elf"),
     ("_run",),
-    ("errors", "_model", "_report", "_layout", "_globs", "_argcheck"),
+    ("errors", "_model", "_report", "_layout", "_globs", "_argcheck", "_words", "_searchpath",
+     "_lazy"),
 )
 # The only names allowed at the top of the package: the public face, the folders, the core.
-TOP = {"__init__", "__main__", "_launch", "errors", "cli", "sinks", "_api", "_release", "_split", "_nix",
+TOP = {"__init__", "__main__", "_launch", "errors", "cli", "sinks", "rules", "releases", "nixify",
+       "outputs", "guards", "elf", "sbom", "_api", "_release", "_split", "_nix", "_sinks",
        "_source", "_rulebook", "_elf", "_run", "_model", "_report", "_layout", "_globs",
-       "_argcheck"}
+       "_argcheck", "_words", "_searchpath", "_lazy"}
+# The house's height: 10 floors (13 before the RUNPATH predicates, the plural and the
+# nix-support writer moved down, and the conda channel up).
+MAX_FLOORS = 10
 
 
 @dataclass(frozen=True)
@@ -178,24 +190,95 @@ def test_no_import_cycles_not_even_typing_only_or_lazy() -> None:
     assert cycles(graph()) == []
 
 
+def rooms(edges: dict[str, set[tuple[str, int]]]) -> dict[str, set[str]]:
+    """The house room by room: each room and the other rooms it imports."""
+    drawn: dict[str, set[str]] = {}
+    for name, targets in edges.items():
+        room = layer_of(name)[1]
+        drawn.setdefault(room, set()).update(
+            layer_of(t)[1] for t, _ in targets if layer_of(t)[1] != room)
+    return drawn
+
+
+def floors(drawn: dict[str, set[str]]) -> dict[str, int]:
+    """Each room's floor: 0 when it imports no other room, else one above the highest room it
+    imports (the rooms form no circle: the test above)."""
+    floor: dict[str, int] = {}
+
+    def visit(room: str, path: tuple[str, ...]) -> int:
+        assert room not in path, f"a circle of rooms: {' -> '.join((*path, room))}"
+        if room not in floor:
+            floor[room] = max((1 + visit(t, (*path, room)) for t in drawn.get(room, ())),
+                              default=0)
+        return floor[room]
+
+    for room in sorted(drawn):
+        visit(room, ())
+    return floor
+
+
+def test_the_house_is_at_most_ten_floors_high() -> None:
+    floor = floors(rooms(graph()))
+    tallest = max(floor.values())
+    top = sorted(room for room, f in floor.items() if f == tallest)
+    assert tallest <= MAX_FLOORS, f"{tallest} floors (top: {', '.join(top)}): {floor}"
+
+
+def test_the_floor_count_sees_a_tower() -> None:
+    drawn = {"cli": {"_api"}, "_api": {"_split", "errors"}, "_split": {"errors"}, "errors": set(),
+             "_globs": set()}
+    assert floors(drawn) == {"cli": 3, "_api": 2, "_split": 1, "errors": 0, "_globs": 0}
+    assert rooms({"_elf.plan.runpath": {("_elf.read.raw", 1), ("_elf.plan.policy", 2)},
+                  "_elf.read.raw": {("errors", 3)}}) == {"_elf.plan": {"_elf.read"},
+                                                          "_elf.read": {"errors"}}
+
+
+# Folders that are collections: each module is its own piece (a stage, a tool, a command) and
+# is imported by name; their ``__init__`` says what the folder holds and exports nothing.
+COLLECTIONS = ("_api", "_release", "_split", "cli")
+
+
+def folders() -> list[str]:
+    """Every folder of the package (its dotted name), the root aside."""
+    return [m.name for m in modules() if m.is_package and m.name != "__init__"]
+
+
+def has_exports(folder: str) -> bool:
+    return bool(face_exports(folder))
+
+
 # Folders whose ``__init__`` is their face: code outside such a folder imports the face, never
 # a leaf module (a test may still import a leaf module whole, to replace one of its seams).
-FACES = ("_elf.read", "_elf.plan", "_elf.patch", "_nix", "_rulebook", "_run", "_source",
-         "_source.codecs", "_release.closure", "_release.features", "_release.manifest",
-         "_release.nixify", "_release.toolkit", "_split.rewrites")
+# Every folder that exports names is one; a folder that exports none belongs to the room of
+# the folder around it (``_rulebook/package``) or only says what it holds (``_elf``).
+def faces() -> tuple[str, ...]:
+    return tuple(f for f in folders() if f not in COLLECTIONS and has_exports(f))
+
+
+def test_every_folder_is_a_collection_a_face_or_part_of_one() -> None:
+    """A folder's ``__init__`` either exports names (a face: checked below), or is a
+    collection's, or holds no code: nothing exported escapes the face checks."""
+    quiet = [f for f in folders() if f not in COLLECTIONS and not has_exports(f)]
+    for folder in quiet:
+        tree = ast.parse((PACKAGE / folder.replace(".", "/") / "__init__.py").read_text())
+        code = [n for n in tree.body if not (isinstance(n, ast.Expr)
+                                              and isinstance(n.value, ast.Constant))]
+        assert code == [], f"{folder}/__init__.py has code but no __all__"
+    assert "_sinks" in faces() and "_release.conda" in faces()
 
 
 def leaf_imports_from_outside(paths: list[tuple[str, Path]]) -> list[str]:
+    face_names = faces()
     bad = []
     for name, path in paths:
         for node in ast.walk(ast.parse(path.read_text())):
             if not isinstance(node, ast.ImportFrom) or node.level:
                 continue
             target = (node.module or "").removeprefix("cudasplit.")
-            if target in FACES:
+            if target in face_names:
                 continue  # a face (a folder's own, or one nested in another) is a way in
-            faces = [f for f in FACES if target.startswith(f + ".")]
-            face = max(faces, key=len, default=None)
+            around = [f for f in face_names if target.startswith(f + ".")]
+            face = max(around, key=len, default=None)
             inside = face is not None and (name == face or name.startswith(face + "."))
             if face is not None and not inside:
                 bad.append(f"{name}:{node.lineno} imports {target}, not {face}")
@@ -233,7 +316,7 @@ def test_a_face_exports_what_callers_outside_its_folder_use() -> None:
              for p in sorted(folder.rglob("*.py"))]
     texts = {p: p.read_text() for p in files}
     unused = []
-    for face in FACES:
+    for face in faces():
         folder = PACKAGE / face.replace(".", "/")
         outside = "\n".join(text for p, text in texts.items() if folder not in p.parents)
         unused += [f"{face}.{n}" for n in exports_nobody_outside_uses(face_exports(face), outside)]
@@ -298,3 +381,15 @@ def test_the_checks_catch_an_upward_import_and_a_cycle() -> None:
     assert upward_imports(edges) == ["_elf.read.raw:3 imports _split.pipeline",
                                      "_source.tar:2 imports _rulebook"]
     assert cycles(edges) == [["_elf.read.raw", "_split.pipeline"]]
+
+
+def test_no_design_labels_in_code_or_rules() -> None:
+    """Design notes' labels (D3, D9, ...) mean nothing to a reader of the code or of a message:
+    a comment or message says what it means instead."""
+    label = re.compile(r"\(D[0-9]{1,2}[,)]|\bD[0-9]{1,2}:")
+    rules = PACKAGE.parent / "rules"
+    found = [f"{path.relative_to(PACKAGE.parent)}:{number}"
+             for path in [*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.sh"), *rules.rglob("*.toml")]
+             for number, line in enumerate(path.read_text().splitlines(), 1)
+             if label.search(line)]
+    assert found == []

@@ -9,7 +9,7 @@ What counts as naming a module, in a docstring, a comment or a string:
 
 * ``:mod:`target``` (absolute, or relative to the module's package);
 * ``cudasplit.a.b[.attr]``: the longest module prefix exists and the rest is an attribute of it;
-* a file name ending in ``.py``: with a folder (``tests/cli/test_api.py``), relative to the
+* a file name ending in ``.py``: with a folder (``tests/unit/api/test_public_face.py``), relative to the
   repository, the package or the module's folder; bare (``libmajor.py``), a file of that name
   somewhere in the repository (or one of the few outside files in ``OUTSIDE``);
 * a private name ``_name`` (``_tarfields``, ``_codecchunks.all_zero``): a module, or a name the

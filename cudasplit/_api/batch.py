@@ -19,7 +19,7 @@ from cudasplit._api.entry import split_to_dir, split_writes
 from cudasplit._argcheck import checked
 from cudasplit._model import PackageId
 from cudasplit._report import Report, relative_report
-from cudasplit._run import Cores, Progress, check_optional, check_path
+from cudasplit._run import Cores, Progress, refuse_overlap
 from cudasplit._source import (
     TarSource,
     decode_threads,
@@ -28,9 +28,8 @@ from cudasplit._source import (
     parse_top_dir,
 )
 from cudasplit._split.options import SplitOptions
-from cudasplit._split.overlap import refuse_overlap
 from cudasplit._split.start import open_for
-from cudasplit.errors import CudasplitError, OptionsTypeError, SourceError, source_os_error
+from cudasplit.errors import CudasplitError, SourceError, source_os_error
 
 PathLike = str | os.PathLike[str]
 BATCH_SCHEMA = 1  # the version of batch_report's JSON, as Report's own "schema"
@@ -173,13 +172,6 @@ def split_many(sources: Sequence[PathLike], output_dir: PathLike,
     Raises:
         SourceError: two sources would share one output directory.
     """
-    if isinstance(sources, (str, os.PathLike)) or not isinstance(sources, Sequence):
-        raise OptionsTypeError(f"sources must be a sequence of paths, not "
-                               f"{type(sources).__name__}")
-    for index, source in enumerate(sources):
-        check_path(source, f"sources[{index}]")
-    check_path(output_dir, "output_dir")
-    check_optional(options, SplitOptions)
     opts = options or SplitOptions()
     paths = batch_sources(sources)
     names = [batch_output_dir(p) for p in paths]

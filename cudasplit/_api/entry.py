@@ -11,25 +11,29 @@ from __future__ import annotations
 import difflib
 import os
 import posixpath
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cudasplit._argcheck import checked
 from cudasplit._layout import LayoutSpec
+from cudasplit._lazy import lazy_face
 from cudasplit._model import OUTPUT_NAMES, Kind
 from cudasplit._report import MemberRecord, Report
-from cudasplit._run import check_optional, check_path, check_sink, check_source
+from cudasplit._run import refuse_overlap
 from cudasplit._split.options import SplitOptions
-from cudasplit._split.overlap import refuse_overlap
 from cudasplit._split.start import started
-from cudasplit.errors import OptionsTypeError, SourceError
+from cudasplit.errors import SourceError
 
 if TYPE_CHECKING:
     from cudasplit._rulebook import Rename, RuleSet
+    from cudasplit._sinks import Sink
     from cudasplit._source import Source
-    from cudasplit.sinks import Sink
+
+# The Sink and Source protocols, which @checked holds the arguments to, load at the first call:
+# the sinks load while the archive decodes (the source's face is loaded to decode it anyway).
+__getattr__, _ = lazy_face(__name__, {"cudasplit._sinks": ("Sink",),
+                                      "cudasplit._source": ("Source",)})
 
 EXPLAIN_SCHEMA = 1  # the "schema" of Explanation.as_dict
 
@@ -62,19 +66,11 @@ def split(source: PathLike | Source, sink: Sink, options: SplitOptions | None = 
         ProblemsFound: ``options.strict`` and problems were found (``.report`` holds
             the report), or DT_NEEDED names resolve nowhere where that fails the run.
     """
-    _check_call(source, options)
-    check_sink(sink)
     opts = options or SplitOptions()
     with started(source, opts) as opened:
         from cudasplit._split.pipeline import split as _split
 
         return _split(opened, sink, options=opts)
-
-
-def _check_call(source: object, options: object) -> None:
-    """Wrong arguments fail at the call, naming the parameter (not deep inside the run)."""
-    check_source(source)
-    check_optional(options, SplitOptions)
 
 
 @checked
@@ -102,13 +98,11 @@ def split_to_dir(source: PathLike | Source, output_dir: PathLike,
         ProblemsFound: ``options.strict`` and problems were found (``.report`` holds
             the report), or DT_NEEDED names resolve nowhere where that fails the run.
     """
-    _check_call(source, options)
-    check_path(output_dir, "output_dir")
     opts = options or SplitOptions()
     with started(source, opts) as opened:
         from cudasplit._rulebook import DEFAULT_PROFILE
+        from cudasplit._sinks import DirectorySink
         from cudasplit._split.pipeline import split as _split
-        from cudasplit.sinks import DirectorySink
 
         if opts.dry_run:
             return _split(opened, None, options=opts, layout=LayoutSpec.under(output_dir))
@@ -123,7 +117,7 @@ def split_to_dir(source: PathLike | Source, output_dir: PathLike,
 def split_writes(output_dir: PathLike) -> list[Path]:
     """What a split into ``output_dir`` writes or replaces: every output root
     (``--overwrite`` replaces them all) and its staging directory."""
-    from cudasplit.sinks._staging import STAGING_PREFIX  # the sinks load while decoding
+    from cudasplit._sinks import STAGING_PREFIX  # the sinks load while decoding
 
     root = Path(output_dir)
     return [*(root / name for name in OUTPUT_NAMES), root / f"{STAGING_PREFIX}*"]
@@ -155,17 +149,14 @@ def split_nix(source: PathLike | Source, env: dict[str, str] | None = None,
         ProblemsFound: ``options.strict`` and problems were found (``.report`` holds
             the report), or DT_NEEDED names resolve nowhere where that fails the run.
     """
-    _check_call(source, options)
-    if env is not None and not isinstance(env, Mapping):
-        raise OptionsTypeError(f"env must be a mapping or None, not {type(env).__name__}")
     from cudasplit._nix import nix_outputs, with_nix_defaults
 
     roots = nix_outputs(env)
     opts = replace(options or SplitOptions(), outputs=tuple(roots), nix_build=True)
     opts = replace(opts, runpath=with_nix_defaults(opts.runpath, env))  # loader, libs, failure
     with started(source, opts) as opened:
+        from cudasplit._sinks import DirectorySink
         from cudasplit._split.pipeline import split as _split
-        from cudasplit.sinks import DirectorySink
 
         if opts.dry_run:
             return _split(opened, None, options=opts, layout=LayoutSpec.fixed(roots))
@@ -195,7 +186,6 @@ def inspect(source: PathLike | Source, options: SplitOptions | None = None,
         ProblemsFound: ``options.strict`` and problems were found (``.report`` holds
             the report), or DT_NEEDED names resolve nowhere where that fails the run.
     """
-    _check_call(source, options)
     opts = replace(options or SplitOptions(), dry_run=True)
     with started(source, opts) as opened:
         from cudasplit._split.pipeline import split as _split
@@ -279,9 +269,6 @@ def explain(source: PathLike | Source, path: str, options: SplitOptions | None =
         RulesError: a rule file is invalid.
         OptionsError: an option contradicts the source.
     """
-    _check_call(source, options)
-    if not isinstance(path, str):
-        raise OptionsTypeError(f"path must be a str, not {type(path).__name__}")
     opts = replace(options or SplitOptions(), dry_run=True)
     wanted = _wanted(path)
     with started(source, opts) as opened:

@@ -22,10 +22,9 @@ from cudasplit._release.nixify import (
     plan_sets,
     write_sets,
 )
-from cudasplit._run import ProgressCallback, check_jobs, resolve_jobs
+from cudasplit._run import ProgressCallback, refuse_overlap, resolve_jobs
 from cudasplit._source import PLATFORMS
 from cudasplit._split.options import unknown_platform
-from cudasplit._split.overlap import refuse_overlap
 from cudasplit.errors import OptionsError
 
 PathLike = str | os.PathLike[str]
@@ -58,7 +57,6 @@ def verify_manifest(manifest: PathLike, tarball_dir: PathLike, *,
     Raises:
         ManifestError: the manifest cannot be read.
     """
-    check_jobs(jobs)
     return verify(load_manifest(manifest), tarball_dir, platforms=platforms,
                   cuda_variants=cuda_variants or None, packages=packages or None, jobs=jobs,
                   progress=progress)
@@ -91,7 +89,6 @@ def manifest_features(manifest: PathLike, tarball_dir: PathLike, *,
     Raises:
         ManifestError: the manifest cannot be read.
     """
-    check_jobs(jobs)
     return features_for_manifest(
         load_manifest(manifest), tarball_dir, platforms=platforms,
         cuda_variants=cuda_variants or None, packages=packages or None, jobs=jobs,

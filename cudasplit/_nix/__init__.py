@@ -4,7 +4,7 @@ files a split writes for stdenv."""
 from __future__ import annotations
 
 from cudasplit._nix.env import nix_dynamic_linker, nix_library_dirs, nix_outputs, with_nix_defaults
-from cudasplit._nix.support import NixSupport, find_fhs_refs, write_nix_support
+from cudasplit._nix.support import NixSupport, find_fhs_refs, nix_support_files
 
 __all__ = [
     "NixSupport",
@@ -12,6 +12,6 @@ __all__ = [
     "nix_dynamic_linker",
     "nix_library_dirs",
     "nix_outputs",
+    "nix_support_files",
     "with_nix_defaults",
-    "write_nix_support",
 ]

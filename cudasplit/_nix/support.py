@@ -5,7 +5,7 @@
 * ``out`` and ``dev``: ``nix-support/propagated-build-inputs`` listing the *propagated*
   outputs only -- bin, include and lib where they exist; ``dev`` also the package's own
   ``propagated_outputs`` (cuda_cudart: static and stubs; cuda_nvml_dev: stubs). Static archives
-  and stubs are not dragged into every consumer's closure (D3, NixOS/nixpkgs#323056);
+  and stubs are not dragged into every consumer's closure (NixOS/nixpkgs#323056);
 * every output: ``nix-support/cuda-component`` (cudaComponentHook's metadata, format 3; a
   compiler package publishes it on the output holding the compiler only);
 * every output with ``cuda-component``, given the collector (``--cuda-component-hook``, the
@@ -22,8 +22,8 @@
   output, and after fixup it replaces the first ``*/lib/stubs`` RUNPATH entry of the consumer's
   ELF files by the driver directory and drops later ones (removeStubsFromRunpathHook).
 
-Written through the sink, so they land in whatever the sink produces (Nix outputs, a
-directory, tarballs). ``out`` referencing the others means no other output may reference
+The split writes them through its sink, so they land in whatever the sink produces (Nix
+outputs, a directory, tarballs). ``out`` referencing the others means no other output may reference
 ``out`` (Nix would report a cycle); the pipeline never links outputs to each other.
 """
 
@@ -37,7 +37,6 @@ from importlib import resources
 from pathlib import Path
 
 from cudasplit.errors import OptionsError
-from cudasplit.sinks._base import Sink, write_bytes
 
 MARKER = "nix-support/include-in-cudatoolkit-root"
 PROPAGATED = "nix-support/propagated-build-inputs"
@@ -64,32 +63,34 @@ class NixSupport:
     consumer_guards: bool = False                # consumer-guards-hook.sh into lib (else out)
 
 
-def write_nix_support(sink: Sink, info: NixSupport | None = None) -> None:
-    """Markers in every output, propagation in out/dev, component metadata, stubs hook."""
+def nix_support_files(outputs: Sequence[str], info: NixSupport | None = None
+                      ) -> list[tuple[str, str, bytes]]:
+    """The files to write, ``(output, path, bytes)`` in writing order, for a split whose
+    ``outputs`` exist (``out`` among them): markers in every output, propagation in out/dev,
+    component metadata, the stubs hook. Pure: the split writes them through its sink."""
     info = info or NixSupport()
-    sink.ensure_output("out")
-    outputs = sink.outputs()
-    for output in outputs:
-        write_bytes(sink, output, MARKER, b"", 0o644)
+    files = [(output, MARKER, b"") for output in outputs]
     propagated = info.propagated
     if propagated is None:
         propagated = tuple(o for o in outputs if o != "out")
-    _write_propagation(sink, outputs, propagated, dict(info.roots))
+    files += _propagation(outputs, propagated, dict(info.roots))
     hooks = {o: stubs_hook_text(info.driver_lib).decode() for o in info.stubs_outputs
              if o in outputs}
-    for output in _write_components(sink, outputs, info):
+    components = _components(outputs, info)
+    files += components
+    for output, _, _ in components:
         if info.component_hook is not None:
             hooks[output] = collector_line(info.component_hook, hooks.get(output, ""))
     if info.consumer_guards:
         # lib is what out and dev propagate, so every consumer sources it.
         holder = "lib" if "lib" in outputs else "out"
         hooks[holder] = hooks.get(holder, "") + guards_hook_text()
-    for output, text in sorted(hooks.items()):
-        write_bytes(sink, output, SETUP_HOOK, text.encode(), 0o644)
+    files += [(output, SETUP_HOOK, text.encode()) for output, text in sorted(hooks.items())]
+    return files
 
 
-def _write_propagation(sink: Sink, outputs: Sequence[str], propagated: Sequence[str],
-                       final_roots: Mapping[str, str]) -> None:
+def _propagation(outputs: Sequence[str], propagated: Sequence[str],
+                 final_roots: Mapping[str, str]) -> list[tuple[str, str, bytes]]:
     """Nixpkgs writes the whole list to out (fixupCudaPropagatedBuildOutputsToOut) and dev.
 
     Deliberately better: out lists bin/include/lib only; a package's extra propagated outputs
@@ -99,6 +100,7 @@ def _write_propagation(sink: Sink, outputs: Sequence[str], propagated: Sequence[
     """
     base = [o for o in propagated if o in ("bin", "include", "lib")]
     has_dev = "dev" in outputs
+    files = []
     for holder, listed in (("out", base if has_dev else propagated), ("dev", propagated)):
         if holder not in outputs:
             continue
@@ -106,18 +108,16 @@ def _write_propagation(sink: Sink, outputs: Sequence[str], propagated: Sequence[
                  if o in outputs and o != holder]
         if roots or holder == "out":
             text = " ".join(roots) + "\n" if roots else ""
-            write_bytes(sink, holder, PROPAGATED, text.encode(), 0o644)
+            files.append((holder, PROPAGATED, text.encode()))
+    return files
 
 
-def _write_components(sink: Sink, outputs: Sequence[str], info: NixSupport) -> list[str]:
-    """Write the metadata; returns the outputs that got it."""
+def _components(outputs: Sequence[str], info: NixSupport) -> list[tuple[str, str, bytes]]:
+    """The metadata files, one per output that gets it."""
     if not info.pname or not info.version or not _IDENTIFIER.match(info.pname):
         return []
     targets = [info.compiler_output] if info.compiler and info.compiler_output else outputs
-    written = [o for o in targets if o in outputs]
-    for output in written:
-        write_bytes(sink, output, COMPONENT, component_text(info, output).encode(), 0o644)
-    return written
+    return [(o, COMPONENT, component_text(info, o).encode()) for o in targets if o in outputs]
 
 
 def collector_line(hook_root: str, existing: str) -> str:

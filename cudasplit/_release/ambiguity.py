@@ -20,12 +20,12 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from cudasplit._elf.plan import is_driver_name, split_search_path
+from cudasplit._elf.plan import is_driver_name
 from cudasplit._elf.read import ElfInfo, read_elf_info
-from cudasplit._release.ldd import LddOptions
-from cudasplit.errors import ElfError, SourceNotFoundError
+from cudasplit._release.ldd import LddOptions, files_under, loadable
+from cudasplit._searchpath import split_search_path
+from cudasplit.errors import ElfError
 
 __all__ = ["Ambiguity", "ambiguities_in", "ambiguities_of"]
 
@@ -85,23 +85,7 @@ def ambiguities_of(path: str | os.PathLike[str], options: LddOptions | None = No
 def ambiguities_in(root: str | os.PathLike[str], options: LddOptions | None = None
                    ) -> list[Ambiguity]:
     """Every ELF file below ``root`` (or ``root`` itself), in path order."""
-    base = Path(root)
-    if not base.exists():
-        raise SourceNotFoundError("no such file or directory", source=str(base))
-    paths = [base] if base.is_file() else sorted(_files(base))
-    return [a for p in paths for a in ambiguities_of(p, options)]
-
-
-def _files(root: Path) -> list[Path]:
-    found = []
-    for directory, _dirs, files in os.walk(root):
-        for name in files:
-            path = Path(directory) / name
-            # lstat first: a link into a directory this cannot read (/proc/1/cwd) is no
-            # file here, and stat() on it would raise
-            if not path.is_symlink() and path.is_file():
-                found.append(path)
-    return found
+    return [a for p in files_under(root) for a in ambiguities_of(p, options)]
 
 
 def _directories(path: str, info: ElfInfo, opts: LddOptions) -> list[str]:
@@ -140,22 +124,13 @@ def _distinct(library: str, directories: list[str], info: ElfInfo) -> list[str]:
     kept: list[tuple[str, str]] = []  # (directory, real file)
     for directory in directories:
         candidate = os.path.join(directory, library)
-        if not _loadable(candidate, info):
+        if not loadable(candidate, info):
             continue
         real = os.path.realpath(candidate)
         if any(real == other or _same_bytes(real, other) for _d, other in kept):
             continue
         kept.append((directory, real))
     return [d for d, _real in kept]
-
-
-def _loadable(candidate: str, info: ElfInfo) -> bool:
-    try:
-        found = read_elf_info(candidate)
-    except (ElfError, OSError):
-        return False
-    return (found is not None and found.elf_class == info.elf_class
-            and found.machine == info.machine)
 
 
 def _same_bytes(one: str, other: str) -> bool:

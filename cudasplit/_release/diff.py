@@ -30,8 +30,9 @@ from cudasplit._model import OUTPUT_NAMES
 from cudasplit._release.graph import Graph
 from cudasplit._release.snapshot import UNNAMED, Snapshot, snapshot
 from cudasplit._release.sonames import ElfNames
-from cudasplit._report import arch_order, plural
+from cudasplit._report import arch_order
 from cudasplit._rulebook import renamed_pairs
+from cudasplit._words import plural
 
 DIFF_SCHEMA = 1  # the "schema" of as_dict (cudasplit/schemas/diff.json)
 

@@ -46,12 +46,12 @@ from cudasplit._elf.plan import (
     host_interpreter,
     is_driver_name,
     is_glibc_name,
-    split_search_path,
 )
 from cudasplit._elf.read import ElfInfo, read_elf_info, scan_dlopen
+from cudasplit._searchpath import split_search_path
 from cudasplit.errors import ElfError, SourceNotFoundError
 
-__all__ = ["LddOptions", "LoadView", "Resolution", "view", "view_tree"]
+__all__ = ["LddOptions", "LoadView", "Resolution", "files_under", "loadable", "view", "view_tree"]
 
 _DEFAULT_DIRS = ("/lib64", "/usr/lib64", "/lib", "/usr/lib", "/lib/x86_64-linux-gnu",
                  "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
@@ -145,12 +145,17 @@ def view(path: str | os.PathLike[str], options: LddOptions | None = None) -> Loa
 def view_tree(root: str | os.PathLike[str], options: LddOptions | None = None
               ) -> list[LoadView]:
     """Every ELF file below ``root`` (or ``root`` itself), in path order."""
+    views = (view(p, options) for p in files_under(root))
+    return [v for v in views if v is not None]
+
+
+def files_under(root: str | os.PathLike[str]) -> list[Path]:
+    """``root`` itself when a file, else every file below it (links left out), in path
+    order; SourceNotFoundError when there is nothing at ``root``."""
     base = Path(root)
     if not base.exists():
         raise SourceNotFoundError("no such file or directory", source=str(base))
-    paths = [base] if base.is_file() else sorted(_files(base))
-    views = (view(p, options) for p in paths)
-    return [v for v in views if v is not None]
+    return [base] if base.is_file() else sorted(_files(base))
 
 
 def _files(root: Path) -> Iterator[Path]:
@@ -223,14 +228,14 @@ def _resolve(name: str, info: ElfInfo, search: list[tuple[str, str]],
         # The loader's own directory, symlinks resolved (Debian: /lib64/ld-linux-x86-64.so.2
         # -> /usr/lib/x86_64-linux-gnu/, where libc.so.6 lives).
         candidate = os.path.join(os.path.dirname(os.path.realpath(interpreter)), name)
-        if _loadable(candidate, info):
+        if loadable(candidate, info):
             return Resolution(name, candidate, "glibc")
     if is_glibc_name(name) and not interpreter:
         # A library without --interpreter: glibc comes from whichever program loads it.
         return Resolution(name, None, "glibc")
     for via, directory in search:
         candidate = os.path.join(directory, name)
-        if _loadable(candidate, info):
+        if loadable(candidate, info):
             stub = "stubs" in Path(os.path.realpath(candidate)).parts or "stubs" in \
                 directory.split("/")
             flag = "stub-shadows-driver" if stub and is_driver_name(name) else None
@@ -259,7 +264,7 @@ def _stub_in(directory: str) -> bool:
 _SO = re.compile(r"\.so(\.|$)")
 
 
-def _loadable(candidate: str, info: ElfInfo) -> bool:
+def loadable(candidate: str, info: ElfInfo) -> bool:
     """Exists and has the class and machine of the loading object (else the loader skips)."""
     try:
         found = read_elf_info(candidate)

@@ -35,9 +35,9 @@ from typing import Any
 
 from cudasplit._elf.read import AR_MAGIC, FatbinEntry, arch_key, fatbin_entries
 from cudasplit._model import MemberType
-from cudasplit._report import plural
 from cudasplit._run import ProgressCallback, Tally
 from cudasplit._source import open_source
+from cudasplit._words import plural
 from cudasplit.errors import (
     CudasplitError,
     OptionsError,

@@ -11,18 +11,17 @@ from cudasplit._argcheck import check_fields, checked
 from cudasplit._layout import LayoutSpec
 from cudasplit._report import Report
 from cudasplit._rulebook import DEFAULT_PROFILE, default_rules_dir
-from cudasplit._run import check_optional, check_path, check_source, resolve_jobs
-from cudasplit._source import Source
-from cudasplit._split.overlap import refuse_overlap
-from cudasplit._split.pipeline import SplitOptions
-from cudasplit._split.pipeline import split as _split
-from cudasplit.errors import OptionsError, OptionsTypeError
-from cudasplit.sinks._tarball import (
+from cudasplit._run import refuse_overlap, resolve_jobs
+from cudasplit._sinks import (
     DEFAULT_FORMAT,
     DEFAULT_LEVEL,
     TarballSink,
     mtime_from_env,
 )
+from cudasplit._source import Source
+from cudasplit._split.pipeline import SplitOptions
+from cudasplit._split.pipeline import split as _split
+from cudasplit.errors import OptionsError
 
 PathLike = str | os.PathLike[str]
 
@@ -75,11 +74,7 @@ LEVELS = {"zst": (1, 22, DEFAULT_LEVEL), "xz": (0, 9, 9), "gz": (1, 9, 9),
 
 
 def _check_repack(options: RepackOptions) -> None:
-    for name in ("fmt", "prefix"):
-        value = getattr(options, name)
-        if value is not None and not isinstance(value, str):
-            raise OptionsTypeError(f"{name} must be a str, not {type(value).__name__} "
-                                   f"{value!r}")
+    """The values; the types are check_fields' (``__post_init__``)."""
     if options.fmt not in LEVELS:
         raise OptionsError(f"fmt must be one of {', '.join(LEVELS)}, not {options.fmt!r}")
     low, high, _default = LEVELS[options.fmt]
@@ -88,9 +83,6 @@ def _check_repack(options: RepackOptions) -> None:
                                           ("mtime", options.mtime, 0, None)):
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise OptionsTypeError(f"{name} must be an integer, not {type(value).__name__} "
-                                   f"{value!r}")
         if value < minimum or (maximum is not None and value > maximum):
             span = f"{minimum}-{maximum}" if maximum is not None else f">= {minimum}"
             where = f" for {options.fmt}" if name == "level" else ""
@@ -98,10 +90,6 @@ def _check_repack(options: RepackOptions) -> None:
     prefix = options.prefix
     if prefix is not None and (not prefix.startswith("/") or "\0" in prefix):
         raise OptionsError(f"prefix must be an absolute path, not {prefix!r}")
-    if options.staging_parent is not None and not isinstance(options.staging_parent,
-                                                             (str, os.PathLike)):
-        raise OptionsTypeError(f"staging_parent must be a path, not "
-                               f"{type(options.staging_parent).__name__}")
 
 
 @dataclass(slots=True)
@@ -150,10 +138,6 @@ def repack_to_dir(source: PathLike | Source, output_dir: PathLike,
         ProblemsFound: ``options.strict`` and problems were found (``.report`` holds
             the report), or DT_NEEDED names resolve nowhere where that fails the run.
     """
-    check_source(source)
-    check_path(output_dir, "output_dir")
-    check_optional(options, SplitOptions)
-    check_optional(repack, RepackOptions, "repack")
     opts = options or SplitOptions()
     pack = repack or RepackOptions()
     if opts.dry_run:  # the same layout the archives will name, so the plans are the same
@@ -182,7 +166,7 @@ def _repack_conda(source: PathLike | Source, channel: Path, opts: SplitOptions,
     if pack.prefix is not None:
         raise OptionsError("an unpack prefix (prefix) does not apply to the conda format "
                            "(fmt conda): conda installs the packages into its own prefix")
-    from cudasplit.sinks import CondaChannelSink  # loads on first use (PEP 562)
+    from cudasplit._release.conda import CondaChannelSink  # only repack --format conda
 
     refuse_overlap([channel], [source])
     sink = CondaChannelSink(channel, opts.rules_dir or default_rules_dir(), opts.profile,

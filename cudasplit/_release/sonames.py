@@ -7,27 +7,30 @@ spooled to one reused temporary file and read with :func:`~cudasplit._elf.read.i
 Non-ELF members are skipped without reading their bytes.
 
 ``dlopen`` targets (names in read-only data that the library opens at run time: libcublasLt
-opens ``libnvrtc.so.12``) come from ``cudasplit._elf.read.dlopen.scan_dlopen`` when that module is
-present (the ELF-edits work); without it only DT_NEEDED is read. The module is looked up at run
-time so this file works on either side of that merge. When a package's table names a library
-it loads at run time (``runpath_append = ["@cuda_nvrtc@/lib"]``), :mod:`cudasplit._release.nixify`
-counts that package as a dependency as well.
+opens ``libnvrtc.so.12``) come from :func:`~cudasplit._elf.read.scan_dlopen`. When a package's
+table names a library it loads at run time (``runpath_append = ["@cuda_nvrtc@/lib"]``),
+:mod:`cudasplit._release.nixify` counts that package as a dependency as well.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
 import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, BinaryIO
+from typing import IO, BinaryIO
 
 from cudasplit._elf.plan import is_driver_name
-from cudasplit._elf.read import ELF_MAGIC, ElfInfo, kind_from_head, read_elf_info, read_exports
+from cudasplit._elf.read import (
+    ELF_MAGIC,
+    ElfInfo,
+    kind_from_head,
+    read_elf_info,
+    read_exports,
+    scan_dlopen,
+)
 from cudasplit._model import MemberType
 from cudasplit._source import open_source
 from cudasplit.errors import ElfError
@@ -137,31 +140,9 @@ def _exports(file: str) -> tuple[str, ...]:
                  for s in symbols)
 
 
-DlopenScan = Callable[[str, ElfInfo], tuple[str, ...]]
-
-
-@functools.cache
-def dlopen_scanner() -> DlopenScan | None:
-    """``cudasplit._elf.read.dlopen.scan_dlopen`` as names, or None where that module is absent."""
-    try:
-        module: Any = importlib.import_module("cudasplit._elf.read.dlopen")
-    except ImportError:
-        return None
-    scan = getattr(module, "scan_dlopen", None)
-    if scan is None:
-        return None
-
-    def names(file: str, info: ElfInfo) -> tuple[str, ...]:
-        return tuple(sorted({str(t.name) for t in scan(file, info)}))
-    return names
-
-
 def _dlopen_names(file: str, info: ElfInfo) -> tuple[str, ...]:
-    scan = dlopen_scanner()
-    if scan is None:
-        return ()
     try:
-        return scan(file, info)
+        return tuple(sorted({str(t.name) for t in scan_dlopen(file, info)}))
     except ElfError:
         return ()  # headers that lie: no dlopen facts, the DT_NEEDED ones stand
 

@@ -10,9 +10,6 @@ entries in ``gates``), and ``rules show`` (``totoml``; ``--package`` reads out t
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
 from cudasplit._rulebook.gates import version_tuple
 from cudasplit._rulebook.load import (
     build_ruleset,
@@ -21,7 +18,12 @@ from cudasplit._rulebook.load import (
     package_table,
     read_rule_file,
 )
-from cudasplit._rulebook.package.parse import parse_dlopen_key
+from cudasplit._rulebook.package.parse import (
+    check_keys,
+    parse_dlopen_key,
+    string_list,
+    table_of,
+)
 from cudasplit._rulebook.package.settings import PackageSettings, describe_package
 from cudasplit._rulebook.package.table import (
     AddNeeded,
@@ -44,48 +46,17 @@ from cudasplit._rulebook.profile import (
     Profile,
     available_profiles,
     profile_dir,
+    profile_variables,
+    substitute,
 )
 from cudasplit._rulebook.regexprobe import regex_hazard, regex_hazards
 from cudasplit._rulebook.renames import aliases, name_at, renamed_pairs
 from cudasplit._rulebook.ruleset import Decision, Rename, Rule, RuleRef, RuleSet
 from cudasplit._rulebook.totoml import ruleset_toml
 
-if TYPE_CHECKING:
-    from cudasplit._rulebook.condaspec import (
-        build_problem,
-        name_problem,
-        spec_problem,
-        version_problem,
-    )
-    from cudasplit._rulebook.recipes import (
-        CondaOutput,
-        CondaProfile,
-        RunValues,
-        conda_profile,
-        outputs_for,
-    )
-
-# A profile's package metadata (recipes/) and conda's grammar load on first use: a split
-# never reads them.
-_LAZY = {**dict.fromkeys(("CondaOutput", "CondaProfile", "RunValues", "conda_profile",
-                          "outputs_for"), "cudasplit._rulebook.recipes"),
-         **dict.fromkeys(("build_problem", "name_problem", "spec_problem", "version_problem"),
-                         "cudasplit._rulebook.condaspec")}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'cudasplit._rulebook' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
-
-
 __all__ = [
     "DEFAULT_PROFILE",
     "AddNeeded",
-    "CondaOutput",
-    "CondaProfile",
     "Decision",
     "DlopenNeed",
     "DropEdit",
@@ -100,7 +71,6 @@ __all__ = [
     "Rule",
     "RuleRef",
     "RuleSet",
-    "RunValues",
     "RunpathPackage",
     "TextEdit",
     "TextEditsFrom",
@@ -108,25 +78,24 @@ __all__ = [
     "added_needed",
     "aliases",
     "available_profiles",
-    "build_problem",
     "build_ruleset",
-    "conda_profile",
+    "check_keys",
     "default_rules_dir",
     "describe_package",
     "load_ruleset",
     "name_at",
-    "name_problem",
-    "outputs_for",
     "package_table",
     "parse_dlopen_key",
     "profile_dir",
+    "profile_variables",
     "read_rule_file",
     "regex_hazard",
     "regex_hazards",
     "renamed_pairs",
     "ruleset_toml",
-    "spec_problem",
+    "string_list",
+    "substitute",
+    "table_of",
     "version_at_least",
-    "version_problem",
     "version_tuple",
 ]

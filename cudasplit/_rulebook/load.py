@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from cudasplit._argcheck import checked
-from cudasplit._elf.plan import is_origin_relative, is_stub_entry
 from cudasplit._rulebook.package.load import load_package
 from cudasplit._rulebook.package.parse import (
     check_keys,
@@ -51,6 +50,7 @@ from cudasplit._rulebook.ruleset import (
     RuleSet,
 )
 from cudasplit._rulebook.tomlread import read_toml
+from cudasplit._searchpath import is_origin_relative, is_stub_entry
 from cudasplit.errors import RulesError
 
 __all__ = [

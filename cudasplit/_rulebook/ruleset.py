@@ -62,7 +62,7 @@ class RuleSet:
         the package has (``allowed``; None: all).
 
         A rule naming a missing output passes the member on to the next matching rule: this is
-        Nixpkgs' positional ``moveToOutput`` (D4) -- with no ``static`` output a ``.a`` stays
+        Nixpkgs' positional ``moveToOutput`` -- with no ``static`` output a ``.a`` stays
         where the ``lib`` move put it. ``include`` alone falls back to ``dev`` first
         (``outputInclude``'s fallback). A drop rule wins when it is the first match.
         """

@@ -1,7 +1,7 @@
-"""The run's own small core, below every part that runs: jobs and cores, progress, argument
-checks, the defaults and accepted words the options show (driver link, bomb guards,
+"""The run's own small core, below every part that runs: jobs and cores, progress, the
+defaults and accepted words the options show (driver link, bomb guards,
 patchers), moving a member's bytes into a file (in the kernel where the stream can), and
-faces that load on first use.
+the rule that what a command writes never overlaps what it reads (``overlap``).
 
 It imports nothing of the package but the core (``errors``), so the CLI's help, the option
 checks and every layer above (sources, ELF patching, splits, release tools, batches) use one
@@ -10,7 +10,6 @@ meaning of ``--jobs``, one progress voice and one patcher list.
 
 from __future__ import annotations
 
-from cudasplit._run.args import check_optional, check_path, check_sink, check_source
 from cudasplit._run.defaults import (
     DEFAULT_DRIVER_LINK,
     DEFAULT_MAX_MEMBERS,
@@ -19,7 +18,7 @@ from cudasplit._run.defaults import (
     PATCHERS,
 )
 from cudasplit._run.jobs import Cores, available_cpus, cgroup_cpu_limit, check_jobs, resolve_jobs
-from cudasplit._run.lazy import lazy_face
+from cudasplit._run.overlap import refuse_overlap
 from cudasplit._run.progress import (
     STEP,
     ByteGrid,
@@ -47,13 +46,9 @@ __all__ = [
     "available_cpus",
     "cgroup_cpu_limit",
     "check_jobs",
-    "check_optional",
-    "check_path",
-    "check_sink",
-    "check_source",
     "copy_into",
-    "lazy_face",
     "metered",
+    "refuse_overlap",
     "resolve_jobs",
     "transfer",
     "write_all",

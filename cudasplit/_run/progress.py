@@ -88,10 +88,6 @@ class MeteredStream:
         self._stream = stream
         self._grid = on_bytes if isinstance(on_bytes, ByteGrid) else ByteGrid(on_bytes)
 
-    @property
-    def read_so_far(self) -> int:
-        return self._grid.total
-
     def read(self, size: int = -1) -> bytes:
         data = self._stream.read(size)
         self._grid.add(len(data))

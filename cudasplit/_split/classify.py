@@ -71,7 +71,7 @@ class Normaliser:
 
     ruleset: RuleSet
     where: Where
-    lib_major: LibMajor   # D9 (libmajor.py); it learns from the members as they arrive
+    lib_major: LibMajor   # lib/<major>/ lifting (libmajor.py), learnt as members arrive
 
     def __call__(self, path: str) -> tuple[str | None, Rename | None, str | None]:
         lifted = self.ruleset.package.lift_path(path)

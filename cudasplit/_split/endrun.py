@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cudasplit._elf.plan import unresolved_error
+from cudasplit._elf.read import MACHINE_NAMES
 from cudasplit._layout import Layout
 from cudasplit._model import Kind, PackageId
-from cudasplit._nix import NixSupport, write_nix_support
-from cudasplit._report import CopyRecord, Report, plural
+from cudasplit._nix import NixSupport, nix_support_files
+from cudasplit._report import CopyRecord, Report
 from cudasplit._rulebook import RuleSet, Where
+from cudasplit._sinks import Sink
 from cudasplit._split.checks import (
     declared_output_problems,
     fhs_problems,
@@ -27,15 +29,16 @@ from cudasplit._split.checks import (
 )
 from cudasplit._split.classify import BUILTIN
 from cudasplit._split.copies import CopiedEntry, plan_copies
-from cudasplit._split.inside import glibc_ceiling_problems
+from cudasplit._split.gpucode import glibc_ceiling_problems
 from cudasplit._split.links import EVERY_OUTPUT, LinkPlanner, SymlinkOp
 from cudasplit._split.options import Progress, SplitOptions
 from cudasplit._split.patchstage import ElfJob, PatchStage
+from cudasplit._split.place import write_bytes
 from cudasplit._split.placements import Placements
 from cudasplit._split.reportwriter import ReportWriter
-from cudasplit._split.targets import MACHINE_NAMES, check_copied_machines
+from cudasplit._split.targets import check_copied_machines
+from cudasplit._words import plural
 from cudasplit.errors import ProblemsFound, UnpatchedFilesError
-from cudasplit.sinks._base import Sink
 
 __all__ = ["EndOfRun", "RunState"]
 
@@ -72,7 +75,10 @@ class EndOfRun:
         self._copy_packages()
         self._check()
         if state.options.nix_markers and state.sink is not None:
-            write_nix_support(state.sink, self._nix_support())
+            state.sink.ensure_output("out")
+            for output, path, data in nix_support_files(state.sink.outputs(),
+                                                        self._nix_support()):
+                write_bytes(state.sink, output, path, data, 0o644)
         self._check_fhs_refs()
 
     def _finish_patches(self) -> None:

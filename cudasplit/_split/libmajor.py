@@ -1,4 +1,4 @@
-"""D9: ``lib/<cudaMajor>/`` replaces ``lib/`` (Nixpkgs' ``unpackCudaLibSubdir``).
+"""``lib/<cudaMajor>/`` replaces ``lib/`` (Nixpkgs' ``unpackCudaLibSubdir``).
 
 When the archive has ``lib/<cudaMajor>/``, Nixpkgs moves it into the place of ``lib/`` and
 deletes everything else that was in ``lib/``: the other majors' directories and any file
@@ -50,8 +50,8 @@ class Held:
 
 @dataclass(slots=True)
 class LibMajor:
-    """The D9 decisions of one run (see the module docstring). ``major`` None: unknown, no
-    lifting at all."""
+    """The ``lib/<cudaMajor>/`` decisions of one run (see the module docstring). ``major``
+    None: unknown, no lifting at all."""
 
     major: str | None = None
     hold: bool = False
@@ -109,12 +109,12 @@ class LibMajor:
                 return path, f"built for CUDA {match[1]}, not {self.major}"
             return "lib/" + path[match.end():], None
         if _in_lib(path) and self.seen:
-            return path, f"lib/{self.major}/ replaces lib/ (D9, as Nixpkgs)"
+            return path, f"lib/{self.major}/ replaces lib/ (as Nixpkgs)"
         return path, None
 
     def unlifted_warning(self) -> tuple[str, str] | None:
         """(first member, message) when ``lib/<NN>/`` directories stayed where they were
-        because the CUDA major is unknown: nothing finds ``lib/12/libx.so`` (D9)."""
+        because the CUDA major is unknown: nothing finds ``lib/12/libx.so``."""
         if not self.unlifted:
             return None
         majors = sorted(self.unlifted)
@@ -122,7 +122,7 @@ class LibMajor:
         return (self.unlifted[majors[0]],
                 f"{dirs} kept as they are: the CUDA major is unknown (no _cudaNN archive "
                 f"suffix, cuda_version or cuda_major); Nixpkgs lifts lib/<cudaMajor>/ "
-                f"into lib/ and drops the others (D9): give it (cuda_major "
+                f"into lib/ and drops the others: give it (cuda_major "
                 f"{'|'.join(majors)})")
 
     def late(self) -> list[str]:

@@ -8,13 +8,14 @@ not later inside the split (``outputs="lib,dev"`` used to fail as "unknown outpu
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cudasplit._argcheck import checked
-from cudasplit._elf.plan import RunpathPolicy, UnknownPatcherError
+from cudasplit._argcheck import check_value, checked
+from cudasplit._elf.plan import RunpathPolicy
 from cudasplit._model import DEFAULT_PROFILE, OUTPUT_NAMES, PackageId
 from cudasplit._run import (
     DEFAULT_MAX_MEMBERS,
@@ -24,11 +25,10 @@ from cudasplit._run import (
     Progress,
     available_cpus,
     check_jobs,
-    check_path,
     resolve_jobs,
 )
 from cudasplit._source import PLATFORMS
-from cudasplit.errors import OptionsError, OptionsTypeError
+from cudasplit.errors import OptionsError, OptionsTypeError, UnknownPatcherError
 
 __all__ = ["Progress", "SplitOptions", "available_cpus", "cuda_version"]
 
@@ -179,6 +179,7 @@ _FLAGS = ("patch", "strict", "dry_run", "overwrite", "nix_markers", "check_fhs_r
 # ASCII digits, a few of them: "٢.٢" matched \d, and 5,000 digits made int() raise later.
 _CUDA_VERSION = re.compile(r"[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,6})?")
 _X_Y = re.compile(r"[0-9]{1,4}\.[0-9]{1,4}")
+_PATH = str | os.PathLike[str]
 
 
 def check_options(options: SplitOptions) -> None:
@@ -271,9 +272,9 @@ def _check_rules(files: object, rules_dir: object) -> None:
         raise OptionsTypeError("rules_files must be a tuple of paths, not "
                                f"{type(files).__name__}")
     for index, path in enumerate(files):
-        check_path(path, f"rules_files[{index}]")
+        check_value(f"rules_files[{index}]", path, _PATH)
     if rules_dir is not None:
-        check_path(rules_dir, "rules_dir")
+        check_value("rules_dir", rules_dir, _PATH)
 
 
 def _check_package_roots(roots: object) -> None:

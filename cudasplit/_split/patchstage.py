@@ -36,7 +36,7 @@ from cudasplit._rulebook import PackageSettings
 from cudasplit._source import member_parent
 from cudasplit._split.elfcontext import PatchSettings, final_context, known_layout, static_context
 from cudasplit._split.elfjob import ElfJob, ElfRead, Patched, elf_outcome, read_elf, scan_quietly
-from cudasplit._split.inside import BackgroundReads
+from cudasplit._split.gpucode import BackgroundReads
 from cudasplit._split.reportwriter import ElfOutcome
 from cudasplit.errors import ElfError, PatchError
 

@@ -19,9 +19,10 @@ from typing import BinaryIO
 
 from cudasplit._layout import LayoutSpec
 from cudasplit._model import Member
-from cudasplit._report import MemberRecord, Report, plural
+from cudasplit._report import MemberRecord, Report
 from cudasplit._rulebook import RuleSet
 from cudasplit._run import metered
+from cudasplit._sinks import Sink
 from cudasplit._source import Source
 from cudasplit._split.classify import (
     ARCHIVE_NIX_SUPPORT,
@@ -32,7 +33,7 @@ from cudasplit._split.classify import (
     member_kind,
 )
 from cudasplit._split.endrun import EndOfRun, RunState
-from cudasplit._split.inside import READING_PROCESS_FROM_JOBS, BackgroundReads, InsideStage
+from cudasplit._split.gpucode import READING_PROCESS_FROM_JOBS, BackgroundReads, GpuCodeStage
 from cudasplit._split.libmajor import LibMajor
 from cudasplit._split.linkresolve import escapes
 from cudasplit._split.links import LinkPlanner
@@ -44,8 +45,8 @@ from cudasplit._split.prepare import patch_settings, prepare
 from cudasplit._split.reportwriter import MemberFacts, ReportWriter, record_of
 from cudasplit._split.rewrites import RewriteContext
 from cudasplit._split.start import open_for
+from cudasplit._words import plural
 from cudasplit.errors import OutputError, UnsafeMemberError
-from cudasplit.sinks._base import Sink
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +76,9 @@ class SplitRun:
         self.normalise: Normaliser | None = None   # with the rules, before the first member
         self.links: LinkPlanner | None = None
         self.placer: Placer | None = None           # the place stage, with the rules
-        self.lib_major = LibMajor()  # D9, set up with the rules (libmajor.py)
+        self.lib_major = LibMajor()  # lib/<major>/ lifting, set up with the rules (libmajor.py)
         self.patches: PatchStage | None = None  # created with the rules (first member)
-        self.inside: InsideStage | None = None  # GPU code, glibc floors (options.inside)
+        self.inside: GpuCodeStage | None = None  # GPU code, glibc floors (options.inside)
         self.background: BackgroundReads | None = None  # large files, read by another process
         self.members_seen = 0
         self.bytes_seen = 0   # what progress said last: never moves backwards
@@ -178,7 +179,7 @@ class SplitRun:
         if self.sink is not None:
             self.sink.start(ident, plan.layout)
         # Large written files are read by a process of its own where there are cores for it
-        # (inside.py); a dry run spools.
+        # (gpucode.py); a dry run spools.
         self.background = (BackgroundReads(self.options.inside) if self.sink is not None
                            and self.options.effective_jobs() >= READING_PROCESS_FROM_JOBS
                            else None)
@@ -189,7 +190,7 @@ class SplitRun:
             has_stubs_output=plan.allowed is None or "stubs" in plan.allowed, early_pool=pool,
             background=self.background)
         self.writer.warnings(patches.warnings)
-        self.inside = InsideStage(pool if self.sink is not None else None, self._read_inside(),
+        self.inside = GpuCodeStage(pool if self.sink is not None else None, self._read_inside(),
                                   self.background) if self.options.inside else None
         self.placer = Placer(self.sink, self.placements, self.links, rewrites, patches,
                              plan.layout, self.source.description, self._spool_elf(),
@@ -238,8 +239,8 @@ class SplitRun:
             self.writer.placed(self.placer.place(member, stream, classified, position))
 
     def _release_held(self) -> None:
-        """D9: members held until the stream ended go through the loop now (placed, or dropped
-        when a lib/<major>/ arrived meanwhile)."""
+        """lib/<major>/ lifting: members held until the stream ended go through the loop now
+        (placed, or dropped when a lib/<major>/ arrived meanwhile)."""
         for held in self.lib_major.release():
             with _naming(self.source.description, held.member.path):
                 self._take(held.member, held.spool)
@@ -250,7 +251,8 @@ class SplitRun:
             self.writer.warn("cuda-major-unknown", *unlifted)
 
     def _held(self, member: Member, stream: BinaryIO | None, lifted: str | None) -> bool:
-        """D9: hold ``member`` until the stream ends, or note its arrival (libmajor.py)."""
+        """lib/<major>/ lifting: hold ``member`` until the stream ends, or note its arrival
+        (libmajor.py)."""
         if lifted is not None and self.lib_major.should_hold(member, lifted):
             self.lib_major.keep(member, stream)
             return True

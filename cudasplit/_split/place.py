@@ -9,6 +9,7 @@ dynamic section, so the plan and the report are the real run's. What happened co
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +18,10 @@ from typing import BinaryIO
 from cudasplit._layout import Layout
 from cudasplit._model import Member
 from cudasplit._report import Problem
+from cudasplit._sinks import Sink
 from cudasplit._source import member_parent
 from cudasplit._split.classify import Classified
-from cudasplit._split.inside import BackgroundReads, InsideStage, reads_inside
+from cudasplit._split.gpucode import BackgroundReads, GpuCodeStage, reads_gpu_code
 from cudasplit._split.links import HardlinkOp, LinkPlanner, place_hardlinks_to
 from cudasplit._split.patchstage import ElfJob, PatchStage
 from cudasplit._split.placements import Placed, Placements
@@ -33,9 +35,8 @@ from cudasplit._split.rewrites import (
     text_edits_for,
 )
 from cudasplit.errors import OutputError
-from cudasplit.sinks._base import Sink, write_bytes
 
-__all__ = ["Placer"]
+__all__ = ["Placer", "write_bytes"]
 
 _Said = tuple[tuple[Problem, ...], tuple[Problem, ...]]   # a rewrite's warnings and problems
 
@@ -50,7 +51,7 @@ class Placer:
     layout: Layout
     description: str                  # the source, for error messages
     spool_elf: Callable[[MemberFacts], bool] | None  # dry run: which ELF members to plan
-    inside: InsideStage | None = None  # reads GPU code and glibc floors (SplitOptions.inside)
+    inside: GpuCodeStage | None = None  # reads GPU code and glibc floors (SplitOptions.inside)
     background: BackgroundReads | None = None  # reads large files in a process of its own
 
     def place(self, member: Member, stream: BinaryIO, classified: Classified,
@@ -65,7 +66,7 @@ class Placer:
         for op in place_hardlinks_to(self.links, member.path):  # before the old bytes go
             if self.sink is not None and isinstance(op, HardlinkOp):
                 self.sink.make_hardlink(op.output, op.dest, op.src_output, op.src_dest)
-        inside = self.inside if reads_inside(kind.value) else None
+        inside = self.inside if reads_gpu_code(kind.value) else None
         if inside is not None and inside.wanted is not None and not inside.wanted(facts):
             inside = None
         duplicate = self._duplicate(member.path)
@@ -167,3 +168,8 @@ class Placer:
             else:
                 self.patches.spool_info(member.path, stream, shown)
             self.patches.add(ElfJob(position, member.path, output, dest, None, rule))
+
+
+def write_bytes(sink: Sink, output: str, dest: str, data: bytes, mode: int) -> None:
+    """Small generated files (rewritten ``.pc``, nix-support) go through ``write_file`` too."""
+    sink.write_file(output, dest, io.BytesIO(data), mode)

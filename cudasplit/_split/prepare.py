@@ -37,12 +37,12 @@ class RunPlan:
     package: PackageId
     ruleset: RuleSet
     where: Where                          # version gates of the package table
-    cuda_major: str | None                # lib/<major>/ lifting (D9)
+    cuda_major: str | None                # lib/<major>/ lifting
     declared: tuple[str, ...] | None      # the outputs asked for (None: every output)
     allowed: frozenset[str] | None        # declared + the base output: where fallbacks may go
     layout: Layout
     normalise: Normaliser
-    lib_major: LibMajor                   # D9: lib/ members held or routed (libmajor.py)
+    lib_major: LibMajor                   # lib/ members held or routed (libmajor.py)
     warnings: tuple[Problem, ...] = ()
 
 
@@ -67,7 +67,7 @@ def prepare(package: PackageId, options: SplitOptions, layout: LayoutSpec,
         warnings.append(Problem("python-version-unknown", None, "the package table keeps only "
                                 "the build Python's files here; give it (python_version X.Y); "
                                 "all were kept"))
-    # D9: lib/<cudaMajor>/ replaces lib/ whenever the CUDA major is known.
+    # lib/<cudaMajor>/ replaces lib/ whenever the CUDA major is known.
     cuda_major = (options.cuda_major or package.cuda_variant
                   or (where.cuda_version or "").split(".")[0] or None)
     # Only multi-CUDA redists without a _cudaNN archive suffix may mix lib/ and

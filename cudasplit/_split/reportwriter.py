@@ -18,7 +18,7 @@ from cudasplit._elf.read import GpuCode, VersionNeed
 from cudasplit._layout import Layout
 from cudasplit._report import CopyRecord, MemberRecord, OutputRecord, Problem, Report
 
-__all__ = ["InsideOutcome", "ReportWriter", "record_of"]
+__all__ = ["GpuCodeOutcome", "ReportWriter", "record_of"]
 
 
 
@@ -69,7 +69,7 @@ class ReportWriter:
         for position, outcome in outcomes:
             self._elf[position] = outcome
 
-    def inside(self, outcomes: Iterable[tuple[int, InsideOutcome]]) -> None:
+    def inside(self, outcomes: Iterable[tuple[int, GpuCodeOutcome]]) -> None:
         """What members carry (GPU code, version floors), by position."""
         for position, outcome in outcomes:
             if outcome.gpu or outcome.floors:
@@ -214,7 +214,7 @@ class ElfOutcome:
 
 
 @dataclass(frozen=True, slots=True)
-class InsideOutcome:
+class GpuCodeOutcome:
     """What the inside stage read from one member (empty tuples: nothing of the kind)."""
 
     gpu: tuple[GpuCode, ...] = ()

@@ -9,22 +9,25 @@ machine leaves an nvcc that cannot run. Both fail the split before anything is w
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from cudasplit._elf.read import elf_ident
+from cudasplit._elf.read import (
+    EM_AARCH64,
+    EM_PPC64,
+    EM_X86_64,
+    elf_machine,
+    machine_name,
+    machine_of_tree,
+)
 from cudasplit._model import PackageId
 from cudasplit._report import Problem
 from cudasplit.errors import OptionsError
 
-__all__ = ["MACHINE_NAMES", "PLATFORM_MACHINES", "TARGET_DIRS", "check_copied_machines",
-           "check_target_roots", "elf_machine", "machine_of_tree", "platform_warnings"]
+__all__ = ["PLATFORM_MACHINES", "TARGET_DIRS", "check_copied_machines", "check_target_roots",
+           "platform_warnings"]
 
-# e_machine values (the ELF gABI) and NVIDIA's platform names.
-EM_X86_64, EM_AARCH64, EM_PPC64 = 62, 183, 21
-MACHINE_NAMES: Mapping[int, str] = {EM_X86_64: "x86-64", EM_AARCH64: "AArch64",
-                                    EM_PPC64: "PowerPC64"}
+# NVIDIA's platform names and the machine each is for.
 PLATFORM_MACHINES: Mapping[str, int] = {"linux-x86_64": EM_X86_64, "linux-sbsa": EM_AARCH64,
                                         "linux-aarch64": EM_AARCH64,
                                         "linux-ppc64le": EM_PPC64}
@@ -32,44 +35,6 @@ PLATFORM_MACHINES: Mapping[str, int] = {"linux-x86_64": EM_X86_64, "linux-sbsa":
 TARGET_DIRS: Mapping[str, str] = {"linux-x86_64": "x86_64-linux", "linux-sbsa": "sbsa-linux",
                                   "linux-aarch64": "aarch64-linux",
                                   "linux-ppc64le": "ppc64le-linux"}
-_SCAN_LIMIT = 4096  # files looked at per root: a cudart root has a few dozen
-
-
-def elf_machine(path: Path) -> int | None:
-    """``e_machine`` of an ELF file; None for anything else (or unreadable)."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(20)
-    except OSError:
-        return None
-    ident = elf_ident(head)
-    return ident.machine if ident is not None else None
-
-
-def _files(root: Path) -> Iterator[Path]:
-    """Regular files below ``root`` (symlinks to files are read once, as their target)."""
-    seen = 0
-    for dirpath, _dirs, names in os.walk(root):
-        for name in sorted(names):
-            path = Path(dirpath, name)
-            if path.is_symlink() or not path.is_file():
-                continue
-            seen += 1
-            if seen > _SCAN_LIMIT:
-                return
-            yield path
-
-
-def machine_of_tree(root: Path) -> Iterator[tuple[Path, int]]:
-    """Each ELF file below ``root`` with its machine."""
-    for path in _files(root):
-        machine = elf_machine(path)
-        if machine is not None:
-            yield path, machine
-
-
-def _name(machine: int) -> str:
-    return MACHINE_NAMES.get(machine, f"e_machine {machine}")
 
 
 def check_target_roots(roots: Mapping[str, str], target_platform: str) -> None:
@@ -84,8 +49,8 @@ def check_target_roots(roots: Mapping[str, str], target_platform: str) -> None:
             if machine != want:
                 raise OptionsError(
                     f"package_roots {key}={root}: {path.relative_to(root)} is "
-                    f"{_name(machine)}, but the target platform {target_platform} needs "
-                    f"{_name(want)} (give the {target_platform} cuda_cudart, or the root's "
+                    f"{machine_name(machine)}, but the target platform {target_platform} needs "
+                    f"{machine_name(want)} (give the {target_platform} cuda_cudart, or the root's "
                     "platform as target_platform)")
 
 
@@ -101,8 +66,8 @@ def check_copied_machines(files: Iterable[tuple[str, Path]], build_platform: str
             continue
         if want is not None and machine != want:
             raise OptionsError(
-                f"package_roots {package}: {path} (copied to {dest}) is {_name(machine)}, "
-                f"but this compiler runs on {build_platform} ({_name(want)}); give the "
+                f"package_roots {package}: {path} (copied to {dest}) is {machine_name(machine)}, "
+                f"but this compiler runs on {build_platform} ({machine_name(want)}); give the "
                 f"{build_platform} {package}")
         found.append((dest, path, machine))
     return found

@@ -1,24 +1,29 @@
 """The ``cudasplit`` command: a thin click layer over the public API.
 
-It imports nothing from cudasplit but public names (``cudasplit.__all__`` and
-``cudasplit.errors``; ``tests/cli/test_public_api.py`` checks): all decisions live in the library.
-This package parses options, renders reports and turns :class:`CudasplitError` into
-one-line messages and stable exit codes (see README). One module per command family; each
-loads when its command runs (``_main.COMMANDS``).
+It imports nothing from cudasplit but public names (those of :mod:`cudasplit` and of its
+documented modules, ``cudasplit.rules`` ...; ``tests/cli/test_public_api.py`` checks) and the
+loader of lazy faces: all decisions live in the library. This package parses options, renders
+reports and turns :class:`CudasplitError` into one-line messages and stable exit codes (see
+README). One module per command, named after it; each loads when its command runs
+(``_main.COMMANDS``).
 """
 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_face
+
+# click loads with the first of these: ``cudasplit --version`` (run() below) never does.
+__getattr__, __dir__ = lazy_face(__name__, {"cudasplit.cli._main": ("Terminated", "main"),
+                                            "cudasplit.cli._terminal": ("ProgressLine",)})
 
 if TYPE_CHECKING:
     from ._main import Terminated, main
     from ._terminal import ProgressLine
 
 __all__ = ["ProgressLine", "Terminated", "main", "run"]
-
-_LAZY = {"Terminated": "_main", "main": "_main", "ProgressLine": "_terminal"}
 
 
 def run() -> None:
@@ -39,13 +44,3 @@ def run() -> None:
     from ._main import run as run_command
 
     run_command()
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    __import__(f"{__name__}.{module}")
-    value = getattr(sys.modules[f"{__name__}.{module}"], name)
-    globals()[name] = value
-    return value

@@ -1,4 +1,4 @@
-"""``cudasplit ldd``: the loader view of split output (see :func:`cudasplit.ldd`)."""
+"""``cudasplit ldd``: the loader view of split output (see :func:`cudasplit.outputs.ldd`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from ._terminal import EXIT_OK, fail
 from ._text import data, say
 
 if TYPE_CHECKING:
-    from .. import Ambiguity, DlopenAudit, LoadView
+    from ..guards import Ambiguity, DlopenAudit
+    from ..outputs import LoadView
 
 EXIT_FLAGGED = 1
 LDD_SCHEMA = 1  # the "schema" of --json (cudasplit/schemas/ldd.json)
@@ -57,8 +58,9 @@ def ldd_command(path: str, driver_link: str | None, cuda_compat: str | None,
     Also, for any ELF file (a consumer's too): ambiguous RUNPATHs (warnings; errors with
     --strict) and the CUDA libraries each file dlopens by name, with what the consumer-guards
     hook would append (--inputs)."""
-    # Lazy public names (``cudasplit._LAZY``): loaded only when this command runs.
-    from .. import ambiguous_runpaths, dlopen_audit, ldd
+    # Lazy public names (``cudasplit._HOMES``): loaded only when this command runs.
+    from ..guards import ambiguous_runpaths, dlopen_audit
+    from ..outputs import ldd
 
     pairs = [_pair(m, "--map") for m in maps]
     if cuda_compat:

@@ -20,25 +20,26 @@ from .. import __version__
 from ._terminal import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, err
 from ._text import message
 
-# Every command: its name, the module of this package that defines it, and its name there.
+# Every command: its name, the module of this package that defines it (named after the
+# command; nixify-sets beside nixify), and its name there.
 COMMANDS: dict[str, tuple[str, str]] = {
     "split": ("_split", "split_command"),
-    "inspect": ("_explain", "inspect_command"),
+    "inspect": ("_inspect", "inspect_command"),
     "explain": ("_explain", "explain_command"),
-    "rules": ("_explain", "rules_group"),
+    "rules": ("_rules", "rules_group"),
     "repack": ("_repack", "repack_command"),
-    "nix": ("_repack", "nix_group"),
-    "verify": ("_manifests", "verify_command"),
-    "features": ("_manifests", "features_command"),
+    "nix": ("_nix", "nix_group"),
+    "verify": ("_verify", "verify_command"),
+    "features": ("_features", "features_command"),
     "ldd": ("_ldd", "ldd_command"),
-    "closure": ("_release", "closure_command"),
-    "nixify": ("_release", "nixify_command"),
-    "nixify-sets": ("_release", "nixify_sets_command"),
-    "diff": ("_release", "diff_command"),
+    "closure": ("_closure", "closure_command"),
+    "nixify": ("_nixify", "nixify_command"),
+    "nixify-sets": ("_nixify", "nixify_sets_command"),
+    "diff": ("_diff", "diff_command"),
     "completion": ("_completion", "completion_command"),
     "toolkit": ("_toolkit", "toolkit_command"),
-    "gpu-plan": ("_inside", "gpu_plan_command"),
-    "sbom": ("_inside", "sbom_command"),
+    "gpu-plan": ("_gpu_plan", "gpu_plan_command"),
+    "sbom": ("_sbom", "sbom_command"),
 }
 
 

@@ -352,3 +352,30 @@ class GroupedCommand(click.Command):
             if rows:
                 with formatter.section(title):
                     formatter.write_dl(rows)
+
+
+def manifest_options(func: F) -> F:
+    """Options shared by ``verify`` and ``features``: where the tarballs are and which."""
+    for decorator in reversed([
+        click.option("--tarballs", "tarball_dir", required=True,
+                     type=click.Path(file_okay=False, exists=True),
+                     help="Directory holding the tarballs (flat, or NVIDIA's relative paths)."),
+        click.option("--platform", "platforms", multiple=True, metavar="NAME",
+                     help="linux-x86_64, linux-sbsa, linux-aarch64, linux-ppc64le, "
+                     "windows-x86_64, linux-all (NVIDIA's arch-independent tarballs), source; "
+                     "or all, linux (every linux-*), host. Repeatable; default: all."),
+        click.option("--cuda-variant", "cuda_variants", multiple=True, metavar="N",
+                     help="Keep only these CUDA majors of cuda_variant packages (12 or cuda12; "
+                     "repeatable; default: all)."),
+        click.option("--package", "package_names", multiple=True, metavar="PNAME",
+                     help="Only these packages (repeatable; default: all)."),
+        jobs_option("tarballs hashed (verify) or scanned (features) at once", beside=False),
+    ]):
+        func = decorator(func)
+    return func
+
+
+# closure and diff: text for a person, json for a program, dot (Graphviz) and mermaid to draw.
+graph_format = click.option(
+    "--format", "fmt", type=click.Choice(["text", "json", "dot", "mermaid"]), default="text",
+    show_default=True, help="Output format: dot (Graphviz) or mermaid draw the outputs as a graph.")

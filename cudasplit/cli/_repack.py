@@ -1,8 +1,7 @@
-"""``cudasplit repack`` (one reproducible tarball per output) and ``cudasplit nix``."""
+"""Command ``repack``: a split as one reproducible archive per output, or as a conda channel."""
 
 from __future__ import annotations
 
-from importlib.resources import as_file, files
 from typing import Any
 
 import click
@@ -17,7 +16,7 @@ from .. import (
 )
 from ._optgroups import COMMON, PATCH, GroupedCommand, jobs_option, split_options
 from ._split import ReportTarget
-from ._terminal import fail, print_issues, setup_logging, status_line
+from ._terminal import fail, print_issues, setup_logging, status_line, warn
 from ._text import flag_named, say
 
 
@@ -34,10 +33,10 @@ from ._text import flag_named, say
               "output of --profile conda-forge (zstd), into a channel a conda client indexes.")
 @click.option("--level", type=int, default=None, help="Compression level: zst and conda "
               "1-22 (default 10), xz 0-9 and gz 1-9 (default 9).")
-@click.option("--threads", type=click.IntRange(min=-1), default=None, metavar="N",
-              help="zstd compressor threads (default: the cores of --jobs; 0: single-threaded, "
-              "-1: every CPU the process may use); the bytes are the same for any value "
-              ">= 1, and differ with 0.")
+# The compressor's threads are the cores of --jobs. --threads, which counted them apart
+# (0 single-threaded, -1 every CPU), is a hidden deprecated spelling that keeps its values.
+@click.option("--threads", type=click.IntRange(min=-1), default=None, metavar="N", hidden=True,
+              help="Deprecated: the zstd compressor uses the cores of --jobs.")
 @COMMON
 @PATCH
 @click.option("--nix-support", is_flag=True, help="Also write the nix-support/ files.")
@@ -57,6 +56,9 @@ def repack_command(source: str, output_dir: str, prefix: str | None, fmt: str, l
     """Split SOURCE and write one reproducible tarball per output (mtime: SOURCE_DATE_EPOCH),
     or with --format conda one reproducible conda package per output."""
     setup_logging(quiet, verbose)
+    if threads is not None:
+        warn("--threads is deprecated; the zstd compressor uses the cores of -j/--jobs",
+             "deprecated-option")
     report_target = ReportTarget(report_file, relative=False)
     try:
         try:
@@ -83,25 +85,3 @@ def repack_command(source: str, output_dir: str, prefix: str | None, fmt: str, l
         for path in result.archives:
             say(str(path))
     print_issues(result.report, warnings=not quiet)
-
-
-@click.group("nix")
-def nix_group() -> None:
-    """Helpers for Nix builds."""
-
-
-@nix_group.command("setup-hook")
-def nix_setup_hook() -> None:
-    """Print the path of the setup hook (defines cudasplitInstallPhase)."""
-    # The package is installed as files (wheel or editable), so the path is stable.
-    with as_file(files("cudasplit") / "nix" / "setup-hook.sh") as path:
-        say(str(path))
-
-
-@nix_group.command("consumer-hook")
-def nix_consumer_hook() -> None:
-    """Print the path of the consumer-guards hook (ambiguous RUNPATHs, dlopen RUNPATH entries,
-    closure budgets; what `split --consumer-guards` writes into the lib output)."""
-    from .. import consumer_guards_hook
-
-    say(consumer_guards_hook())

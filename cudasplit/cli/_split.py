@@ -212,8 +212,8 @@ def split_command(sources: tuple[str, ...], output_dir: str | None, nix: bool,
 
 
 def _print_summary(report: Report, *, to_stderr: bool = False) -> None:
-    # A lazy public name (``cudasplit._LAZY``): the sizes ``closure`` would print.
-    from .. import measure_outputs
+    # A lazy public name (``cudasplit._HOMES``): the sizes ``closure`` would print.
+    from ..outputs import measure_outputs
 
     lines = report.summary_lines(None if report.dry_run else measure_outputs(report))
     if report.dry_run:
@@ -294,8 +294,8 @@ def _run_split(source: str, output_dir: str | None, nix: bool, options: SplitOpt
 def _print_closure(output_dir: str | None, nix: bool) -> int:
     """``split --closure``: the closure report of what the split just wrote; returns how many
     warnings it has."""
-    # A lazy public name (``cudasplit._LAZY``): loaded only when this command runs.
-    from .. import closure_of
+    # A lazy public name (``cudasplit._HOMES``): loaded only when this command runs.
+    from ..outputs import closure_of
 
     try:
         with status_line("file") as status:

@@ -26,11 +26,13 @@ import click
 from ._text import flag_named, message, shown
 
 if TYPE_CHECKING:  # annotations only: `cudasplit --version` loads none of them
-    from .. import ClosureReport, CudasplitError, Problem, Progress, Report
+    from .. import CudasplitError, Problem, Progress, Report
+    from ..outputs import ClosureReport
 
 # The exit codes the README documents; a CudasplitError brings its own (exit_code, 2 or 1).
 EXIT_OK, EXIT_PROBLEMS, EXIT_INTERRUPTED = 0, 1, 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a reader that left
+EXIT_FOUND = 1  # closure --strict found warnings; diff found a change
 
 
 class ProgressLine:

@@ -20,10 +20,12 @@ MESSAGE [code]``, ``cudasplit: problem: ... [code]`` (what ``--strict`` fails on
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 import click
 
-__all__ = ["FIELD_FLAGS", "data", "flag_named", "message", "say", "shown"]
+__all__ = ["FIELD_FLAGS", "data", "flag_named", "message", "say", "show_result", "shown"]
 
 # The few controls with a short escape everyone reads; the rest as \xNN, \uNNNN, \UNNNNNNNN.
 _SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
@@ -55,6 +57,26 @@ def say(text: str = "", *, err: bool = False) -> None:
 def data(text: str, *, nl: bool = True) -> None:
     """Print ``text`` for a program, exactly (JSON, TOML, a completion script)."""
     click.echo(text, nl=nl)
+
+
+class _Drawable(Protocol):
+    def to_json(self) -> str: ...
+
+    def draw(self, fmt: str) -> str: ...
+
+
+def show_result(result: _Drawable, fmt: str, text_lines: Callable[[], Iterable[str]]) -> bool:
+    """``result`` as ``--format``/``--json`` ask: its JSON (data), a ``dot`` or ``mermaid``
+    drawing, or its text lines; True when the text was shown (closure and diff)."""
+    if fmt == "json":
+        data(result.to_json(), nl=False)
+    elif fmt in ("dot", "mermaid"):
+        say(result.draw(fmt).removesuffix("\n"))
+    else:
+        for line in text_lines():
+            say(line)
+        return True
+    return False
 
 
 def message(kind: str, text: str, code: str | None = None) -> str:

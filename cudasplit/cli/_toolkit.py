@@ -1,4 +1,5 @@
-"""``cudasplit toolkit``: one toolkit prefix over split outputs (:func:`cudasplit.toolkit_view`)."""
+"""Command ``toolkit``: one toolkit prefix over split outputs
+(:func:`cudasplit.outputs.toolkit_view`)."""
 
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ def toolkit_command(split_dirs: tuple[str, ...], dest: str, arm_target: str,
     """Lay out one CUDA toolkit prefix in NVIDIA's layout over SPLIT_DIRS (each what
     ``split -o`` wrote). Its bin/nvcc.profile is NVIDIA's: nvcc picks targets/sbsa-linux when
     -ccbin is an aarch64 compiler. Two outputs giving one path different bytes: exit 2."""
-    # A lazy public name (``cudasplit._LAZY``): loaded only when this command runs.
-    from .. import toolkit_view
+    # A lazy public name (``cudasplit._HOMES``): loaded only when this command runs.
+    from ..outputs import toolkit_view
 
     if not split_dirs and not packages:
         raise click.UsageError("give SPLIT_DIRS or --outputs-of")

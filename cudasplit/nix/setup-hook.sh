@@ -67,7 +67,7 @@
 #     ${!outputDev}/nix-support/propagated-build-inputs with `>`, over the outputs cudasplit
 #     listed there; the words cudasplit wrote are added back after fixup. propagatedBuildOutputs
 #     (unset by the derivation) becomes empty, so _multioutPropagateDev does not add outputBin
-#     to what cudasplit's dev output propagates (D3 in the design notes);
+#     to what cudasplit's dev output propagates;
 #   * strip and patchELF's --shrink-rpath stay off unless the derivation sets dontStrip /
 #     dontPatchELF (see below); move-lib64 finds lib64 already a link to lib (cudasplit merges
 #     it), patchShebangs only rewrites interpreters of executable scripts, and no output holds

@@ -117,7 +117,7 @@ def test_nix_mode_reads_builder_environment(tmp_path: Path, archive: Path,
     assert code == 0, stderr
     assert (roots["lib"] / "lib/libdemo.so.12.9.79").is_file()
     assert (roots["dev"] / "include/demo.h").is_file()  # include falls back to dev
-    assert (roots["lib"] / "lib/libdemo_static.a").is_file()  # positional: stays in lib (D4)
+    assert (roots["lib"] / "lib/libdemo_static.a").is_file()  # positional: stays in lib
     monkeypatch.delenv("dev")
     code, _, stderr = invoke("split", str(archive), "--nix")
     assert code == 2 and "$dev is not set" in stderr

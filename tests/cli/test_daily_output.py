@@ -8,8 +8,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from cudasplit import closure_of
 from cudasplit.cli import main
+from cudasplit.outputs import closure_of
 from tests.support.builders import compile_shared
 from tests.support.tarutil import TOP, write_archive
 

@@ -20,15 +20,9 @@ import pytest
 from click.testing import CliRunner
 
 import cudasplit._elf.patch.backends as elfbackends
-from cudasplit import (
-    OutputError,
-    RulesError,
-    SplitOptions,
-    check_rule_file,
-    load_ruleset,
-    split_to_dir,
-)
+from cudasplit import OutputError, RulesError, SplitOptions, split_to_dir
 from cudasplit.cli import main
+from cudasplit.rules import check_rule_file, load_ruleset
 from tests.support.builders import compile_shared
 from tests.support.paths import REPO
 from tests.support.tarutil import TOP, tar_bytes, write_archive

@@ -19,12 +19,13 @@ from click.testing import CliRunner
 
 import cudasplit
 import cudasplit._api.entry as api
-from cudasplit import Kind, PackageId, SplitOptions, load_ruleset
+from cudasplit import Kind, PackageId, SplitOptions
 from cudasplit._run import available_cpus
+from cudasplit._sinks import directory as directory_sink
+from cudasplit._sinks import staging as staging
 from cudasplit.cli import main
 from cudasplit.errors import CudasplitError, OptionsError, OutputError, SourceError
-from cudasplit.sinks import _directory as directory_sink
-from cudasplit.sinks import _staging as staging
+from cudasplit.rules import load_ruleset
 from tests.support.builders import compile_shared
 from tests.support.paths import REPO
 from tests.support.tarutil import TOP, write_archive
@@ -549,7 +550,8 @@ def test_symlink_leaving_the_package_root_is_refused(tmp_path: Path) -> None:
     archive = write_archive(tmp_path / f"{TOP}.tar.xz", [
         ("symlink", "lib/evil", "../../../.."), ("file", "lib/evil/x", b"x"),
         ("file", "lib/libok.so", b"ok")])
-    # Issue 24: refused unless skipped (tests/test_hostile_round3.py checks the refusal).
+    # Issue 24: refused unless skipped
+    # (tests/security/test_hostile_archive_data_and_escaping_links.py checks the refusal).
     report = api.split_to_dir(archive, tmp_path / "out",
                               SplitOptions(patch=False, skip_unsafe_members=True))
     problem = next(p for p in report.problems if p.path == "lib/evil")

@@ -9,9 +9,10 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from cudasplit import OptionsError, manifest_features, verify_manifest
+from cudasplit import OptionsError
 from cudasplit.cli import main
 from cudasplit.cli._optgroups import JOBS_HELP
+from cudasplit.releases import manifest_features, verify_manifest
 from tests.support.tarutil import TOP, write_archive
 
 WITH_JOBS = ["diff", "explain", "features", "gpu-plan", "inspect", "nixify", "repack", "sbom", "split",

@@ -15,19 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import (
-    Progress,
-    RepackOptions,
-    SplitOptions,
-    diff_releases,
-    inspect,
-    manifest_features,
-    nixify_manifest,
-    repack_to_dir,
-    split_to_dir,
-    verify_manifest,
-)
+from cudasplit import Progress, RepackOptions, SplitOptions, inspect, repack_to_dir, split_to_dir
 from cudasplit._run import STEP, ByteGrid, Tally
+from cudasplit.nixify import nixify_manifest
+from cudasplit.releases import diff_releases, manifest_features, verify_manifest
 from tests.support.paths import REPO
 from tests.support.tarutil import TOP, write_archive
 

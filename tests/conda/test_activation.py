@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit._rulebook import conda_profile, default_rules_dir, outputs_for
+from cudasplit._release.conda import conda_profile, outputs_for
+from cudasplit._rulebook import default_rules_dir
 
 NAMES = ("CFLAGS", "CPPFLAGS", "CXXFLAGS", "LDFLAGS", "NVCC_PREPEND_FLAGS")
 # What a user's shell might hold before activation: spaces, quotes, a '$', an empty value.

@@ -15,7 +15,8 @@ import pytest
 import zstandard
 
 from cudasplit import RepackOptions, SplitOptions, repack_to_dir, split_to_dir
-from cudasplit._rulebook import conda_profile, default_rules_dir, outputs_for
+from cudasplit._release.conda import conda_profile, outputs_for
+from cudasplit._rulebook import default_rules_dir
 from tests.conda.feedstock import Member, install_prefix, packaged, select
 from tests.conda.synthetic import DRIVER, compat_tarball
 from tests.support.builders import dynamic_entries

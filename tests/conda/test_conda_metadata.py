@@ -21,16 +21,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cudasplit import RepackOptions, SplitOptions, repack_to_dir, split_to_dir
-from cudasplit._rulebook import (
+from cudasplit._release.conda import (
     RunValues,
     build_problem,
     conda_profile,
-    default_rules_dir,
     name_problem,
     outputs_for,
     spec_problem,
     version_problem,
 )
+from cudasplit._rulebook import default_rules_dir
 from cudasplit.cli import main
 from cudasplit.errors import RulesError
 from tests.conda.synthetic import TOP, VERSION, cudart_tree

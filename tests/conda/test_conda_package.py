@@ -16,7 +16,8 @@ import pytest
 import zstandard
 
 from cudasplit import RepackOptions, SplitOptions, repack_to_dir
-from cudasplit._rulebook import conda_profile, default_rules_dir, load_ruleset
+from cudasplit._release.conda import conda_profile
+from cudasplit._rulebook import default_rules_dir, load_ruleset
 from tests.conda.client import install
 from tests.conda.synthetic import VERSION, cccl_tarball, cudart_tarball
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from cudasplit import SplitOptions, split_to_dir
-from cudasplit._rulebook import conda_profile, default_rules_dir, outputs_for
+from cudasplit._release.conda import conda_profile, outputs_for
+from cudasplit._rulebook import default_rules_dir
 from tests.conda.feedstock import Member, install_prefix, select
 from tests.conda.synthetic import VERSION, cudart_tarball
 from tests.support.builders import dynamic_entries

@@ -38,7 +38,8 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from cudasplit._rulebook import conda_profile, default_rules_dir, outputs_for
+from cudasplit._release.conda import conda_profile, outputs_for
+from cudasplit._rulebook import default_rules_dir
 from tests.conda.client import install
 from tests.conda.feedstock import Member, install_prefix, packaged, select
 from tests.conda.redist import RealChannel

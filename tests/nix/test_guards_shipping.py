@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cudasplit import SplitOptions, consumer_guards_hook, split_to_dir
+from cudasplit import SplitOptions, split_to_dir
+from cudasplit.guards import consumer_guards_hook
 from tests.support.tarutil import write_archive
 from tests.unit.rulebook.test_package_rules import _run_hook
 

@@ -230,7 +230,7 @@ def _check_contents(o: dict[str, Path]) -> None:
     assert f"libdir={o['lib']}/lib" in pc and f"includedir={o['include']}/include" in pc
     for path in o.values():
         assert (path / "nix-support/include-in-cudatoolkit-root").is_file()
-    # D3: out propagates include and lib, never static or stubs.
+    # out propagates include and lib, never static or stubs.
     propagated = (o["out"] / "nix-support/propagated-build-inputs").read_text().split()
     assert sorted(propagated) == sorted(str(o[n]) for n in ("include", "lib"))
 
@@ -254,7 +254,7 @@ def _check_references(nix: Nix, o: dict[str, Path]) -> None:
         assert not refs, f"{name} references {refs}"  # nothing may point back at out
     out_refs = set(nix.references(str(o["out"])))
     assert out_refs >= {str(o["include"]), str(o["lib"])}
-    assert not out_refs & {str(o["static"]), str(o["stubs"])}  # D3
+    assert not out_refs & {str(o["static"]), str(o["stubs"])}
 
 
 def test_cross_output_links_both_ways_are_a_nix_cycle(nix: Nix, nix_tarball: Path) -> None:

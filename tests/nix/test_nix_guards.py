@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import load_ruleset
+from cudasplit.rules import load_ruleset
 from tests.nix import test_nix
 from tests.nix.test_nix import CHECKOUT, Nix
 from tests.support.builders import have_compiler, tree_from_reference, write_tarball

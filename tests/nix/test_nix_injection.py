@@ -15,7 +15,6 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from cudasplit import nixify_sets
 from cudasplit._release.manifest import parse_manifest
 from cudasplit._release.nixify import (
     PackagePlan,
@@ -25,6 +24,7 @@ from cudasplit._release.nixify import (
     write_atomically,
 )
 from cudasplit.errors import CudasplitError, OutputError
+from cudasplit.nixify import nixify_sets
 from tests.nix.nixtools import need_nix
 from tests.support.builders import compile_shared, write_tarball
 from tests.support.paths import DATA

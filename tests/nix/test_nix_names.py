@@ -16,10 +16,10 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from cudasplit import nixify_manifest, nixify_sets
 from cudasplit._release.nixify import RESERVED
 from cudasplit.cli import main
 from cudasplit.errors import ManifestError
+from cudasplit.nixify import nixify_manifest, nixify_sets
 from tests.nix.nixtools import need_nix
 from tests.support.paths import DATA
 

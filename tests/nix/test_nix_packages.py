@@ -4,7 +4,7 @@ Each package's member list (tests/data/trees/packages/) is built into a tarball 
 ``builtins.derivation`` with exactly the outputs the package table declares (the harness of
 tests/test_nix.py: no nixpkgs, sandbox off). Then:
 
-* ``nix-store -q --references`` of ``out`` names no static or stubs output (D3);
+* ``nix-store -q --references`` of ``out`` names no static or stubs output;
 * a consumer linked with a RUNPATH entry naming the stubs dir gets the driver dir instead,
   through the ``nix-support/setup-hook`` the stubs output carries. Without nixpkgs there is no
   stdenv, so the consumer's builder does what stdenv does for a dependency: source its
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import load_ruleset
+from cudasplit.rules import load_ruleset
 from tests.nix import test_nix
 from tests.nix.test_nix import CHECKOUT, Nix
 from tests.support.builders import (

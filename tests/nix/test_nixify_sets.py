@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from cudasplit import load_manifest, nixify_sets
 from cudasplit._release.manifest import parse_manifest
 from cudasplit._release.nixify import Pin, plan_sets, render_set
 from cudasplit.cli import main
+from cudasplit.nixify import nixify_sets
+from cudasplit.releases import load_manifest
 from tests.nix.nixtools import need_nix
 from tests.support.paths import DATA
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import nixify_sets
 from cudasplit._elf.read import read_elf_info
+from cudasplit.nixify import nixify_sets
 from tests.nix import test_nix
 from tests.nix.standin import write_params
 from tests.nix.test_nix import STORE_PATH, Nix

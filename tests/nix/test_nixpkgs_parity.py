@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from cudasplit import nixify_sets
+from cudasplit.nixify import nixify_sets
 from tests.nix.nixtools import need_nix
 from tests.support.paths import DATA, REPO
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudasplit import load_manifest
+from cudasplit._elf.read import EM_X86_64, elf_machine
 from cudasplit._release.nixify import compiler_packages, nixify
-from cudasplit._split.targets import EM_X86_64, elf_machine
 from cudasplit.cli import main
+from cudasplit.releases import load_manifest
 from tests.nix.nixtools import need_nix
 from tests.support.paths import REPO
 from tests.support.releases import release

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from cudasplit import nixify_sets
+from cudasplit.nixify import nixify_sets
 from tests.nix.nixtools import MODERN, need_nix
 from tests.support.paths import DATA
 

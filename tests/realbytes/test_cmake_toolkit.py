@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import toolkit_view
+from cudasplit.outputs import toolkit_view
 from tests.support.realwheels import wheel_root
 from tests.support.standin import build_stand_in
 

@@ -22,8 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import SplitOptions, runpath_policy, split_to_dir, toolkit_view
-from cudasplit._split.targets import EM_AARCH64, EM_X86_64, elf_machine
+from cudasplit import SplitOptions, runpath_policy, split_to_dir
+from cudasplit._elf.read import EM_AARCH64, EM_X86_64, elf_machine
+from cudasplit.outputs import toolkit_view
 from tests.support.standin import build_stand_in
 from tests.support.wheeltrees import WHEELS_13, redist_tarball
 

@@ -20,10 +20,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudasplit import SplitOptions, consumer_guards_hook, dlopen_audit, ldd, split_to_dir
+from cudasplit import SplitOptions, split_to_dir
 from cudasplit._release.dlopenaudit import CUDA_LIBRARY_PATTERN, is_cuda_library
 from cudasplit._release.ldd import LddOptions, view
 from cudasplit.cli import main
+from cudasplit.guards import consumer_guards_hook, dlopen_audit
+from cudasplit.outputs import ldd
 from tests.support.builders import compile_shared, have_compiler
 from tests.support.tarutil import write_archive
 

@@ -89,7 +89,7 @@ def test_unrewritten_profile_would_not_find_headers(nvcc_tree: Path, tmp_path: P
     assert result.returncode != 0
 
 
-# -- CUDA 13 from NVIDIA's wheels, each package split into its own root (D7) -------------------
+# -- CUDA 13 from NVIDIA's wheels, each package split into its own root -------------------
 
 PROGRAM = """
 #include <cstdio>

@@ -1,7 +1,7 @@
 """nvcc.profile after a split, read by a real CMake (PyPI ``cmake``) through a real nvcc 13.0
 (PyPI wheels, tests/wheeltrees.py): FindCUDAToolkit runs ``nvcc -v`` and takes the *first*
 ``#$ INCLUDES=`` / ``#$ LIBRARIES=`` line, so cudasplit's extra directories must be in NVIDIA's
-own assignments, not in lines after them (issue 27, D7). Also: a --package-root that does not
+own assignments, not in lines after them (issue 27). Also: a --package-root that does not
 exist warns, and is an error inside a Nix build.
 """
 

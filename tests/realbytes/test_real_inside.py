@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import diff_releases
 from cudasplit._elf.read import FatbinEntry, fatbin_entries, read_inside, version_key
+from cudasplit.releases import diff_releases
 from tests.support.realwheels import cu12, cu13, wheel_root
 
 CUOBJDUMP = ("nvidia-cuda-cuobjdump", "13.4.92")

@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import RunpathPolicy, SplitOptions, ldd, load_ruleset, split_to_dir
+from cudasplit import RunpathPolicy, SplitOptions, split_to_dir
 from cudasplit._elf.read import read_elf_info
+from cudasplit.outputs import ldd
+from cudasplit.rules import load_ruleset
 from tests.support.builders import compile_shared, have_compiler
 
 NVSHMEM = ("nvidia-nvshmem-cu12", "3.8.0")

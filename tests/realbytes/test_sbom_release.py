@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from cudasplit import SourceError, sbom, sbom_documents
+from cudasplit import SourceError
 from cudasplit.cli import main
+from cudasplit.sbom import sbom, sbom_documents
 from tests.support.releases import release
 from tests.support.wheeltrees import WHEELS_13, redist_tarball
 

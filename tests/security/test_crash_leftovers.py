@@ -51,7 +51,7 @@ def test_kill_while_removing_the_staging_dir_leaves_only_trash(tmp_path: Path) -
         import os, shutil, signal
         from pathlib import Path
         from cudasplit import split_to_dir
-        from cudasplit.sinks import _staging
+        from cudasplit._sinks import staging
 
         def rmtree(path, ignore_errors=False):
             for victim in Path(path).rglob("*"):
@@ -60,7 +60,7 @@ def test_kill_while_removing_the_staging_dir_leaves_only_trash(tmp_path: Path) -
                     break
             os.kill(os.getpid(), signal.SIGKILL)   # ... then the kill
 
-        _staging.shutil.rmtree = rmtree
+        staging.shutil.rmtree = rmtree
         try:
             split_to_dir({str(bad)!r}, {str(out)!r})
         except Exception:
@@ -89,7 +89,7 @@ def test_killed_repack_leftovers_are_removed_by_the_next_repack(tmp_path: Path) 
     _run_killed(f"""
         import os, signal
         from cudasplit import repack_to_dir, SplitOptions
-        from cudasplit.sinks._tarball import TarballSink
+        from cudasplit._sinks import TarballSink
 
         original = TarballSink._pack
         def pack(self, root, dest):
@@ -114,9 +114,9 @@ def test_a_live_repack_stage_is_left_alone(tmp_path: Path) -> None:
     out.mkdir()
     stage = out / ".cudasplit-repack-abcd1234"
     stage.mkdir()
-    from cudasplit.sinks._staging import record_owner
+    from cudasplit._sinks import staging
 
-    record_owner(stage)  # owned by this (live) process
+    staging.record_owner(stage)  # owned by this (live) process
     temp = out / ".other.tar.zst.abcd1234-0a1b2c.tmp"
     temp.write_bytes(b"in progress")
     orphan = out / ".other.tar.zst.zzzz9999-0a1b2c.tmp"

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from cudasplit import SplitOptions, split_to_dir
+from cudasplit._sinks import directory as directory_sink
 from cudasplit.errors import LimitExceededError, OutputError
-from cudasplit.sinks import _directory as directory_sink
 from tests.support.paths import REPO
 from tests.support.tarutil import TOP, write_archive
 

@@ -401,7 +401,7 @@ def test_manifests(data: bytes) -> None:
     # json builds about 28 bytes of objects per byte of "[[],[],...]": the 4 MiB cap bounds it
     path = _write_tmp(data, ".json")
     try:
-        spent = spend(lambda: cudasplit.load_manifest(path), (ManifestError,))
+        spent = spend(lambda: cudasplit.releases.load_manifest(path), (ManifestError,))
     finally:
         os.unlink(path)
     spent.within(cpu=CPU, memory=8 * MiB + 40 * len(data), what="manifests")
@@ -441,7 +441,7 @@ def test_rule_files(text: str) -> None:
 
     path = _write_tmp(text.encode(), ".toml")
     try:
-        spent = spend(lambda: cudasplit.check_rule_file(path), (RulesError,))
+        spent = spend(lambda: cudasplit.rules.check_rule_file(path), (RulesError,))
     finally:
         os.unlink(path)
     spent.within(cpu=CPU, memory=memory_bound(len(text)), what="rule files")

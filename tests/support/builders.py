@@ -841,9 +841,9 @@ def build_redist_tree(
 # absolute symlink by its own path. Directories are not listed: they follow their contents.
 DEFAULT_RULES: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("bin", ("host-*/**", "target-*/**", "host/**", "target/**")),  # nsight trees, kept whole
-    ("samples", ("samples/**",)),  # samples keep their .a/.cmake/.pc (D8)
+    ("samples", ("samples/**",)),  # samples keep their .a/.cmake/.pc
     ("python", ("*.whl",)),
-    ("stubs", ("lib/stubs/**", "stubs/**")),  # the whole dir, .a stubs too (D5)
+    ("stubs", ("lib/stubs/**", "stubs/**")),  # the whole dir, .a stubs too
     ("static", ("*.a",)),  # at any depth, also lib/x64/
     (
         "dev",
@@ -961,7 +961,7 @@ EXPECTED_DEFAULT: Final[Mapping[str, str]] = {
     "lib/libdemoRtc.so.12.9.79": "lib",  # DT_RUNPATH=$ORIGIN:
     "lib/libdemo_static.a": "static",
     "lib/stubs/libcuda.so": "stubs",
-    "lib/stubs/libcuda_stub_extra.a": "stubs",  # the whole stubs dir, as Nixpkgs (D5)
+    "lib/stubs/libcuda_stub_extra.a": "stubs",  # the whole stubs dir, as Nixpkgs
     "lib/x64/libnested.a": "static",
     "lib64/libextra.so": "lib",
     "nvvm/include/nvvm.h": "out",

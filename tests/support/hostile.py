@@ -431,8 +431,9 @@ OVERLAPPING_ELF = _overlapping_elf()
 LIB = "lib/lib"  # the lib output's root holds lib/...
 
 
-# Issue 24: an escaping symlink fails the run unless skipped (tests/test_hostile_round3.py
-# checks the refusal); these cases check what skipping leaves.
+# Issue 24: an escaping symlink fails the run unless skipped
+# (tests/security/test_hostile_archive_data_and_escaping_links.py checks the refusal); these
+# cases check what skipping leaves.
 SKIP_UNSAFE: dict[str, Any] = {"skip_unsafe_members": True}
 
 

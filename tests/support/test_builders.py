@@ -53,7 +53,7 @@ def test_expected_outputs_of_default_tree_match_the_hand_written_table(redist_tr
         ("host/linux-desktop-glibc_2_11_3-x64/lib/libx.so", "bin"),  # nsight_compute layout
         ("target/linux-desktop-t210-a64/libx.a", "bin"),
         ("hostile/readme", "out"),  # "host/**" is a whole component
-        ("lib/stubs/libcuda_stub_extra.a", "stubs"),  # whole stubs dir (D5)
+        ("lib/stubs/libcuda_stub_extra.a", "stubs"),  # whole stubs dir
         ("lib/x64/deeper/libnested.a", "static"),
         ("libtop.a", "static"),
         ("lib/stubs/libcuda.so", "stubs"),

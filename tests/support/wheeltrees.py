@@ -420,7 +420,7 @@ def write_implied() -> list[Path]:
 
 
 def main(argv: list[str]) -> int:
-    from cudasplit import load_ruleset
+    from cudasplit.rules import load_ruleset
 
     only_13 = {p: w for p, w in WHEELS_13.items() if p not in WHEELS}
     for pname, wheel in sorted({**WHEELS, **only_13}.items()):

@@ -21,11 +21,11 @@ from typing import Protocol
 
 from cudasplit._elf.patch.liefbudget import FallbackBudget
 from cudasplit._elf.patch.patcher import apply_edit
-from cudasplit._elf.plan import EditResult, ElfEdit, UnknownPatcherError
-from cudasplit.errors import OutputError, PatchError
+from cudasplit._elf.plan import EditResult, ElfEdit
+from cudasplit.errors import OutputError, PatchError, UnknownPatcherError
 
 __all__ = ["BACKENDS", "DryRunBackend", "EditResult", "ElfBackend", "ElfEdit", "FailFastBackend",
-           "LiefBackend", "NativeBackend", "UnknownPatcherError", "backend_for"]
+           "LiefBackend", "NativeBackend", "backend_for"]
 
 
 class ElfBackend(Protocol):

@@ -66,9 +66,9 @@ from cudasplit._elf.patch.inplace import plan_in_place
 from cudasplit._elf.patch.liefbudget import MAX_CACHED, FallbackBudget, now
 from cudasplit._elf.patch.verify import Expect, expected, verify, verify_after_strip
 from cudasplit._elf.patch.want import Plan, Want
-from cudasplit._elf.plan import EditResult, ElfEdit, UnknownPatcherError
+from cudasplit._elf.plan import EditResult, ElfEdit
 from cudasplit._elf.read import ELF_MAGIC, DynNames, RawElf, dyn_names, read_elf_info, read_raw
-from cudasplit.errors import ElfError, PatchError
+from cudasplit.errors import ElfError, PatchError, UnknownPatcherError
 
 __all__ = ["PatchResult", "apply_edit", "rename_needed", "restore_original", "set_runpath"]
 
@@ -322,33 +322,35 @@ def lief(path: str, want: Want, budget: FallbackBudget | None = None) -> None:
 
 def _lief_rewrite(path: str, want: Want, size: int, expect: Expect,
                   run: Callable[[str, str, Want, int], None]) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".cudasplit-", dir=folder)
-    os.close(fd)
-    try:
+    def write(fd: int, tmp: str) -> None:
+        os.close(fd)
         run(path, tmp, want, size)
         try:
             verify(tmp, expect)
             verify_after_strip(tmp, expect)
         except PatchError as exc:  # name the file, not the scratch copy (gone when read)
             raise PatchError(str(exc).replace(tmp, path)) from exc
-        os.chmod(tmp, os.stat(path).st_mode & 0o7777)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise PatchError(f"{path}: LIEF rewrite failed ({exc.strerror or exc})") from exc
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+
+    _rewrite_in_place(path, write)
 
 
 def _replace_with(path: str, data: bytes, expect: Expect) -> None:
     """Write an identical input's verified result over `path` (renamed into place)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".cudasplit-", dir=folder)
-    try:
+    def write(fd: int, tmp: str) -> None:
         with os.fdopen(fd, "wb") as stream:
             stream.write(data)
         verify(tmp, expect)
+
+    _rewrite_in_place(path, write)
+
+
+def _rewrite_in_place(path: str, write: Callable[[int, str], None]) -> None:
+    """``write`` fills a scratch file beside ``path`` (its fd and name), which then takes
+    ``path``'s mode and is renamed over it; the scratch file never outlives the call."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".cudasplit-", dir=folder)
+    try:
+        write(fd, tmp)
         os.chmod(tmp, os.stat(path).st_mode & 0o7777)
         os.replace(tmp, path)
     except OSError as exc:

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cudasplit.errors import OptionsError
-
-__all__ = ["EditResult", "ElfEdit", "UnknownPatcherError"]
+__all__ = ["EditResult", "ElfEdit"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +53,3 @@ class EditResult:
     interpreter_before: str | None = None
     undo: tuple[int, tuple[tuple[int, bytes], ...]] | None = field(default=None, repr=False,
                                                                     compare=False)
-
-
-class UnknownPatcherError(OptionsError):
-    """A ``patcher`` name that names no backend."""

@@ -23,10 +23,10 @@ from cudasplit._elf.plan.runpath import (
     RunpathPolicy,
     is_glibc_name,
     plan_runpath,
-    split_search_path,
 )
 from cudasplit._elf.read import ElfInfo
 from cudasplit._globs import Glob
+from cudasplit._searchpath import split_search_path
 
 __all__ = ["ElfPlan", "PlacedElf", "PlanContext", "plan_elf"]
 

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from cudasplit._argcheck import check_fields, checked
-from cudasplit._elf.plan.entries import is_origin_relative, is_stub_entry
 from cudasplit._run import DEFAULT_DRIVER_LINK
+from cudasplit._searchpath import is_origin_relative, is_stub_entry
 from cudasplit.errors import RunpathPolicyError
 
 # The arch names an ELF file's machine maps to (``resolve.arch_of``): an interpreter for any

@@ -20,12 +20,11 @@ from dataclasses import dataclass, field
 from elftools.elf.enums import ENUM_E_MACHINE
 
 from cudasplit._elf.read import elf_ident
-from cudasplit._report import plural
-from cudasplit.errors import ProblemsFound, SourceError
+from cudasplit._words import plural
+from cudasplit.errors import SourceError, UnresolvedLibrariesError
 
 __all__ = [
     "LibraryIndex",
-    "UnresolvedLibrariesError",
     "arch_of",
     "ignored",
     "loader_arch",
@@ -128,10 +127,6 @@ def ignored(name: str, globs: Iterable[str]) -> bool:
     """Whether ``--ignore-missing`` accepts ``name`` (shell globs, like
     ``autoPatchelfIgnoreMissingDeps``; ``*`` accepts everything)."""
     return any(fnmatch.fnmatchcase(name, glob) for glob in globs)
-
-
-class UnresolvedLibrariesError(ProblemsFound):
-    """DT_NEEDED names found nowhere, in ``--nix`` mode or under ``--strict``."""
 
 
 def unresolved_error(missing: Mapping[str, Sequence[str]], report: object = None

@@ -14,7 +14,7 @@ addCudaCompatRunpath, the stubs fix-up), done in one step so that nothing is dup
 no stubs directory survives.
 
 The policy lives in :mod:`cudasplit._elf.plan.policy`, the entry spelling in
-:mod:`cudasplit._elf.plan.entries`, the glibc/driver names and the library index in
+:mod:`cudasplit._searchpath`, the glibc/driver names and the library index in
 :mod:`cudasplit._elf.read.libnames`; this module plans, and keeps every name importable from here.
 """
 
@@ -23,7 +23,10 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from cudasplit._elf.plan.entries import (
+from cudasplit._elf.plan.policy import RunpathPolicy, require_absolute
+from cudasplit._elf.read import index_library_paths, is_driver_name, is_glibc_name
+from cudasplit._run import DEFAULT_DRIVER_LINK
+from cudasplit._searchpath import (
     ORIGIN,
     dedupe,
     entry_key,
@@ -31,24 +34,17 @@ from cudasplit._elf.plan.entries import (
     is_stub_entry,
     split_search_path,
 )
-from cudasplit._elf.plan.policy import RunpathPolicy, require_absolute
-from cudasplit._elf.read import index_library_paths, is_driver_name, is_glibc_name
-from cudasplit._run import DEFAULT_DRIVER_LINK
 from cudasplit.errors import RunpathPolicyError
 
 __all__ = [
     "DEFAULT_DRIVER_LINK",
-    "ORIGIN",
     "RunpathPlan",
     "RunpathPolicy",
     "RunpathPolicyError",
     "index_library_paths",
     "is_driver_name",
     "is_glibc_name",
-    "is_origin_relative",
-    "is_stub_entry",
     "plan_runpath",
-    "split_search_path",
 ]
 
 

@@ -9,11 +9,12 @@ By what is read: the numbers (``const``), the parsed file and its bounded reads 
 headers (``headers``), the dynamic array and its strings (``dynamic``), the bounded walks
 (``walk``), opening and parsing a file in that order (``reader``); on top, the facts of one file
 (``info``), the names the loader treats specially (``libnames``) and dlopen targets
-(``dlopen``). What is inside a file: its sections by name in any part of a file (``sections``),
+(``dlopen``). What a file carries: its sections by name in any part of a file (``sections``),
 static archive members (``archive``), fatbinary GPU code (``fatbin``), symbol versions and
-exports (``symbols``), the summary of one file (``inside``), and those reads in a process of
-its own, beside a split (``worker``); what all of these share (the capped problems of one file
-and the stop check: ``bounds``). This face names what the rest of the package uses.
+exports (``symbols``), GPU code and the glibc floor of one file (``gpucode``), and those reads
+in a process of its own, beside a split (``worker``); what all of these share (the capped
+problems of one file and the stop check: ``bounds``). This face names what the rest of the
+package uses.
 """
 
 from __future__ import annotations
@@ -61,9 +62,7 @@ from cudasplit._elf.read.const import (
 from cudasplit._elf.read.dlopen import DlopenTarget, scan_dlopen
 from cudasplit._elf.read.dynamic import DynNames, dyn_names
 from cudasplit._elf.read.fatbin import FatbinEntry
-from cudasplit._elf.read.headers import elf_ident
-from cudasplit._elf.read.info import ElfInfo, is_elf, kind_from_head, read_elf_info
-from cudasplit._elf.read.inside import (
+from cudasplit._elf.read.gpucode import (
     MAX_ARCH_ROWS,
     GpuCode,
     Inside,
@@ -72,10 +71,21 @@ from cudasplit._elf.read.inside import (
     read_exports,
     read_inside,
 )
+from cudasplit._elf.read.headers import elf_ident
+from cudasplit._elf.read.info import ElfInfo, is_elf, kind_from_head, read_elf_info
 from cudasplit._elf.read.libnames import (
     index_library_paths,
     is_driver_name,
     is_glibc_name,
+)
+from cudasplit._elf.read.machine import (
+    EM_AARCH64,
+    EM_PPC64,
+    EM_X86_64,
+    MACHINE_NAMES,
+    elf_machine,
+    machine_name,
+    machine_of_tree,
 )
 from cudasplit._elf.read.raw import Phdr, RawElf, Shdr, align_up
 from cudasplit._elf.read.reader import open_raw, read_raw
@@ -100,6 +110,10 @@ __all__ = [
     "DT_VERNEED",
     "DT_VERSYM",
     "ELF_MAGIC",
+    "EM_AARCH64",
+    "EM_PPC64",
+    "EM_X86_64",
+    "MACHINE_NAMES",
     "MAX_ARCH_ROWS",
     "MAX_PROBLEMS",
     "PAGE",
@@ -144,6 +158,7 @@ __all__ = [
     "dyn_names",
     "dynstr_section",
     "elf_ident",
+    "elf_machine",
     "fatbin_entries",
     "has_build_id",
     "index_library_paths",
@@ -151,6 +166,8 @@ __all__ = [
     "is_elf",
     "is_glibc_name",
     "kind_from_head",
+    "machine_name",
+    "machine_of_tree",
     "open_raw",
     "read_elf_info",
     "read_exports",

@@ -1,7 +1,7 @@
 """Reading written files in a process of its own, beside the split that writes them.
 
 What a split reads in its one pass beyond the bytes it writes (GPU code and glibc floors:
-:func:`~cudasplit._elf.read.inside.read_inside`; the names a library may ``dlopen``:
+:func:`~cudasplit._elf.read.gpucode.read_inside`; the names a library may ``dlopen``:
 :func:`~cudasplit._elf.read.dlopen.scan_dlopen`) is Python work: struct unpacking, a regex
 over a library's read-only data. On a thread of the split it holds the interpreter lock while
 the thread that moves member bytes waits for it, and the decoder's pipe fills up (a zstd split
@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from cudasplit._elf.read.dlopen import DlopenTarget, scan_dlopen
+from cudasplit._elf.read.gpucode import Inside, read_inside
 from cudasplit._elf.read.info import read_elf_info
-from cudasplit._elf.read.inside import Inside, read_inside
 from cudasplit.errors import ElfError
 
 __all__ = ["FileRead", "ReaderProcess", "read_written", "serve"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cudasplit._run import lazy_face
+from cudasplit._lazy import lazy_face
 
 _HOMES = {
     "cudasplit._release.closure.report": ("ClosureReport", "ClosureWarning", "closure_of_dir",

@@ -36,8 +36,8 @@ from typing import Any
 from cudasplit._model import OUTPUT_NAMES
 from cudasplit._release.closure.scan import ClosureScanner, OutputSize, Reference
 from cudasplit._release.graph import Graph
-from cudasplit._report import plural
 from cudasplit._run import ProgressCallback, Tally
+from cudasplit._words import plural
 from cudasplit.errors import OutputError
 
 __all__ = ["ClosureReport", "ClosureWarning", "Reference", "closure_of_dir", "closure_of_roots"]

@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudasplit._argcheck import checked
+from cudasplit._elf.read import EM_AARCH64, EM_PPC64, EM_X86_64, elf_machine, machine_of_tree
 from cudasplit._model import OUTPUT_NAMES
 from cudasplit._release.toolkit.write import write_view
-from cudasplit._split.overlap import refuse_overlap
-from cudasplit._split.targets import EM_AARCH64, EM_PPC64, EM_X86_64, elf_machine, machine_of_tree
+from cudasplit._run import refuse_overlap
 from cudasplit.errors import ToolkitError
 
 __all__ = ["ToolkitView", "toolkit_view"]

@@ -22,9 +22,9 @@ import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from cudasplit._sinks import remove_dir, remove_trash
 from cudasplit._split.rewrites import PREFIX_PROFILE
 from cudasplit.errors import ToolkitError
-from cudasplit.sinks._staging import remove_dir, remove_trash
 
 log = logging.getLogger("cudasplit")
 

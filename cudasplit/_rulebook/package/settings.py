@@ -66,7 +66,7 @@ class PackageSettings:
     compiler: str | None = None
     # Where the package comes from and its Nixpkgs file: shown by ``rules show``.
     redist: str = "cuda"
-    # nvcc.profile: other packages whose include (and lib, lib/stubs) dirs nvcc searches (D7).
+    # nvcc.profile: other packages whose include (and lib, lib/stubs) dirs nvcc searches.
     nvcc_includes: tuple[str, ...] = ()
     nvcc_libraries: tuple[str, ...] = ()
     # Other packages copied into this one (cuda_nvcc 13: libnvvm into nvvm/), version-gated;

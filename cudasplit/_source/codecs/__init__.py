@@ -376,7 +376,6 @@ def open_decompressed(
     external: bool | None = None,
     memory_limit: int | None = None,
     background: bool | None = None,
-    read_ahead: int | None = None,
     deliverable: int | None = None,
 ) -> Iterator[BinaryIO]:
     """Open ``path`` as a stream of decompressed tar bytes.
@@ -387,17 +386,15 @@ def open_decompressed(
     (falling back to in-process when the binary is absent), False never does, None picks
     what measured fastest (:func:`.choice.choose_decoder`, one table).
     ``memory_limit``: bytes of decoded output the threaded decoder may hold at once (the
-    budget of the module docstring; None: ``default_decode_budget``); ``read_ahead`` is its
-    older name.  ``background``: decode in worker threads (a
-    read-ahead thread for codecs that cannot be split), overlapped with the caller (True or
-    None, the default) or in the caller's thread (False). ``deliverable``: the most decoded
+    budget of the module docstring; None: ``default_decode_budget``). ``background``: decode
+    in worker threads (a read-ahead thread for codecs that cannot be split), overlapped with
+    the caller (True or None, the default) or in the caller's thread (False).
+    ``deliverable``: the most decoded
     bytes the caller's bomb guards let through; the default budget (and the ``xz`` child's
     memory limit) is not larger.
     """
     source = str(path)
     jobs = _normalise_jobs(jobs)
-    if memory_limit is None:
-        memory_limit = read_ahead
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:

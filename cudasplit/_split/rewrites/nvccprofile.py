@@ -6,7 +6,7 @@ different outputs, so each ``$(TOP)/...`` reference is replaced with the absolut
 the output that really holds it. Both layouts are handled: CUDA 12 writes
 ``$(TOP)/$(_NVVM_BRANCH_)`` for NVVM, CUDA 13 writes ``$(TOP)/nvvm``.
 
-CUDA 13 moved headers nvcc needs out of its archive (D7): ``crt/`` into cuda_crt, CCCL into
+CUDA 13 moved headers nvcc needs out of its archive: ``crt/`` into cuda_crt, CCCL into
 cuda_cccl (``SYSTEM_INCLUDES ... $(TOP)/$(_TARGET_DIR_)/include/cccl``) and the runtime into
 cuda_cudart. With their package roots known, the CCCL reference points at cuda_cccl's include
 dir and :class:`ProfileExtras` adds ``-I``/``-L`` for the others to NVIDIA's own ``INCLUDES`` and

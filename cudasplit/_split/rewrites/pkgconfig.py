@@ -9,7 +9,6 @@ output that really holds what it names.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 _VERSIONED = re.compile(r"^(?P<name>.+)-(?P<version>\d+\.\d+)\.pc$")
@@ -51,15 +50,6 @@ def unversioned_alias(filename: str) -> str | None:
     """``cuda-12.9.pc`` -> ``cuda.pc`` (pkg-config users ask for the unversioned name)."""
     match = _VERSIONED.match(filename)
     return f"{match['name']}.pc" if match else None
-
-
-def roots_for(output_roots: Mapping[str, str], lib_output: str, include_output: str,
-              dev_output: str) -> PcRoots:
-    return PcRoots(
-        cudaroot=output_roots[dev_output],
-        libdir=output_roots[lib_output] + "/lib",
-        includedir=output_roots[include_output] + "/include",
-    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,13 +22,16 @@ from cudasplit._elf.plan import (
     PlanContext,
     RunpathPolicy,
     RunpathPolicyError,
-    UnknownPatcherError,
-    UnresolvedLibrariesError,
     plan_elf,
 )
 from cudasplit._elf.read import read_elf_info
-from cudasplit.errors import CudasplitError, OutputError
-from cudasplit.sinks._directory import DirectorySink
+from cudasplit._sinks import DirectorySink
+from cudasplit.errors import (
+    CudasplitError,
+    OutputError,
+    UnknownPatcherError,
+    UnresolvedLibrariesError,
+)
 from tests.support.builders import compile_executable, compile_shared, have_compiler
 from tests.support.tarutil import write_archive
 

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 import cudasplit._elf.patch.patcher as patch_mod
 from cudasplit._elf.patch import SPARE_BYTES, apply_edit, backend_for, set_runpath
-from cudasplit._elf.plan import ElfEdit, UnknownPatcherError
+from cudasplit._elf.plan import ElfEdit
 from cudasplit._elf.read import read_elf_info
-from cudasplit.errors import CudasplitError, ElfError, PatchError
+from cudasplit.errors import CudasplitError, ElfError, PatchError, UnknownPatcherError
 from tests.support import nvlayout
 
 NIX = "/nix/store/" + "0123456789abcdfghijklmnpqrsvwxyz" + "-cuda_compat-12.9/compat"

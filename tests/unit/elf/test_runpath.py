@@ -11,18 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cudasplit._elf.plan import (
-    ORIGIN,
     RunpathPlan,
     RunpathPolicy,
     RunpathPolicyError,
     index_library_paths,
     is_driver_name,
     is_glibc_name,
-    is_origin_relative,
-    is_stub_entry,
     plan_runpath,
-    split_search_path,
 )
+from cudasplit._searchpath import ORIGIN, is_origin_relative, is_stub_entry, split_search_path
 from cudasplit.errors import CudasplitError, SourceError
 
 DRIVER = "/run/opengl-driver/lib"

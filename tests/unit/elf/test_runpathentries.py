@@ -1,4 +1,4 @@
-"""Tests for cudasplit._elf.plan.entries: entry spelling and de-duplication, no plan."""
+"""Tests for cudasplit._searchpath: entry spelling and de-duplication, no plan."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cudasplit._elf.plan import dedupe, entry_key, split_search_path
+from cudasplit._searchpath import dedupe, entry_key, split_search_path
 
 
 @pytest.mark.parametrize(("entry", "key"), [

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudasplit import SplitOptions, inspect, load_ruleset, split_to_dir
+from cudasplit import SplitOptions, inspect, split_to_dir
 from cudasplit._release.diff import Snapshot, diff_snapshots, snapshot
 from cudasplit._release.sonames import ElfNames
 from cudasplit.cli import main
+from cudasplit.rules import load_ruleset
 from tests.support.releases import release
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from cudasplit import diff_releases
 from cudasplit.cli import main
+from cudasplit.releases import diff_releases
 from tests.support.paths import DATA
 
 MANIFESTS = DATA / "manifests"

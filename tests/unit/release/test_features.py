@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from cudasplit import load_manifest
 from cudasplit._release.features import (
     Features,
     FeatureStatus,
@@ -24,6 +23,7 @@ from cudasplit._release.features import (
     features_of,
 )
 from cudasplit.cli import main
+from cudasplit.releases import load_manifest
 from tests.support.builders import compile_executable, compile_shared, write_tarball
 
 REFERENCE = Path("/work/shared/reference/manifests")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import features_of
+from cudasplit.releases import features_of
 from tests.support.builders import have_compiler, tree_from_reference
 from tests.support.paths import DATA
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudasplit import ambiguous_runpaths, consumer_guards_hook
 from cudasplit.cli import main
+from cudasplit.guards import ambiguous_runpaths, consumer_guards_hook
 from tests.support.builders import compile_executable, compile_shared, have_compiler
 
 pytestmark = pytest.mark.skipif(not have_compiler("x86_64"), reason="needs gcc")

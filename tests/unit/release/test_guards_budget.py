@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudasplit import closure_budget, consumer_guards_hook
 from cudasplit._release.budget import output_words
 from cudasplit.cli import main
+from cudasplit.guards import closure_budget, consumer_guards_hook
 
 HASHES = ("a" * 32, "b" * 32, "c" * 32, "d" * 32, "f" * 32)
 

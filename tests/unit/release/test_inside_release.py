@@ -17,14 +17,14 @@ from cudasplit import (
     Progress,
     SourceNotFoundError,
     SplitOptions,
-    diff_releases,
-    gpu_prune_plan,
     inspect,
-    sbom,
     split_to_dir,
 )
 from cudasplit._release.pruneplan import parse_capabilities, runs_on
 from cudasplit.cli import main
+from cudasplit.elf import gpu_prune_plan
+from cudasplit.releases import diff_releases
+from cudasplit.sbom import sbom
 from tests.support.builders import compile_shared
 from tests.support.fatbins import Entry, ar_archive, container, fatbin_object
 from tests.support.paths import REPO

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudasplit import ManifestError, load_manifest
+from cudasplit import ManifestError
 from cudasplit._release.manifest import MAX_MANIFEST_BYTES
 from cudasplit.cli import main
+from cudasplit.releases import load_manifest
 
 
 def test_verify_dev_zero_fails_fast(tmp_path: Path) -> None:

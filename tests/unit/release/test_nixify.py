@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudasplit import inspect, load_manifest
+from cudasplit import inspect
 from cudasplit._release.nixify import (
     EXTERNAL_PROVIDERS,
     nixify,
@@ -27,6 +27,7 @@ from cudasplit._release.nixify import (
 from cudasplit._release.sonames import PackageLinks, provider_index, scan_elf_dir
 from cudasplit._rulebook import Where, load_ruleset
 from cudasplit.cli import main
+from cudasplit.releases import load_manifest
 from tests.nix.nixtools import need_nix
 from tests.support.releases import Release, release
 

@@ -12,9 +12,10 @@ import zstandard
 from click.testing import CliRunner
 
 from cudasplit import RepackOptions, SplitOptions, repack_to_dir, split_to_dir
+from cudasplit._sinks import TarballSink, mtime_from_env
+from cudasplit._sinks import tarball as tarball_sink
 from cudasplit.cli import main
 from cudasplit.errors import CorruptArchiveError, OutputError
-from cudasplit.sinks._tarball import DEFAULT_MTIME, TarballSink, mtime_from_env
 from tests.support.builders import Compression
 from tests.support.tarutil import write_archive
 
@@ -93,7 +94,7 @@ def test_two_runs_give_identical_bytes_and_the_epoch_changes_them(
         assert a[output].read_bytes() == b[output].read_bytes(), output
         assert a[output].read_bytes() != c[output].read_bytes(), output
     assert {m.mtime for m in _tar_members(c["lib"])} == {1700000000}
-    assert {m.mtime for m in _tar_members(a["lib"])} == {DEFAULT_MTIME}
+    assert {m.mtime for m in _tar_members(a["lib"])} == {tarball_sink.DEFAULT_MTIME}
 
 
 def test_members_are_sorted_owned_by_root_with_normalised_modes(
@@ -243,7 +244,7 @@ def test_other_formats_and_the_cli(tmp_path: Path) -> None:
             with tarfile.open(path, opener) as tar:
                 assert tar.getnames()
     runner = CliRunner()
-    args = ["repack", str(archive), "-o", str(tmp_path / "cli"), "--level", "3", "--threads",
+    args = ["repack", str(archive), "-o", str(tmp_path / "cli"), "--level", "3", "-j",
             "2", "--prefix", "/opt/demo", "--nix-support", "--no-patch"]
     result = runner.invoke(main, args)
     assert result.exit_code == 0, result.output
@@ -256,8 +257,28 @@ def test_other_formats_and_the_cli(tmp_path: Path) -> None:
     assert len(again.stderr.strip().splitlines()) == 1
 
 
+def test_threads_is_a_deprecated_spelling_and_jobs_counts_the_compressor(tmp_path: Path) -> None:
+    """The compressor's threads are the cores of --jobs; --threads still works, with a
+    warning, and the bytes are those of any thread count from 1."""
+    archive = write_archive(tmp_path / f"{STEM}-archive.tar.xz", [
+        ("file", "lib/libdemo.so.1", b"\x7fELF" + bytes(200)),
+        ("file", "include/demo.h", b"int demo;\n")])
+    runner = CliRunner()
+    by_jobs = runner.invoke(main, ["repack", str(archive), "-o", str(tmp_path / "j"), "-j", "2",
+                                   "--no-patch"])
+    by_threads = runner.invoke(main, ["repack", str(archive), "-o", str(tmp_path / "t"),
+                                      "--threads", "3", "--no-patch"])
+    assert by_jobs.exit_code == 0 and by_threads.exit_code == 0, by_threads.output
+    assert "--threads" not in by_jobs.stderr
+    assert "--threads is deprecated" in by_threads.stderr
+    assert "--threads" not in runner.invoke(main, ["repack", "--help"]).stdout
+    jobs, threads = _archives(tmp_path / "j"), _archives(tmp_path / "t")
+    assert {o: p.read_bytes() for o, p in jobs.items()} == {
+        o: p.read_bytes() for o, p in threads.items()}
+
+
 def test_source_date_epoch_must_be_an_integer() -> None:
-    assert mtime_from_env({}) == DEFAULT_MTIME
+    assert mtime_from_env({}) == tarball_sink.DEFAULT_MTIME
     assert mtime_from_env({"SOURCE_DATE_EPOCH": "42"}) == 42
     with pytest.raises(OutputError, match="SOURCE_DATE_EPOCH"):
         mtime_from_env({"SOURCE_DATE_EPOCH": "yesterday"})

@@ -21,12 +21,12 @@ from cudasplit import (
     SplitOptions,
     ToolkitError,
     split_to_dir,
-    toolkit_view,
 )
+from cudasplit._elf.read import EM_AARCH64, EM_X86_64, elf_machine
 from cudasplit._release.toolkit import NVCC_PROFILE
 from cudasplit._split.rewrites import ProfileExtras, rewrite_nvcc_profile
-from cudasplit._split.targets import EM_AARCH64, EM_X86_64, elf_machine
 from cudasplit.cli import main
+from cudasplit.outputs import toolkit_view
 from tests.support.tarutil import write_archive
 
 NVCC_TOP = "cuda_nvcc-linux-x86_64-13.0.88-archive"

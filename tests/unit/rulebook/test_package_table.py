@@ -4,7 +4,7 @@ Each list is built into a tree (small gcc-built ELF files where the list says EL
 for real into a directory with ``--nix-support``. The expected placement comes from an
 independent model of Nixpkgs' buildRedist in this file -- outputs moved in the order doc,
 samples, python, bin, dev, include, lib, static, stubs, the last move that matches a path and
-whose output the package declares wins (D4/D8), then the documented differences (globs that
+whose output the package declares wins, then the documented differences (globs that
 really recurse) -- not from cudasplit's rule engine. On top: links, ``.pc`` contents, the
 RUNPATH written into every ELF file, nix-support files.
 """
@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import Report, SplitOptions, load_ruleset, split_to_dir
+from cudasplit import Report, SplitOptions, split_to_dir
+from cudasplit.rules import load_ruleset
 from tests.support.builders import dynamic_entries, have_compiler, tree_from_reference
 from tests.support.paths import DATA, REPO
 
@@ -151,7 +152,7 @@ def nixpkgs_output(path: str, expect: Expect) -> str:
         if output == "include" and target is None and "dev" in expect.outputs:
             target = "dev"  # outputInclude falls back to dev
         if target is None or where == "samples":
-            continue  # a missing output moves nothing (D4); samples keep their files (D8)
+            continue  # a missing output moves nothing; samples keep their files
         if any(fnmatch.fnmatch(path, p) for p in patterns):
             where = target
     if fnmatch.fnmatch(path, "lib/stubs/*") and "stubs" not in expect.outputs:
@@ -249,8 +250,9 @@ def _check_cuda_gdb(s: Split) -> None:
 
 def _check_libcudss(s: Split) -> None:
     """The list's cudss-config.cmake is a placeholder without the lines Nixpkgs rewrites: like
-    --replace-fail, each edit that finds nothing is a problem (tests/test_parity_gaps.py
-    rewrites a config that has them and finds the outputs with CMake)."""
+    --replace-fail, each edit that finds nothing is a problem
+    (tests/unit/split/test_package_quirks_on_real_bytes.py rewrites a config that has them and
+    finds the outputs with CMake)."""
     assert [(p.code, p.path) for p in s.report.problems] == [
         ("text-edit-unmatched", "lib/cmake/cudss/cudss-config.cmake")] * 2
 
@@ -314,7 +316,7 @@ def _check_pkgconfig(s: Split) -> None:
         if libdir is None:
             continue
         if s.pname == "cuda_nvml_dev":
-            # D6: libdir is the stubs output's lib (the module appends /stubs); driver rpath.
+            # libdir is the stubs output's lib (the module appends /stubs); driver rpath.
             assert libdir[1] == f"{s.out('stubs')}/lib", text
             assert f"-lnvidia-ml -Wl,-rpath,{DRIVER}" in text, text
             assert (Path(libdir[1]) / "stubs/libnvidia-ml.so").exists()
@@ -389,7 +391,7 @@ def _check_nix_support(s: Split) -> None:
     propagated = s.expect.propagated or default
     text = (s.out("out") / "nix-support/propagated-build-inputs").read_text().split()
     if "dev" in outputs:
-        # out: bin/include/lib only (D3, deliberately stricter); dev: the package's extras too.
+        # out: bin/include/lib only (deliberately stricter); dev: the package's extras too.
         assert sorted(text) == sorted(str(s.out(o)) for o in propagated
                                       if o in ("bin", "include", "lib"))
         dev = (s.out("dev") / "nix-support/propagated-build-inputs").read_text().split()
@@ -398,7 +400,7 @@ def _check_nix_support(s: Split) -> None:
         assert sorted(text) == sorted(str(s.out(o)) for o in propagated)
     for heavy in ("static", "stubs", "samples", "doc"):
         if heavy not in (s.expect.propagated or ()) or "dev" in outputs:
-            assert str(s.out(heavy)) not in text  # D3: no GBs of .a in every closure
+            assert str(s.out(heavy)) not in text  # no GBs of .a in every closure
     for output in outputs:
         component = (s.out(output) / "nix-support/cuda-component").read_text()
         assert f'[component]="{s.pname}"' in component and f'[output]="{output}"' in component

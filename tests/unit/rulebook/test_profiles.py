@@ -11,15 +11,14 @@ import pytest
 
 from cudasplit import OptionsError, RulesError, SplitOptions
 from cudasplit._model import OUTPUT_NAMES
+from cudasplit._release.conda import conda_profile, outputs_for
 from cudasplit._rulebook import (
     Profile,
     Where,
     available_profiles,
     build_ruleset,
-    conda_profile,
     default_rules_dir,
     load_ruleset,
-    outputs_for,
     ruleset_toml,
 )
 

@@ -200,7 +200,7 @@ def test_positional_fallback_takes_the_next_matching_rule() -> None:
     assert rules.classify("include/a.h", Kind.FILE, frozenset({"out", "dev"})).output == "dev"
     stub = rules.classify("lib/stubs/libcuda.so", Kind.ELF_SHARED, frozenset({"out", "lib"}))
     assert stub.output == "out" and stub.rule.name == "stubs"
-    # samples keep their own .a and .cmake (D8)
+    # samples keep their own .a and .cmake
     assert rules.classify("samples/x/libs.a", Kind.STATIC, everything).output == "samples"
 
 

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import SplitOptions, load_manifest, split_nix, split_to_dir
+from cudasplit import SplitOptions, split_nix, split_to_dir
 from cudasplit._split.prepare import no_rules_reason
 from cudasplit.errors import ProblemsFound, RulesError
+from cudasplit.releases import load_manifest
 from tests.support.builders import tree_from_reference
 from tests.support.paths import REPO
 

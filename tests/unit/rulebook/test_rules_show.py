@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudasplit import RuleSet, load_ruleset, ruleset_toml
 from cudasplit._rulebook import build_ruleset, default_rules_dir
 from cudasplit.cli import main
+from cudasplit.rules import RuleSet, load_ruleset, ruleset_toml
 
 PACKAGES = sorted(p.stem for p in (default_rules_dir() / "packages").glob("*.toml"))
 

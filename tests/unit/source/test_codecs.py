@@ -39,7 +39,7 @@ MODES: list[dict[str, object]] = [
     {"jobs": 1, "external": False},
     {"jobs": 1, "external": False, "background": False},  # decoded in the caller's thread
     {"jobs": 2, "external": False},
-    {"jobs": 3, "external": False, "read_ahead": 1},  # tiny read-ahead: maximal back-pressure
+    {"jobs": 3, "external": False, "memory_limit": 1},  # tiny read-ahead: maximal back-pressure
     {"jobs": 1, "external": False, "background": True},
     {"jobs": 2, "external": True},
 ]
@@ -223,14 +223,14 @@ def test_read_semantics(tmp_path: Path) -> None:
     data=st.binary(min_size=0, max_size=20_000) | st.builds(payload, st.integers(0, 60_000)),
     block_size=st.integers(1, 9_000),
     jobs=st.integers(1, 4),
-    read_ahead=st.sampled_from([1, 4096, 1 << 20]),
+    memory_limit=st.sampled_from([1, 4096, 1 << 20]),
     chunk=st.integers(1, 70_000),
     check=st.sampled_from([lzma.CHECK_NONE, lzma.CHECK_CRC32, lzma.CHECK_CRC64]),
 )
 def test_random_multiblock_xz(tmp_path: Path, data: bytes, block_size: int, jobs: int,
-                              read_ahead: int, chunk: int, check: int) -> None:
+                              memory_limit: int, chunk: int, check: int) -> None:
     path = write(tmp_path, "h.xz", xz_multiblock(data, block_size, check)[0])
-    assert read_all(path, chunk=chunk, jobs=jobs, read_ahead=read_ahead,
+    assert read_all(path, chunk=chunk, jobs=jobs, memory_limit=memory_limit,
                     external=False) == data
     assert lzma.decompress(path.read_bytes()) == data  # the generator itself is sound
 

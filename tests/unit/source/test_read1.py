@@ -9,8 +9,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cudasplit._sinks import directory
 from cudasplit._source.codecs import CHUNK, ChunkReader
-from cudasplit.sinks._directory import write_stream
 
 
 def _reader(chunks: list[bytes]) -> ChunkReader:
@@ -56,7 +56,7 @@ def test_write_stream_writes_every_byte_of_a_straddling_stream(tmp_path: Path) -
     for stream in (_reader(chunks), io.BytesIO(data)):
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            write_stream(fd, stream)  # type: ignore[arg-type]
+            directory.write_stream(fd, stream)  # type: ignore[arg-type]
         finally:
             os.close(fd)
         assert target.read_bytes() == data

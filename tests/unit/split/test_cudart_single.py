@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import SplitOptions, closure_of, ldd, split_to_dir
+from cudasplit import SplitOptions, split_to_dir
+from cudasplit.outputs import closure_of, ldd
 from tests.support.builders import have_compiler, tree_from_reference
 from tests.support.paths import DATA
 

@@ -1,4 +1,4 @@
-"""D9: an archive with lib/12/ and lib/13/ and no CUDA version given keeps both, and says so
+"""An archive with lib/12/ and lib/13/ and no CUDA version given keeps both, and says so
 (issue 27, item 4)."""
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ def test_members_land_in_their_outputs(tmp_path: Path) -> None:
     assert ("lib/libdemo.so.12.9.79", "lib") in placed
     assert ("lib/libdemo_static.a", "static") in placed
     assert ("lib/stubs/libcuda.so", "stubs") in placed
-    assert ("lib/stubs/libextra.a", "stubs") in placed  # the whole stubs dir, as Nixpkgs (D5)
+    assert ("lib/stubs/libextra.a", "stubs") in placed  # the whole stubs dir, as Nixpkgs
     assert ("lib/x64/libnested.a", "static") in placed
     assert ("include/crt/host_defines.h", "include") in placed
     assert ("pkg-config/cudart-12.9.pc", "dev") in placed
@@ -109,7 +109,7 @@ def test_pkgconfig_rewrite_and_alias(tmp_path: Path) -> None:
 def test_limited_outputs_fall_back_like_nixpkgs(tmp_path: Path) -> None:
     sink, report = run(tmp_path, SplitOptions(patch=False, outputs=("lib", "dev")))
     assert report.member("include/crt/host_defines.h").output == "dev"
-    assert report.member("lib/libdemo_static.a").output == "lib"  # positional (D4)
+    assert report.member("lib/libdemo_static.a").output == "lib"  # positional
     assert report.member("bin/tool").output == "out"
     assert set(sink.outputs()) == {"out", "lib", "dev"}
     text = sink.files[("dev", "share/pkgconfig/cudart-12.9.pc")].decode()

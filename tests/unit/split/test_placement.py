@@ -9,14 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from cudasplit._sinks import placement, promote
+from cudasplit._sinks import staging as sinks_staging
 from cudasplit.errors import OutputError
-from cudasplit.sinks._placement import PlacementGuard, check_roots, translate
-from cudasplit.sinks._promote import Promotion
-from cudasplit.sinks._staging import PREVIOUS_DIR
 
 
-def _guard(*, check_parents: bool = True) -> PlacementGuard:
-    return PlacementGuard(lambda path: path, check_parents=check_parents)
+def _guard(*, check_parents: bool = True) -> placement.PlacementGuard:
+    return placement.PlacementGuard(lambda path: path, check_parents=check_parents)
 
 
 @pytest.mark.parametrize("dest", ["", "/etc/passwd", "a/../../x", "a//b", "./a", "a\x00b"])
@@ -60,21 +59,21 @@ def test_symlinked_parents_are_refused_once_checked(tmp_path: Path) -> None:
 
 def test_check_roots(tmp_path: Path) -> None:
     final = {"lib": tmp_path / "lib", "dev": tmp_path / "dev"}
-    check_roots(final, [], staged=True, overwrite=False)  # nothing there yet
+    placement.check_roots(final, [], staged=True, overwrite=False)  # nothing there yet
     (tmp_path / "lib").mkdir()
-    check_roots(final, [], staged=True, overwrite=False)  # an empty directory is fine
+    placement.check_roots(final, [], staged=True, overwrite=False)  # an empty directory is fine
     (tmp_path / "lib/old").write_text("old")
     with pytest.raises(OutputError, match="already exists"):
-        check_roots(final, [], staged=True, overwrite=False)
+        placement.check_roots(final, [], staged=True, overwrite=False)
     with pytest.raises(OutputError, match="already contains files"):
-        check_roots(final, [], staged=False, overwrite=False)
-    check_roots(final, ["lib"], staged=False, overwrite=False)  # written by this run
-    check_roots(final, [], staged=True, overwrite=True)
+        placement.check_roots(final, [], staged=False, overwrite=False)
+    placement.check_roots(final, ["lib"], staged=False, overwrite=False)  # written by this run
+    placement.check_roots(final, [], staged=True, overwrite=True)
 
 
 def test_translate_names_the_path_and_the_reason(tmp_path: Path) -> None:
     with pytest.raises(OutputError, match=r"/x: cannot write \(disk full\)"), \
-            translate(tmp_path / "x"):
+            placement.translate(tmp_path / "x"):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
 
@@ -91,9 +90,9 @@ def test_promotion_moves_old_aside_new_in_and_discards(tmp_path: Path) -> None:
     staging, final = _staged(tmp_path, {"lib": "new lib"})
     (final["doc"]).mkdir(parents=True)
     (final["doc"] / "old").write_text("old doc")
-    promotion = Promotion(staging, final)
+    promotion = promote.Promotion(staging, final)
     promotion.move_aside()
-    assert (staging / PREVIOUS_DIR / "doc" / "old").exists() and not final["doc"].exists()
+    assert (staging / sinks_staging.PREVIOUS_DIR / "doc" / "old").exists() and not final["doc"].exists()
     promotion.move_in("lib")
     promotion.discard()
     assert (final["lib"] / "new").read_text() == "new lib"
@@ -104,7 +103,7 @@ def test_promotion_rolls_back_to_the_old_outputs(tmp_path: Path) -> None:
     staging, final = _staged(tmp_path, {"lib": "new lib"})
     final["lib"].mkdir(parents=True)
     (final["lib"] / "old").write_text("old lib")
-    promotion = Promotion(staging, final)
+    promotion = promote.Promotion(staging, final)
     promotion.move_aside()
     promotion.move_in("lib")
     assert promotion.roll_back()
@@ -116,7 +115,7 @@ def test_promotion_says_when_an_old_output_cannot_go_back(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     staging, final = _staged(tmp_path, {})
     final["dev"].mkdir(parents=True)
-    promotion = Promotion(staging, final)
+    promotion = promote.Promotion(staging, final)
     promotion.move_aside()
     real = os.rename
 
@@ -126,4 +125,4 @@ def test_promotion_says_when_an_old_output_cannot_go_back(
         real(src, dst)
     monkeypatch.setattr(os, "rename", rename)
     assert not promotion.roll_back()
-    assert (staging / PREVIOUS_DIR / "dev").is_dir()
+    assert (staging / sinks_staging.PREVIOUS_DIR / "dev").is_dir()

@@ -1,4 +1,4 @@
-"""Large written files are read by a process of its own (``_split/inside.py``,
+"""Large written files are read by a process of its own (``_split/gpucode.py``,
 ``_elf/read/worker.py``): a static archive while the sink writes it, anything else right after.
 What it reads equals reading the finished file in the split's own process; a split that fails
 midway, or is killed, leaves no reader behind; a file the archive names twice is read copy by
@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 import pytest
 
-import cudasplit._split.inside as inside_stage
+import cudasplit._split.gpucode as inside_stage
 from cudasplit import (
     OUTPUT_NAMES,
     DirectorySink,

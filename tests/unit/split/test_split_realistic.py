@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cudasplit import Report, SplitOptions, load_ruleset, split_to_dir
+from cudasplit import Report, SplitOptions, split_to_dir
+from cudasplit.rules import load_ruleset
 from tests.support.builders import (
     EXPECTED_DEFAULT,
     build_large_tarball,
