@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import lzma
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -81,28 +82,30 @@ def _zstandard_in_process(path: str) -> int:
     return total
 
 
-def _cases(xz: str, zst: str, scratch: str) -> dict[str, Callable[[], object]]:
+def _cases(xz_path: str, zst_path: str, scratch: str) -> dict[str, Callable[[], object]]:
+    xz, zst = shlex.quote(xz_path), shlex.quote(zst_path)  # for the shell lines below
+
     def untar(flags: str, path: str) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
         os.mkdir(scratch)
-        _shell(f"tar -C {scratch} {flags} -xf {path}")
+        _shell(f"tar -C {shlex.quote(scratch)} {flags} -xf {path}")
 
     return {
         "`xz -dc >/dev/null`": lambda: _shell(f"xz -dc -T1 {xz} >/dev/null"),
         "`xz -dc | cat >/dev/null`": lambda: _shell(f"xz -dc -T1 {xz} | cat >/dev/null"),
-        "`xz -dc` into Python, `os.read` 1 MiB": lambda: _pipe_read(["xz", "-dc", "-T1", xz]),
+        "`xz -dc` into Python, `os.read` 1 MiB": lambda: _pipe_read(["xz", "-dc", "-T1", xz_path]),
         "`xz -dc` into Python, `os.readv` one buffer": lambda: _pipe_readv(
-            ["xz", "-dc", "-T1", xz]
+            ["xz", "-dc", "-T1", xz_path]
         ),
-        "`lzma` in-process, main thread": lambda: _lzma_in_process(xz),
-        "`lzma` in-process, own thread": lambda: _on_a_thread(lambda: _lzma_in_process(xz)),
+        "`lzma` in-process, main thread": lambda: _lzma_in_process(xz_path),
+        "`lzma` in-process, own thread": lambda: _on_a_thread(lambda: _lzma_in_process(xz_path)),
         "`tar -xJf` (anchor)": lambda: untar("-J", xz),
         "`zstd -dc >/dev/null`": lambda: _shell(f"zstd -qdc {zst} >/dev/null"),
         "`zstd -dc | cat >/dev/null`": lambda: _shell(f"zstd -qdc {zst} | cat >/dev/null"),
-        "`zstd -dc` into Python, `os.read` 1 MiB": lambda: _pipe_read(["zstd", "-qdc", zst]),
-        "`zstandard` in-process, main thread": lambda: _zstandard_in_process(zst),
+        "`zstd -dc` into Python, `os.read` 1 MiB": lambda: _pipe_read(["zstd", "-qdc", zst_path]),
+        "`zstandard` in-process, main thread": lambda: _zstandard_in_process(zst_path),
         "`zstandard` in-process, own thread": lambda: _on_a_thread(
-            lambda: _zstandard_in_process(zst)
+            lambda: _zstandard_in_process(zst_path)
         ),
         "`tar -I zstd -xf` (anchor)": lambda: untar("-I zstd", zst),
     }
